@@ -1,0 +1,139 @@
+import swagger from '@fastify/swagger'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import type { Container } from './container.js'
+import { handleError } from './http/error-handler.js'
+import { ApiError } from './http/errors.js'
+import { API_PREFIX, negotiate, parseXmlBody, splitFormatSuffix, toXml, type Format } from './http/format.js'
+import { registerAuth } from './http/plugins/auth.js'
+import { apiKeyRoutes } from './http/routes/api-keys.js'
+import { permissionRoutes } from './http/routes/permissions.js'
+import { sessionRoutes } from './http/routes/sessions.js'
+import { swaggerRoutes } from './http/routes/swagger.js'
+import { userRoutes } from './http/routes/users.js'
+import './http/request-context.js'
+
+const FORMAT = Symbol('wharf.format')
+const BAD_SUFFIX = Symbol('wharf.badSuffix')
+
+/** Builds the HTTP application around a container; it neither listens nor reads the environment. */
+export async function buildApp(container: Container, opts: { logger?: FastifyBaseLogger } = {}) {
+  const { config } = container
+  const app = Fastify({
+    ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
+    trustProxy: config.trustProxy,
+    bodyLimit: config.bodyLimitBytes,
+    return503OnClosing: true,
+    ajv: {
+      customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true, allErrors: false, keywords: ['x-nullable'] },
+    },
+    rewriteUrl(req) {
+      const r = splitFormatSuffix(req.url ?? '/')
+      ;(req as any)[FORMAT] = r.format
+      ;(req as any)[BAD_SUFFIX] = r.badSuffix
+      return r.url
+    },
+  }) as unknown as FastifyInstance
+
+  app.decorateRequest('principal', null as any)
+  app.decorateRequest('format', 'json' as Format)
+  app.setErrorHandler(handleError)
+
+  // Format first, so that even the earliest error speaks the caller's format.
+  app.addHook('onRequest', async (request, reply) => {
+    const raw = request.raw as any
+    request.format = raw[FORMAT] ?? negotiate(request.headers.accept)
+    if (raw[BAD_SUFFIX] !== undefined) {
+      throw new ApiError(
+        'bad-request/unsupported-http-response-format',
+        `Unsupported response format ".${raw[BAD_SUFFIX]}": use .json or .xml`,
+      )
+    }
+    if (request.format === 'xml') {
+      const xml = request.routeOptions.config?.xml
+      const [root, item] = Array.isArray(xml) ? xml : [xml ?? 'response', undefined]
+      reply.serializer((payload: unknown) => toXml(payload, root, item))
+      reply.type('application/xml; charset=utf-8')
+    }
+  })
+
+  // Bodies: JSON or XML by Content-Type; any other body is refused (decisions.md, "Formats").
+  app.removeAllContentTypeParsers()
+  const jsonParser = app.getDefaultJsonParser('error', 'error')
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    if ((body as string).trim() === '') return done(null, {})
+    jsonParser(req, body as string, (err, value) => {
+      if (err) return done(new ApiError('bad-request/invalid-body', `Malformed JSON: ${err.message}`), undefined)
+      done(null, value)
+    })
+  })
+  app.addContentTypeParser(['application/xml', 'text/xml'], { parseAs: 'string' }, (_req, body, done) => {
+    try {
+      done(null, parseXmlBody(body as string))
+    } catch (err) {
+      done(err as Error, undefined)
+    }
+  })
+  app.addContentTypeParser('*', (req, _payload, done) => {
+    done(
+      new ApiError(
+        'bad-request/unsupported-media-type',
+        `Unsupported Content-Type "${req.headers['content-type'] ?? ''}": send application/json or application/xml`,
+      ),
+      undefined,
+    )
+  })
+
+  // Query parameters work for every method: a body-carrying route sees them merged under its body.
+  app.addHook('preValidation', async (request) => {
+    if (!request.routeOptions.schema?.body) return
+    const query = (request.query ?? {}) as Record<string, unknown>
+    const body = request.body
+    if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) return
+    if (Object.keys(query).length === 0 && body) return
+    request.body = { ...query, ...((body as object | undefined) ?? {}) }
+  })
+  // The Files.com SDKs repeat the record id in the body of updates and deletes; it must agree.
+  app.addHook('preValidation', async (request) => {
+    const pathId = (request.params as Record<string, unknown> | undefined)?.['id']
+    const bodyId = (request.body as Record<string, unknown> | undefined)?.['id']
+    if (pathId !== undefined && bodyId !== undefined && String(pathId) !== String(bodyId)) {
+      throw new ApiError('bad-request/request-params-invalid', 'The id in the body differs from the id in the path')
+    }
+  })
+
+  await app.register(swagger, {
+    swagger: {
+      info: {
+        title: 'Wharf REST API',
+        description: 'Files.com-compatible REST API of Wharf, a self-hosted file storage and transfer service.',
+        version: '1',
+      },
+      basePath: API_PREFIX,
+      consumes: ['application/json', 'application/xml'],
+      produces: ['application/json', 'application/xml'],
+      securityDefinitions: {
+        api_key: { type: 'apiKey', name: 'X-ServiceAPI-Key', in: 'header' },
+        session: { type: 'apiKey', name: 'X-ServiceAPI-Auth', in: 'header' },
+      },
+      security: [{ api_key: [] }, { session: [] }],
+    },
+    transform: ({ schema, url }) => ({ schema: schema as any, url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url }),
+  })
+
+  await app.register(
+    async (api) => {
+      registerAuth(api, container)
+      await api.register(sessionRoutes(container))
+      await api.register(apiKeyRoutes(container))
+      await api.register(userRoutes(container))
+      await api.register(permissionRoutes(container))
+      await api.register(swaggerRoutes())
+    },
+    { prefix: API_PREFIX },
+  )
+
+  app.setNotFoundHandler(async (request) => {
+    throw new ApiError('not-found', `No such endpoint: ${request.method} ${request.url.split('?')[0]}`)
+  })
+  return app
+}

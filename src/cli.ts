@@ -1,0 +1,123 @@
+#!/usr/bin/env node
+import { Command, InvalidArgumentError } from 'commander'
+import { ConfigError, type Config, loadConfig } from './config.js'
+import { createContainer } from './container.js'
+import { ApiError } from './http/errors.js'
+import { operatorPrincipal } from './modules/auth/principal.js'
+import { serve } from './server.js'
+
+const program = new Command()
+  .name('wharf')
+  .description('Wharf: self-hosted file storage and transfer with a Files.com-compatible API')
+  .showHelpAfterError()
+
+function config(): Config {
+  return loadConfig(process.env)
+}
+
+async function withContainer<T>(fn: (c: Awaited<ReturnType<typeof createContainer>>) => Promise<T>): Promise<T> {
+  const c = await createContainer(config())
+  try {
+    return await fn(c)
+  } finally {
+    await c.close()
+  }
+}
+
+const positiveInt = (v: string) => {
+  if (!/^\d+$/.test(v)) throw new InvalidArgumentError('must be a whole number')
+  return Number(v)
+}
+
+program
+  .command('serve')
+  .description('run the HTTP server (the default of npm start)')
+  .action(async () => {
+    await serve(config())
+  })
+
+program
+  .command('migrate')
+  .description('apply database migrations, then exit')
+  .action(async () => {
+    const cfg = config()
+    const { openDatabase } = await import('./db/database.js')
+    const db = openDatabase({ url: cfg.databaseUrl, dataDir: cfg.dataDir })
+    try {
+      const applied = await db.migrate()
+      console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date')
+    } finally {
+      await db.close()
+    }
+  })
+
+const users = program.command('users').description('manage users')
+users
+  .command('create')
+  .description('create a user')
+  .requiredOption('--username <name>', 'user name')
+  .option('--password <password>', 'password (at least 8 characters); read from WHARF_PASSWORD if omitted')
+  .option('--name <name>', 'full name')
+  .option('--email <email>', 'e-mail address')
+  .option('--site-admin', 'make the user a site administrator', false)
+  .option('--bot', 'a Shared/Bot user (self_managed: false)', false)
+  .action(async (o) => {
+    await withContainer(async (c) => {
+      const user = await c.services.users.create(operatorPrincipal(c.site.id), {
+        username: o.username,
+        password: o.password ?? process.env['WHARF_PASSWORD'],
+        ...(o.name ? { name: o.name } : {}),
+        ...(o.email ? { email: o.email } : {}),
+        site_admin: o.siteAdmin,
+        self_managed: !o.bot,
+      })
+      console.log(JSON.stringify(user, null, 2))
+    })
+  })
+
+const keys = program.command('api-keys').description('manage API keys')
+keys
+  .command('create')
+  .description('create an API key and print it (shown only once)')
+  .option('--user-id <id>', 'owner user id', positiveInt)
+  .option('--username <name>', 'owner user name')
+  .option('--site-wide', 'a site-wide key with no user (permission set full)', false)
+  .option('--name <name>', 'internal name')
+  .option('--description <text>', 'description')
+  .option('--permission-set <set>', 'none, full, desktop_app, sync_app, office_integration or mobile_app')
+  .option('--expires-at <datetime>', 'ISO 8601 expiry')
+  .option('--path <folder>', 'restrict the key to this folder')
+  .action(async (o) => {
+    await withContainer(async (c) => {
+      let userId: number | undefined = o.userId
+      if (o.username) {
+        const u = await c.db
+          .selectFrom('users')
+          .select('id')
+          .where('site_id', '=', c.site.id)
+          .where('username_lower', '=', String(o.username).toLowerCase())
+          .executeTakeFirst()
+        if (!u) throw new ApiError('not-found/user-not-found', `No user named ${o.username}`)
+        userId = u.id
+      }
+      if (!o.siteWide && userId === undefined) throw new InvalidArgumentError('name --user-id or --username, or pass --site-wide')
+      const key = await c.services.apiKeys.create(operatorPrincipal(c.site.id), {
+        ...(userId !== undefined ? { user_id: userId } : {}),
+        site_wide: o.siteWide,
+        ...(o.name ? { name: o.name } : {}),
+        ...(o.description ? { description: o.description } : {}),
+        ...(o.permissionSet ? { permission_set: o.permissionSet } : {}),
+        ...(o.expiresAt ? { expires_at: o.expiresAt } : {}),
+        ...(o.path ? { path: o.path } : {}),
+      })
+      console.log(JSON.stringify(key, null, 2))
+    })
+  })
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  if (err instanceof ConfigError) console.error(err.message)
+  else if (err instanceof ApiError) console.error(`error: ${err.type}: ${err.message}`)
+  else if (err instanceof InvalidArgumentError) console.error(`error: ${err.message}`)
+  else console.error(err)
+  process.exit(1)
+})

@@ -1,0 +1,118 @@
+import path from 'node:path'
+
+/** Everything Wharf reads from the environment, validated once at start-up. */
+export interface Config {
+  host: string
+  port: number
+  dataDir: string
+  /** `undefined` means the embedded SQLite database under `dataDir`. */
+  databaseUrl: string | undefined
+  baseUrl: string
+  siteName: string
+  adminUsername: string
+  adminPassword: string | undefined
+  sessionIdleMinutes: number
+  logLevel: string
+  trustProxy: boolean
+  rateLimit: { perSecond: number; burst: number; concurrent: number }
+  login: { maxFailuresPerUser: number; maxAttemptsPerIp: number; windowMinutes: number }
+  bodyLimitBytes: number
+}
+
+export class ConfigError extends Error {
+  constructor(public readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`)
+    this.name = 'ConfigError'
+  }
+}
+
+type Env = Record<string, string | undefined>
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+
+/** Reads and validates the configuration; every bad value is reported at once. */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = []
+  const str = (name: string, fallback: string): string => {
+    const v = env[name]
+    return v === undefined || v === '' ? fallback : v
+  }
+  const int = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = env[name]
+    if (raw === undefined || raw === '') return fallback
+    if (!/^\d+$/.test(raw.trim()) || Number(raw) < min || Number(raw) > max) {
+      problems.push(`${name} must be a whole number from ${min} to ${max} (got "${raw}")`)
+      return fallback
+    }
+    return Number(raw)
+  }
+  const bool = (name: string, fallback: boolean): boolean => {
+    const raw = env[name]
+    if (raw === undefined || raw === '') return fallback
+    if (/^(1|true|yes|on)$/i.test(raw)) return true
+    if (/^(0|false|no|off)$/i.test(raw)) return false
+    problems.push(`${name} must be true or false (got "${raw}")`)
+    return fallback
+  }
+
+  const host = str('HOST', '127.0.0.1')
+  const port = int('PORT', 8080, 0, 65535)
+  const dataDir = path.resolve(str('DATA_DIR', './data'))
+
+  const databaseUrl = env['DATABASE_URL'] || undefined
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    problems.push('DATABASE_URL must start with postgres:// or postgresql:// (leave it unset for SQLite)')
+  }
+
+  const defaultBase = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+  const baseUrl = str('BASE_URL', defaultBase).replace(/\/+$/, '')
+  try {
+    const u = new URL(baseUrl)
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme')
+  } catch {
+    problems.push(`BASE_URL must be an absolute http(s) URL (got "${baseUrl}")`)
+  }
+
+  const siteName = str('SITE_NAME', 'wharf')
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(siteName)) {
+    problems.push('SITE_NAME must be 1-63 letters, digits, dots, dashes or underscores')
+  }
+  const adminUsername = str('ADMIN_USERNAME', 'admin')
+  if (!/^[A-Za-z0-9@._+-]{1,128}$/.test(adminUsername)) {
+    problems.push('ADMIN_USERNAME may hold only letters, digits and @._+- (1-128 characters)')
+  }
+  const adminPassword = env['ADMIN_PASSWORD'] || undefined
+  if (adminPassword !== undefined && adminPassword.length < 8) {
+    problems.push('ADMIN_PASSWORD must be at least 8 characters')
+  }
+
+  const logLevel = str('LOG_LEVEL', 'info')
+  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
+
+  const config: Config = {
+    host,
+    port,
+    dataDir,
+    databaseUrl,
+    baseUrl,
+    siteName,
+    adminUsername,
+    adminPassword,
+    sessionIdleMinutes: int('SESSION_IDLE_MINUTES', 360, 1, 525600),
+    logLevel,
+    trustProxy: bool('TRUST_PROXY', false),
+    rateLimit: {
+      perSecond: int('RATE_LIMIT_PER_SECOND', 50, 1, 1_000_000),
+      burst: int('RATE_LIMIT_BURST', 200, 1, 10_000_000),
+      concurrent: int('RATE_LIMIT_CONCURRENT', 100, 1, 100_000),
+    },
+    login: {
+      maxFailuresPerUser: int('LOGIN_MAX_FAILURES', 5, 1, 1000),
+      maxAttemptsPerIp: int('LOGIN_MAX_ATTEMPTS_PER_IP', 30, 1, 100_000),
+      windowMinutes: int('LOGIN_WINDOW_MINUTES', 15, 1, 1440),
+    },
+    bodyLimitBytes: int('BODY_LIMIT_BYTES', 1_048_576, 1024, 1_073_741_824),
+  }
+  if (problems.length > 0) throw new ConfigError(problems)
+  return config
+}

@@ -1,0 +1,79 @@
+import type { Kysely } from 'kysely'
+import type { Logger } from 'pino'
+import type { Config } from './config.js'
+import { type DatabaseHandle, openDatabase } from './db/database.js'
+import type { Database } from './db/schema.js'
+import { RateLimiter } from './http/rate-limiter.js'
+import { ApiKeyService } from './modules/api-keys/api-key-service.js'
+import { AuthService } from './modules/auth/auth-service.js'
+import { PermissionService } from './modules/permissions/permission-service.js'
+import { SessionService } from './modules/sessions/session-service.js'
+import { type BootstrapResult, bootstrapSite, type SiteRow } from './modules/sites/site-service.js'
+import { UserService } from './modules/users/user-service.js'
+
+export interface Services {
+  auth: AuthService
+  apiKeys: ApiKeyService
+  sessions: SessionService
+  users: UserService
+  permissions: PermissionService
+}
+
+/** The composition root: one database, the services on it, and how to close them. */
+export interface Container {
+  config: Config
+  database: DatabaseHandle
+  db: Kysely<Database>
+  site: SiteRow
+  bootstrap: BootstrapResult
+  services: Services
+  rateLimiter: RateLimiter
+  now: () => number
+  close(): Promise<void>
+}
+
+export interface ContainerOptions {
+  now?: () => number
+  /** PostgreSQL schema (tests isolate themselves in one). */
+  databaseSchema?: string
+  sqliteFile?: string
+  logger?: Logger
+}
+
+export async function createContainer(config: Config, opts: ContainerOptions = {}): Promise<Container> {
+  const now = opts.now ?? Date.now
+  const database = openDatabase({
+    url: config.databaseUrl,
+    dataDir: config.dataDir,
+    schema: opts.databaseSchema,
+    ...(opts.sqliteFile ? { sqliteFile: opts.sqliteFile } : {}),
+  })
+  try {
+    await database.migrate()
+    const bootstrap = await bootstrapSite(database.db, config, now())
+    const { db } = database
+    const site = bootstrap.site
+    const sessions = new SessionService(db, config, now)
+    const services: Services = {
+      auth: new AuthService(db, config, now),
+      apiKeys: new ApiKeyService(db, config, site, now),
+      sessions,
+      users: new UserService(db, sessions, now),
+      permissions: new PermissionService(db, now),
+    }
+    return {
+      config,
+      database,
+      db,
+      site,
+      bootstrap,
+      services,
+      rateLimiter: new RateLimiter(config.rateLimit, now),
+      now,
+      close: () => database.close(),
+    }
+  } catch (err) {
+    await database.close()
+    throw err
+  }
+}

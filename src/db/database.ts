@@ -1,0 +1,100 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import SQLite from 'better-sqlite3'
+import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely'
+import pg from 'pg'
+import { migrations } from './migrations/index.js'
+import type { Database } from './schema.js'
+
+export interface DialectCapabilities {
+  name: 'sqlite' | 'postgres'
+  /** `FOR UPDATE SKIP LOCKED` for workers that claim rows; SQLite has one writer anyway. */
+  skipLocked: boolean
+}
+
+export interface DatabaseHandle {
+  db: Kysely<Database>
+  dialect: DialectCapabilities
+  migrate(): Promise<string[]>
+  close(): Promise<void>
+}
+
+export interface DatabaseOptions {
+  /** `postgres://…`; without it, SQLite at `<dataDir>/wharf.sqlite`. */
+  url?: string | undefined
+  dataDir: string
+  /** PostgreSQL schema to use (created if missing); lets test runs share one database. */
+  schema?: string | undefined
+  /** SQLite file name inside dataDir, or ':memory:'. */
+  sqliteFile?: string
+}
+
+// int8 (bigint) columns hold ids and epoch-millisecond times: both fit a JS number exactly.
+const pgTypes = {
+  getTypeParser(oid: number, format?: any) {
+    if (oid === 20) return (v: string) => Number(v)
+    return pg.types.getTypeParser(oid, format)
+  },
+}
+
+export function openDatabase(opts: DatabaseOptions): DatabaseHandle {
+  if (opts.url) return openPostgres(opts.url, opts.schema)
+  return openSqlite(opts)
+}
+
+function openSqlite(opts: DatabaseOptions): DatabaseHandle {
+  const file = opts.sqliteFile ?? 'wharf.sqlite'
+  let target = file
+  if (file !== ':memory:') {
+    fs.mkdirSync(opts.dataDir, { recursive: true })
+    target = path.join(opts.dataDir, file)
+  }
+  const sqlite = new SQLite(target)
+  sqlite.pragma('journal_mode = WAL')
+  sqlite.pragma('synchronous = NORMAL')
+  sqlite.pragma('foreign_keys = ON')
+  sqlite.pragma('busy_timeout = 5000')
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) })
+  return handle(db, { name: 'sqlite', skipLocked: false })
+}
+
+function openPostgres(url: string, schema: string | undefined): DatabaseHandle {
+  if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error(`bad schema name ${schema}`)
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    types: pgTypes,
+    ...(schema ? { options: `-c search_path=${schema}` } : {}),
+  })
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  const h = handle(db, { name: 'postgres', skipLocked: true })
+  if (!schema) return h
+  return {
+    ...h,
+    async migrate() {
+      // A separate client: the pool's connections already carry the search_path option.
+      const c = new pg.Client({ connectionString: url })
+      await c.connect()
+      try {
+        await c.query(`create schema if not exists ${schema}`)
+      } finally {
+        await c.end()
+      }
+      return h.migrate()
+    },
+  }
+}
+
+function handle(db: Kysely<Database>, dialect: DialectCapabilities): DatabaseHandle {
+  return {
+    db,
+    dialect,
+    async migrate() {
+      const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
+      const { error, results } = await migrator.migrateToLatest()
+      if (error) throw error
+      return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
+    },
+    close: () => db.destroy(),
+  }
+}

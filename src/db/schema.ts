@@ -1,0 +1,96 @@
+import type { Generated } from 'kysely'
+
+/**
+ * Table shapes shared by both dialects. Times are epoch milliseconds (integers), booleans are
+ * 0/1 integers and JSON is text, so that SQLite and PostgreSQL store the same values.
+ */
+export interface SitesTable {
+  id: Generated<number>
+  name: string
+  /** HMAC secret for cursors and signed URLs; generated once, never leaves the server. */
+  signing_secret: string
+  created_at: number
+}
+
+export interface UsersTable {
+  id: Generated<number>
+  site_id: number
+  username: string
+  username_lower: string
+  password_hash: string | null
+  name: string | null
+  email: string | null
+  site_admin: number
+  self_managed: number
+  disabled: number
+  created_at: number
+  updated_at: number
+  last_login_at: number | null
+  password_set_at: number | null
+}
+
+export interface PermissionsTable {
+  id: Generated<number>
+  site_id: number
+  user_id: number
+  path: string
+  permission: string
+  created_at: number
+}
+
+export interface ApiKeysTable {
+  id: Generated<number>
+  site_id: number
+  user_id: number | null
+  key_hash: string
+  name: string | null
+  description: string | null
+  permission_set: string
+  path: string | null
+  platform: string | null
+  expires_at: number | null
+  last_use_at: number | null
+  created_at: number
+  updated_at: number
+}
+
+export interface SessionsTable {
+  /** sha256 of the session id handed to the client: a stolen database yields no usable sessions. */
+  id_hash: string
+  site_id: number
+  user_id: number
+  created_at: number
+  last_active_at: number
+  ip: string | null
+  interface: string
+  reauth_failures: number
+  reauth_window_start: number
+  reauth_window_count: number
+}
+
+export interface ActionsTable {
+  id: Generated<number>
+  site_id: number
+  created_at: number
+  user_id: number | null
+  username: string | null
+  action: string
+  path: string
+  folder: string
+  source: string | null
+  destination: string | null
+  display: string
+  ip: string | null
+  interface: string | null
+  failure_type: string | null
+  targets: string
+}
+
+export interface Database {
+  sites: SitesTable
+  users: UsersTable
+  permissions: PermissionsTable
+  api_keys: ApiKeysTable
+  sessions: SessionsTable
+  actions: ActionsTable
+}

@@ -1,0 +1,49 @@
+import { ApiError } from './errors.js'
+
+/** ISO 8601 UTC with seconds precision and a trailing Z (decisions.md, "Formats"). */
+export function formatDateTime(ms: number | null | undefined): string | null {
+  if (ms === null || ms === undefined) return null
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z')
+}
+
+const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/
+const DATE_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?$/
+
+/**
+ * Any ISO 8601 date or date-time; a date alone means 00:00:00 UTC, a date-time without an offset
+ * is UTC. Anything else is 400 bad-request/datetime-parse.
+ */
+export function parseDateTime(value: unknown, field: string): number {
+  const s = typeof value === 'string' ? value.trim() : ''
+  let ms = Number.NaN
+  const d = DATE_ONLY.exec(s)
+  if (d) {
+    ms = Date.UTC(Number(d[1]), Number(d[2]) - 1, Number(d[3]))
+    if (!sameDate(ms, d)) ms = Number.NaN
+  } else {
+    const m = DATE_TIME.exec(s)
+    if (m) {
+      const frac = m[7] ? Number(`0.${m[7]}`) * 1000 : 0
+      ms = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6] ?? 0))
+      if (!sameDate(ms, m) || Number(m[4]) > 23 || Number(m[5]) > 59 || Number(m[6] ?? 0) > 59) ms = Number.NaN
+      ms += Math.floor(frac)
+      const off = m[8]
+      if (off && off.toUpperCase() !== 'Z') {
+        const sign = off[0] === '-' ? -1 : 1
+        const digits = off.slice(1).replace(':', '')
+        const minutes = Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2) || 0)
+        ms -= sign * minutes * 60_000
+      }
+    }
+  }
+  if (!Number.isFinite(ms)) {
+    throw new ApiError('bad-request/datetime-parse', `${field} is not a valid ISO 8601 date or date-time: "${String(value)}"`)
+  }
+  return ms
+}
+
+function sameDate(ms: number, m: RegExpExecArray): boolean {
+  const dt = new Date(ms)
+  return dt.getUTCFullYear() === Number(m[1]) && dt.getUTCMonth() + 1 === Number(m[2]) && dt.getUTCDate() === Number(m[3])
+}

@@ -1,0 +1,66 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { ApiError, type ErrorType, errorBody, newInstanceId } from './errors.js'
+import { toXml } from './format.js'
+
+interface AjvError {
+  keyword: string
+  instancePath: string
+  params: Record<string, unknown>
+  message?: string
+}
+
+/** Request-schema failures become the API's bad-request types, never a raw framework error. */
+export function fromValidation(errors: AjvError[], context: string | undefined): ApiError {
+  const e = errors[0]!
+  const where = context === 'querystring' ? 'query parameter' : context === 'params' ? 'path parameter' : 'parameter'
+  const field = e.instancePath.replace(/^\//, '').replace(/\//g, '.')
+  if (e.keyword === 'required') {
+    return new ApiError('bad-request/request-params-required', `Missing required ${where}: ${String(e.params['missingProperty'])}`)
+  }
+  if (e.keyword === 'additionalProperties') {
+    return new ApiError('bad-request/request-params-invalid', `Unknown ${where}: ${String(e.params['additionalProperty'])}`)
+  }
+  if (field === '' && e.keyword === 'type') {
+    return new ApiError('bad-request/invalid-body', 'The request body must be an object of named fields')
+  }
+  return new ApiError('bad-request/request-params-invalid', `Invalid ${where} ${field}: ${e.message ?? 'invalid value'}`)
+}
+
+const FASTIFY_CODES: Record<string, ErrorType> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'bad-request/unsupported-media-type',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'bad-request/invalid-body',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'bad-request/invalid-body',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'bad-request/invalid-body',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'bad-request/invalid-body',
+  FST_ERR_BAD_URL: 'bad-request/invalid-path',
+}
+
+export function toApiError(err: FastifyError): ApiError | null {
+  if (err instanceof ApiError) return err
+  if (err.validation) return fromValidation(err.validation as AjvError[], err.validationContext)
+  const mapped = err.code ? FASTIFY_CODES[err.code] : undefined
+  if (mapped) return new ApiError(mapped, err.message)
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return new ApiError('bad-request', err.message)
+  return null
+}
+
+/** Renders any error as the spec's error body, in the request's format. */
+export function handleError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const instance = newInstanceId()
+  let api = toApiError(err)
+  if (api) {
+    if (api.status >= 500) request.log.error({ err, instance }, 'request failed')
+  } else {
+    request.log.error({ err, instance }, 'unexpected error')
+    api = new ApiError('internal-server-error', 'An unexpected error occurred; quote the instance id when reporting it')
+  }
+  const body = errorBody(api, instance)
+  reply.code(api.status)
+  if (api.extras.retryAfter !== undefined) reply.header('Retry-After', String(api.extras.retryAfter))
+  for (const [k, v] of Object.entries(api.extras.headers ?? {})) reply.header(k, v)
+  // A Buffer bypasses any serializer the route installed for its own payloads.
+  if (request.format === 'xml') {
+    return reply.type('application/xml; charset=utf-8').send(Buffer.from(toXml(body, 'error_response')))
+  }
+  return reply.type('application/json; charset=utf-8').send(Buffer.from(JSON.stringify(body)))
+}

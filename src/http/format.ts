@@ -1,0 +1,168 @@
+import { XMLParser, XMLValidator } from 'fast-xml-parser'
+import { ApiError } from './errors.js'
+
+export type Format = 'json' | 'xml'
+
+export const API_PREFIX = '/api/rest/v1'
+
+/**
+ * Routes whose last path segments are a file path: there a `.json` or `.xml` ending is part of
+ * the file's name, never a format suffix (the Files.com SDKs send no suffix on these).
+ */
+const FILE_PATH_PREFIXES = ['/files/', '/folders/', '/file_actions/', '/history/files/', '/history/folders/']
+
+export interface SuffixResult {
+  url: string
+  format: Format | undefined
+  /** The suffix named a format other than json/xml. */
+  badSuffix: string | undefined
+}
+
+/** Strips a `.json`/`.xml` suffix from an API URL (Fastify's rewriteUrl). */
+export function splitFormatSuffix(url: string): SuffixResult {
+  if (!url.startsWith(API_PREFIX)) return { url, format: undefined, badSuffix: undefined }
+  const q = url.indexOf('?')
+  const pathPart = q === -1 ? url : url.slice(0, q)
+  const query = q === -1 ? '' : url.slice(q)
+  const rel = pathPart.slice(API_PREFIX.length)
+  if (FILE_PATH_PREFIXES.some((p) => rel.startsWith(p))) return { url, format: undefined, badSuffix: undefined }
+  const lastSlash = pathPart.lastIndexOf('/')
+  const last = pathPart.slice(lastSlash + 1)
+  const dot = last.lastIndexOf('.')
+  if (dot <= 0) return { url, format: undefined, badSuffix: undefined }
+  const ext = last.slice(dot + 1).toLowerCase()
+  const stripped = pathPart.slice(0, lastSlash + 1 + dot) + query
+  if (ext === 'json' || ext === 'xml') return { url: stripped, format: ext, badSuffix: undefined }
+  return { url: stripped, format: undefined, badSuffix: ext }
+}
+
+/** JSON unless the Accept header prefers XML over JSON. */
+export function negotiate(accept: string | undefined): Format {
+  if (!accept) return 'json'
+  let json = -1
+  let xml = -1
+  for (const part of accept.split(',')) {
+    const [type, ...params] = part.trim().toLowerCase().split(';')
+    let q = 1
+    for (const p of params) {
+      const m = /^\s*q=([0-9.]+)\s*$/.exec(p)
+      if (m) q = Number(m[1])
+    }
+    if (type === 'application/json') json = Math.max(json, q)
+    else if (type === 'application/xml' || type === 'text/xml') xml = Math.max(xml, q)
+  }
+  return xml > 0 && xml > json ? 'xml' : 'json'
+}
+
+// ---------- XML out ----------
+
+const escapeXml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!)
+
+// XML 1.0 cannot carry most control characters even escaped; drop them rather than emit bad XML.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: that is the point
+const INVALID_XML_CHARS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g
+
+function singular(name: string): string {
+  if (name.endsWith('ies')) return `${name.slice(0, -3)}y`
+  if (name.endsWith('s') && name.length > 1) return name.slice(0, -1)
+  return 'item'
+}
+
+function element(name: string, value: unknown, indent: string): string {
+  if (value === null || value === undefined) return `${indent}<${name} nil="true"/>\n`
+  if (typeof value === 'boolean') return `${indent}<${name} type="boolean">${value}</${name}>\n`
+  if (typeof value === 'number') {
+    const t = Number.isInteger(value) ? 'integer' : 'float'
+    return `${indent}<${name} type="${t}">${value}</${name}>\n`
+  }
+  if (Array.isArray(value)) {
+    if (value.length === 0) return `${indent}<${name} type="array"/>\n`
+    const child = singular(name)
+    return `${indent}<${name} type="array">\n${value.map((v) => element(child, v, `${indent}  `)).join('')}${indent}</${name}>\n`
+  }
+  if (typeof value === 'object') {
+    const inner = Object.entries(value as Record<string, unknown>)
+      .map(([k, v]) => element(k, v, `${indent}  `))
+      .join('')
+    return inner ? `${indent}<${name}>\n${inner}${indent}</${name}>\n` : `${indent}<${name}/>\n`
+  }
+  return `${indent}<${name}>${escapeXml(String(value).replace(INVALID_XML_CHARS, ''))}</${name}>\n`
+}
+
+/**
+ * Renders a payload in the spec's XML shapes: a list as `<plural type="array">` of `<singular>`
+ * items, a record under its hyphenated singular root; typed elements, `nil="true"` for null.
+ */
+export function toXml(payload: unknown, root: string, itemName?: string): string {
+  const head = '<?xml version="1.0" encoding="UTF-8"?>\n'
+  if (Array.isArray(payload)) {
+    if (payload.length === 0) return `${head}<${root} type="array"/>\n`
+    const child = itemName ?? singular(root)
+    return `${head}<${root} type="array">\n${payload.map((p) => element(child, p, '  ')).join('')}</${root}>\n`
+  }
+  return head + element(root, payload, '')
+}
+
+// ---------- XML in ----------
+
+const parser = new XMLParser({
+  ignoreAttributes: false,
+  attributeNamePrefix: '@_',
+  parseTagValue: false,
+  parseAttributeValue: false,
+  trimValues: true,
+  // Only the five predefined entities and character references; a DOCTYPE is refused before this.
+  processEntities: true,
+  htmlEntities: false,
+  isArray: () => false,
+})
+
+/** Parses an XML request body: the root's child elements are the fields. Never resolves a DTD. */
+export function parseXmlBody(text: string): Record<string, unknown> {
+  if (/<!DOCTYPE|<!ENTITY/i.test(text)) {
+    throw new ApiError('bad-request/invalid-body', 'XML bodies must not contain a DOCTYPE or entity declarations')
+  }
+  if (text.trim() === '') return {}
+  const valid = XMLValidator.validate(text)
+  if (valid !== true) throw new ApiError('bad-request/invalid-body', `Malformed XML: ${valid.err.msg}`)
+  const doc = parser.parse(text) as Record<string, unknown>
+  const roots = Object.keys(doc).filter((k) => !k.startsWith('?'))
+  if (roots.length !== 1) throw new ApiError('bad-request/invalid-body', 'An XML body must have exactly one root element')
+  const root = doc[roots[0]!]
+  if (root === '' || root === undefined) return {}
+  if (typeof root !== 'object' || root === null) {
+    throw new ApiError('bad-request/invalid-body', 'The XML root element must contain field elements')
+  }
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(root as Record<string, unknown>)) {
+    if (k.startsWith('@_')) continue
+    out[k] = xmlValue(v)
+  }
+  return out
+}
+
+function xmlValue(node: unknown): unknown {
+  if (node === null || typeof node !== 'object') return node ?? ''
+  if (Array.isArray(node)) return node.map(xmlValue)
+  const n = node as Record<string, unknown>
+  if (n['@_nil'] === 'true') return null
+  const type = n['@_type']
+  const text = n['#text'] as string | undefined
+  const children = Object.entries(n).filter(([k]) => !k.startsWith('@_') && k !== '#text')
+  if (type === 'array') {
+    return children.flatMap(([, v]) => (Array.isArray(v) ? v : [v])).map(xmlValue)
+  }
+  if (children.length > 0) {
+    const obj: Record<string, unknown> = {}
+    for (const [k, v] of children) obj[k] = xmlValue(v)
+    return obj
+  }
+  const s = text ?? ''
+  if (type === 'integer' || type === 'float') {
+    const num = Number(s)
+    return s.trim() !== '' && Number.isFinite(num) ? num : s
+  }
+  if (type === 'boolean') return s === 'true' ? true : s === 'false' ? false : s
+  return s
+}

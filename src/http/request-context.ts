@@ -1,0 +1,25 @@
+import type { Principal } from '../modules/auth/principal.js'
+import type { Format } from './format.js'
+
+/**
+ * What a route may reach:
+ * - `general` (default): full-permission keys and sessions only, never a path-restricted key;
+ * - `files`: file and share-link operations, also open to the desktop/sync/mobile/office sets;
+ * - `current-key-read`: GET /api_key, open to every key, even permission set `none`;
+ * - `current-key`: PATCH/DELETE /api_key, open to every key but permission set `none`.
+ */
+export type Access = 'general' | 'files' | 'current-key-read' | 'current-key'
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** false for the few routes that take no credentials (POST/DELETE /sessions, swagger). */
+    auth?: boolean
+    access?: Access
+    /** XML root element: the singular root of a record, or [plural, item] for a list. */
+    xml?: string | [string, string]
+  }
+  interface FastifyRequest {
+    principal: Principal
+    format: Format
+  }
+}

@@ -1,0 +1,158 @@
+import { type Static, Type } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Container } from '../../container.js'
+import { setCursorHeaders } from '../pagination.js'
+import { DateTime, EchoId, errorResponses, IdParams, listQuery, Nullable } from '../schemas.js'
+
+const PermissionSetField = Type.String({
+  maxLength: 64,
+  description: 'none, full, desktop_app, sync_app, office_integration or mobile_app',
+})
+
+export const ApiKeySchema = Type.Object(
+  {
+    id: Type.Integer(),
+    descriptive_label: Type.String(),
+    description: Nullable(Type.String()),
+    created_at: Type.String({ format: 'date-time' }),
+    expires_at: DateTime(),
+    key: Type.Optional(Type.String({ description: 'The key itself; returned only when the key is created' })),
+    last_use_at: DateTime('Updated at most once every 3 hours'),
+    name: Nullable(Type.String()),
+    path: Nullable(Type.String()),
+    permission_set: Type.String(),
+    platform: Nullable(Type.String()),
+    url: Type.String(),
+    user_id: Nullable(Type.Integer()),
+  },
+  { $id: 'ApiKey', title: 'ApiKey' },
+)
+
+const Text = (max: number) => Type.String({ maxLength: max })
+const Expiry = Nullable(Type.String({ maxLength: 64, description: 'ISO 8601 date or date-time; empty or null for none' }))
+
+const CreateBody = Type.Object(
+  {
+    user_id: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: '0 = the caller' })),
+    name: Type.Optional(Text(255)),
+    description: Type.Optional(Text(4096)),
+    expires_at: Type.Optional(Expiry),
+    permission_set: Type.Optional(PermissionSetField),
+    path: Type.Optional(Type.String({ maxLength: 6000, description: 'Folder the key is restricted to' })),
+    site_wide: Type.Optional(Type.Boolean({ description: 'Wharf extension: a key with no user, site admins only' })),
+  },
+  { additionalProperties: false },
+)
+
+const UpdateBody = Type.Object(
+  {
+    id: EchoId,
+    name: Type.Optional(Text(255)),
+    description: Type.Optional(Text(4096)),
+    expires_at: Type.Optional(Expiry),
+    permission_set: Type.Optional(PermissionSetField),
+  },
+  { additionalProperties: false },
+)
+
+const UpdateCurrentBody = Type.Object(
+  {
+    name: Type.Optional(Text(255)),
+    expires_at: Type.Optional(Expiry),
+    permission_set: Type.Optional(PermissionSetField),
+  },
+  { additionalProperties: false },
+)
+
+const DeleteBody = Type.Object({ id: EchoId }, { additionalProperties: false })
+
+const ListQuery = listQuery({
+  user_id: Type.Optional(Type.String({ description: 'User id; 0 = the caller' })),
+})
+
+const tags = ['api_keys']
+const one = { 200: ApiKeySchema, ...errorResponses }
+
+export function apiKeyRoutes(c: Container) {
+  const svc = c.services.apiKeys
+  return async (app: FastifyInstance) => {
+    app.get<{ Querystring: Static<typeof ListQuery> }>(
+      '/api_keys',
+      {
+        config: { xml: ['api-keys', 'api-key'] },
+        schema: { summary: 'List API keys', tags, querystring: ListQuery, response: { 200: Type.Array(ApiKeySchema), ...errorResponses } },
+      },
+      async (request, reply) => {
+        const page = await svc.list(request.principal, request.query)
+        setCursorHeaders(reply, page)
+        return page.items
+      },
+    )
+
+    app.get(
+      '/api_key',
+      {
+        config: { xml: 'api-key', access: 'current-key-read' },
+        schema: { summary: 'Show the API key of this request', tags, response: one },
+      },
+      async (request) => svc.getCurrent(request.principal),
+    )
+
+    app.get<{ Params: Static<typeof IdParams> }>(
+      '/api_keys/:id',
+      { config: { xml: 'api-key' }, schema: { summary: 'Show an API key', tags, params: IdParams, response: one } },
+      async (request) => svc.get(request.principal, request.params.id),
+    )
+
+    app.post<{ Body: Static<typeof CreateBody> }>(
+      '/api_keys',
+      {
+        config: { xml: 'api-key' },
+        schema: { summary: 'Create an API key', tags, body: CreateBody, response: { 201: ApiKeySchema, ...errorResponses } },
+      },
+      async (request, reply) => reply.code(201).send(await svc.create(request.principal, request.body)),
+    )
+
+    app.patch<{ Body: Static<typeof UpdateCurrentBody> }>(
+      '/api_key',
+      {
+        config: { xml: 'api-key', access: 'current-key' },
+        schema: { summary: 'Update the API key of this request', tags, body: UpdateCurrentBody, response: one },
+      },
+      async (request) => svc.updateCurrent(request.principal, request.body),
+    )
+
+    app.patch<{ Params: Static<typeof IdParams>; Body: Static<typeof UpdateBody> }>(
+      '/api_keys/:id',
+      {
+        config: { xml: 'api-key' },
+        schema: { summary: 'Update an API key', tags, params: IdParams, body: UpdateBody, response: one },
+      },
+      async (request) => svc.update(request.principal, request.params.id, request.body),
+    )
+
+    app.delete(
+      '/api_key',
+      {
+        config: { access: 'current-key' },
+        schema: { summary: 'Delete the API key of this request', tags, response: { 204: Type.Null(), ...errorResponses } },
+      },
+      async (request, reply) => {
+        await svc.removeCurrent(request.principal)
+        return reply.code(204).send()
+      },
+    )
+
+    app.delete<{ Params: Static<typeof IdParams> }>(
+      '/api_keys/:id',
+      {
+        schema: { summary: 'Delete an API key', tags, params: IdParams, body: DeleteBody, response: { 204: Type.Null(), ...errorResponses } },
+      },
+      async (request, reply) => {
+        await svc.remove(request.principal, request.params.id)
+        return reply.code(204).send()
+      },
+    )
+  }
+}
+

@@ -1,0 +1,62 @@
+import { Type } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Container } from '../../container.js'
+import { credentialsFrom } from '../../modules/auth/auth-service.js'
+import { ApiError } from '../errors.js'
+import { errorResponses } from '../schemas.js'
+
+const LoginBody = Type.Object(
+  {
+    username: Type.String({ minLength: 1, maxLength: 256 }),
+    password: Type.String({ minLength: 1, maxLength: 1024 }),
+  },
+  { additionalProperties: false },
+)
+
+const SessionJson = Type.Object({ id: Type.String({ description: 'Session id, sent in X-ServiceAPI-Auth' }) })
+
+export function sessionRoutes(c: Container) {
+  return async (app: FastifyInstance) => {
+    app.post<{ Body: { username: string; password: string } }>(
+      '/sessions',
+      {
+        config: { auth: false, xml: 'session' },
+        schema: {
+          summary: 'Create a session (log in)',
+          tags: ['sessions'],
+          security: [],
+          body: LoginBody,
+          response: { 201: SessionJson, ...errorResponses },
+        },
+      },
+      async (request, reply) => {
+        if (credentialsFrom(request.headers).apiKey !== undefined) {
+          throw new ApiError('not-authorized/cannot-login-while-using-key', 'Remove the API key header to log in with a password')
+        }
+        const session = await c.services.sessions.login(c.site.id, {
+          username: request.body.username,
+          password: request.body.password,
+          ip: request.ip,
+          interface: 'restapi',
+        })
+        return reply.code(201).send(session)
+      },
+    )
+
+    app.delete(
+      '/sessions',
+      {
+        config: { auth: false, xml: ['sessions', 'session'] },
+        schema: {
+          summary: 'End the session of X-ServiceAPI-Auth; always answers an empty array',
+          tags: ['sessions'],
+          response: { 200: Type.Array(SessionJson) },
+        },
+      },
+      async (request) => {
+        await c.services.sessions.logout(credentialsFrom(request.headers).sessionId)
+        return []
+      },
+    )
+  }
+}

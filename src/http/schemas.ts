@@ -1,0 +1,59 @@
+import { type TSchema, Type } from '@sinclair/typebox'
+
+/** A field that may be null: JSON keeps the null, Swagger 2 marks it x-nullable. */
+export const Nullable = <T extends TSchema>(t: T) =>
+  Type.Unsafe<T['static'] | null>({ ...t, type: [t['type'] as string, 'null'], 'x-nullable': true })
+
+export const DateTime = (description?: string) =>
+  Nullable(Type.String({ format: 'date-time', ...(description ? { description } : {}) }))
+
+/** int64 ids in paths and bodies (decisions.md: ids are int64 integers). */
+export const Id = (description?: string) =>
+  Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, ...(description ? { description } : {}) })
+
+export const IdParams = Type.Object({ id: Id('Record id') }, { additionalProperties: false })
+
+/** Every body may repeat the record's id (the Files.com SDKs send it on update and delete). */
+export const EchoId = Type.Optional(Id('Same as the id in the path'))
+
+export const ErrorSchema = Type.Object(
+  {
+    error: Type.String(),
+    'http-code': Type.Integer(),
+    instance: Type.String(),
+    title: Type.String(),
+    type: Type.String(),
+    errors: Type.Optional(Type.Array(Type.String())),
+    model_errors: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()))),
+    model_error_keys: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()))),
+  },
+  { description: 'Error' },
+)
+
+/** The error responses every authenticated route can give, for the Swagger document. */
+export const errorResponses = {
+  400: ErrorSchema,
+  401: ErrorSchema,
+  403: ErrorSchema,
+  404: ErrorSchema,
+  422: ErrorSchema,
+  429: ErrorSchema,
+}
+
+const LIST_PARAM_PATTERN = '^(sort_by|filter|filter_gt|filter_gteq|filter_lt|filter_lteq|filter_like)\\[[^\\]]*\\]$'
+
+/**
+ * Query-string schema of a list endpoint: its own parameters plus cursor, per_page, page (the
+ * Files.com SDK adds it while auto-paginating; ignored) and the bracketed sort/filter keys.
+ */
+export function listQuery<P extends Record<string, TSchema>>(props: P) {
+  return Type.Object(
+    {
+      ...props,
+      cursor: Type.Optional(Type.String({ maxLength: 4096, description: 'Cursor from X-Service-Cursor-Next or -Prev' })),
+      per_page: Type.Optional(Type.String({ description: 'Records per page: 1 to 10,000 (default 1,000)' })),
+      page: Type.Optional(Type.String({ description: 'Ignored; sent by the Files.com SDKs while paginating' })),
+    },
+    { additionalProperties: false, patternProperties: { [LIST_PARAM_PATTERN]: Type.String({ maxLength: 5000 }) } },
+  )
+}

@@ -1,0 +1,71 @@
+import type { Kysely } from 'kysely'
+import type { Database } from '../../db/schema.js'
+import type { Principal } from '../auth/principal.js'
+
+export const ACTION_TYPES = [
+  'create', 'read', 'update', 'destroy', 'move', 'login', 'failedlogin', 'copy',
+  'user_create', 'user_update', 'user_destroy', 'group_create', 'group_update', 'group_destroy',
+  'permission_create', 'permission_destroy', 'api_key_create', 'api_key_update', 'api_key_destroy',
+] as const
+export type ActionType = (typeof ACTION_TYPES)[number]
+
+export interface ActionTarget {
+  type: string
+  id?: number
+  name?: string
+}
+
+export interface NewAction {
+  action: ActionType
+  display: string
+  path?: string
+  source?: string | null
+  destination?: string | null
+  failureType?: string | null
+  targets?: ActionTarget[]
+  /** Defaults to the principal's user. */
+  userId?: number | null
+  username?: string | null
+}
+
+export interface ActionContext {
+  siteId: number
+  userId: number | null
+  username: string | null
+  ip: string | null
+  interface: string | null
+}
+
+export function contextOf(p: Principal): ActionContext {
+  return { siteId: p.siteId, userId: p.user?.id ?? null, username: p.user?.username ?? null, ip: p.ip, interface: p.interface }
+}
+
+/**
+ * Writes one Action into the history table. Call it with the transaction of the change it
+ * records, so that the history never tells of a change that did not happen (or misses one).
+ */
+export async function recordAction(db: Kysely<Database>, ctx: ActionContext, a: NewAction, now = Date.now()): Promise<number> {
+  const path = a.path ?? ''
+  const folder = path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : ''
+  const row = await db
+    .insertInto('actions')
+    .values({
+      site_id: ctx.siteId,
+      created_at: now,
+      user_id: a.userId !== undefined ? a.userId : ctx.userId,
+      username: a.username !== undefined ? a.username : ctx.username,
+      action: a.action,
+      path,
+      folder,
+      source: a.source ?? null,
+      destination: a.destination ?? null,
+      display: a.display,
+      ip: ctx.ip,
+      interface: ctx.interface,
+      failure_type: a.failureType ?? null,
+      targets: JSON.stringify(a.targets ?? []),
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow()
+  return row.id
+}

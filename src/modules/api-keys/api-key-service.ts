@@ -1,0 +1,330 @@
+import type { Kysely, Selectable } from 'kysely'
+import type { Config } from '../../config.js'
+import type { ApiKeysTable, Database } from '../../db/schema.js'
+import { formatDateTime, parseDateTime } from '../../http/datetime.js'
+import { ApiError, type ModelErrors } from '../../http/errors.js'
+import { applyListQuery, type ListSpec, type Page, parseListQuery, toPage } from '../../http/pagination.js'
+import { randomHex, tokenHash } from '../../security/secrets.js'
+import { contextOf, recordAction } from '../actions/action-recorder.js'
+import { isSiteAdmin, PERMISSION_SETS, type PermissionSet, type Principal } from '../auth/principal.js'
+import { normalizePath } from '../paths.js'
+import type { SiteRow } from '../sites/site-service.js'
+
+type ApiKeyRow = Selectable<ApiKeysTable>
+type Row = ApiKeyRow & { username: string | null }
+
+export interface ApiKeyJson {
+  id: number
+  descriptive_label: string
+  description: string | null
+  created_at: string
+  expires_at: string | null
+  key?: string
+  last_use_at: string | null
+  name: string | null
+  path: string | null
+  permission_set: string
+  platform: string | null
+  url: string
+  user_id: number | null
+}
+
+export interface CreateApiKeyInput {
+  user_id?: number
+  name?: string
+  description?: string
+  expires_at?: string | null
+  permission_set?: string
+  path?: string
+  site_wide?: boolean
+}
+
+export interface UpdateApiKeyInput {
+  name?: string
+  description?: string
+  expires_at?: string | null
+  permission_set?: string
+}
+
+// Keys that never expire sort after every dated key.
+const NEVER = 8_640_000_000_000_000
+
+export const API_KEY_LIST: ListSpec = {
+  name: 'api_keys',
+  idColumn: 'api_keys.id',
+  sort: { expires_at: { column: 'api_keys.expires_at', type: 'datetime', nullsAs: NEVER } },
+  filter: { expires_at: { column: 'api_keys.expires_at', type: 'datetime' } },
+}
+
+export class ApiKeyService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly config: Config,
+    private readonly site: SiteRow,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  toJson(row: Row, plainKey?: string): ApiKeyJson {
+    const label =
+      row.user_id === null
+        ? `Site-wide API key (key ID #${row.id})`
+        : `User API key for ${row.username ?? `user #${row.user_id}`} (key ID #${row.id})`
+    return {
+      id: row.id,
+      descriptive_label: label,
+      description: row.description,
+      created_at: formatDateTime(row.created_at)!,
+      expires_at: formatDateTime(row.expires_at),
+      ...(plainKey !== undefined ? { key: plainKey } : {}),
+      last_use_at: formatDateTime(row.last_use_at),
+      name: row.name,
+      path: row.path,
+      permission_set: row.permission_set,
+      platform: row.platform,
+      url: this.config.baseUrl,
+      user_id: row.user_id,
+    }
+  }
+
+  /** GET /api_keys. `user_id` omitted: a site admin sees every key, anyone else their own. */
+  async list(p: Principal, query: Record<string, unknown>): Promise<Page<ApiKeyJson>> {
+    refuseBots(p)
+    const userId = this.listOwner(p, query['user_id'])
+    const lq = parseListQuery(API_KEY_LIST, query, this.site.signing_secret, { user_id: userId ?? 'all' })
+    let q = this.rows(p.siteId)
+    if (userId === 'site-wide') q = q.where('api_keys.user_id', 'is', null)
+    else if (userId !== undefined) q = q.where('api_keys.user_id', '=', userId)
+    const rows = await applyListQuery(q, API_KEY_LIST, lq).execute()
+    const page = toPage(rows, API_KEY_LIST, lq, this.site.signing_secret)
+    return { ...page, items: page.items.map((r) => this.toJson(r)) }
+  }
+
+  async get(p: Principal, id: number): Promise<ApiKeyJson> {
+    refuseBots(p)
+    return this.toJson(await this.visible(p, id))
+  }
+
+  async create(p: Principal, input: CreateApiKeyInput): Promise<ApiKeyJson> {
+    const siteWide = input.site_wide === true
+    let ownerId: number | null
+    if (siteWide) {
+      if (!isSiteAdmin(p)) throw new ApiError('not-authorized/site-admin-required', 'Only site administrators can create site-wide keys')
+      if (input.user_id !== undefined && input.user_id !== 0) {
+        throw new ApiError('bad-request/request-params-invalid', 'A site-wide key has no user: leave user_id out')
+      }
+      ownerId = null
+    } else {
+      ownerId = await this.resolveOwner(p, input.user_id)
+    }
+    const errors: ModelErrors = {}
+    const permissionSet = checkPermissionSet(input.permission_set ?? 'full', siteWide, errors)
+    const now = this.now()
+    const expiresAt = this.expiry(input.expires_at, now, errors)
+    const path = input.path === undefined || input.path === '' ? null : normalizePath(input.path)
+    if (siteWide && path) (errors['path'] ??= []).push('must be empty for a site-wide key')
+    if (Object.keys(errors).length) throw ApiError.modelSave(errors)
+
+    const key = randomHex(32)
+    const row = await this.db.transaction().execute(async (trx) => {
+      const inserted = await trx
+        .insertInto('api_keys')
+        .values({
+          site_id: p.siteId,
+          user_id: ownerId,
+          key_hash: tokenHash(key),
+          name: input.name ?? null,
+          description: input.description ?? null,
+          permission_set: permissionSet,
+          path,
+          platform: null,
+          expires_at: expiresAt ?? null,
+          last_use_at: null,
+          created_at: now,
+          updated_at: now,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow()
+      const full = await this.rows(p.siteId, trx).where('api_keys.id', '=', inserted.id).executeTakeFirstOrThrow()
+      await recordAction(
+        trx,
+        contextOf(p),
+        {
+          action: 'api_key_create',
+          display: `Created ${this.toJson(full).descriptive_label}`,
+          path: path ?? '',
+          targets: [{ type: 'api_key', id: full.id, ...(full.name ? { name: full.name } : {}) }],
+        },
+        now,
+      )
+      return full
+    })
+    return this.toJson(row, key)
+  }
+
+  async update(p: Principal, id: number, input: UpdateApiKeyInput): Promise<ApiKeyJson> {
+    refuseBots(p)
+    return this.applyUpdate(p, await this.visible(p, id), input)
+  }
+
+  async remove(p: Principal, id: number): Promise<void> {
+    refuseBots(p)
+    await this.destroy(p, await this.visible(p, id))
+  }
+
+  async getCurrent(p: Principal): Promise<ApiKeyJson> {
+    const row = await this.rows(p.siteId).where('api_keys.id', '=', currentKeyId(p)).executeTakeFirst()
+    if (!row) throw new ApiError('not-found/api-key-not-found', 'The API key no longer exists')
+    return this.toJson(row)
+  }
+
+  /** PATCH /api_key. A key that is not `full` may not change its own permission set (no escalation). */
+  async updateCurrent(p: Principal, input: UpdateApiKeyInput): Promise<ApiKeyJson> {
+    const row = await this.rows(p.siteId).where('api_keys.id', '=', currentKeyId(p)).executeTakeFirst()
+    if (!row) throw new ApiError('not-found/api-key-not-found', 'The API key no longer exists')
+    if (input.permission_set !== undefined && input.permission_set !== row.permission_set && row.permission_set !== 'full') {
+      throw new ApiError(
+        'not-authorized/insufficient-permission-for-params',
+        'Only a key with permission set "full" may change its own permission set',
+      )
+    }
+    return this.applyUpdate(p, row, input)
+  }
+
+  async removeCurrent(p: Principal): Promise<void> {
+    const row = await this.rows(p.siteId).where('api_keys.id', '=', currentKeyId(p)).executeTakeFirst()
+    if (!row) throw new ApiError('not-found/api-key-not-found', 'The API key no longer exists')
+    await this.destroy(p, row)
+  }
+
+  // ---------- internals ----------
+
+  private rows(siteId: number, db: Kysely<Database> = this.db) {
+    return db
+      .selectFrom('api_keys')
+      .leftJoin('users', 'users.id', 'api_keys.user_id')
+      .selectAll('api_keys')
+      .select('users.username as username')
+      .where('api_keys.site_id', '=', siteId)
+  }
+
+  /** The key if the caller may see it: site admins see all, others only their own. */
+  private async visible(p: Principal, id: number): Promise<Row> {
+    const row = await this.rows(p.siteId).where('api_keys.id', '=', id).executeTakeFirst()
+    if (!row) throw new ApiError('not-found/api-key-not-found', `API key ${id} not found`)
+    if (!isSiteAdmin(p) && row.user_id !== p.user?.id) {
+      throw new ApiError('not-authorized/site-admin-required', 'Only site administrators can manage other users’ keys')
+    }
+    return row
+  }
+
+  private listOwner(p: Principal, raw: unknown): number | 'site-wide' | undefined {
+    if (raw === undefined || raw === '') return isSiteAdmin(p) ? undefined : p.user!.id
+    const n = Number(raw)
+    if (!/^\d+$/.test(String(raw)) || !Number.isSafeInteger(n)) {
+      throw new ApiError('bad-request/request-params-invalid', 'user_id must be a non-negative integer')
+    }
+    if (n === 0) return p.user ? p.user.id : 'site-wide'
+    if (n !== p.user?.id && !isSiteAdmin(p)) {
+      throw new ApiError('not-authorized/user-id-without-site-admin', 'Only site administrators can name another user_id')
+    }
+    return n
+  }
+
+  private async resolveOwner(p: Principal, userId: number | undefined): Promise<number> {
+    if (userId === undefined || userId === 0) {
+      if (!p.user) throw new ApiError('bad-request/user-required', 'A site-wide key must name user_id, or ask for site_wide: true')
+      return p.user.id
+    }
+    if (userId !== p.user?.id && !isSiteAdmin(p)) {
+      throw new ApiError('not-authorized/user-id-without-site-admin', 'Only site administrators can create keys for other users')
+    }
+    const user = await this.db
+      .selectFrom('users')
+      .select('id')
+      .where('site_id', '=', p.siteId)
+      .where('id', '=', userId)
+      .executeTakeFirst()
+    if (!user) throw new ApiError('not-found/user-not-found', `User ${userId} not found`)
+    return user.id
+  }
+
+  private expiry(raw: string | null | undefined, now: number, errors: ModelErrors): number | null | undefined {
+    if (raw === undefined) return undefined
+    if (raw === null || raw === '') return null
+    const at = parseDateTime(raw, 'expires_at')
+    if (at <= now) (errors['expires_at'] ??= []).push('must be in the future')
+    return at
+  }
+
+  private async applyUpdate(p: Principal, row: Row, input: UpdateApiKeyInput): Promise<ApiKeyJson> {
+    const errors: ModelErrors = {}
+    const now = this.now()
+    const patch: Partial<ApiKeyRow> = {}
+    if (input.permission_set !== undefined) patch.permission_set = checkPermissionSet(input.permission_set, row.user_id === null, errors)
+    const expiresAt = this.expiry(input.expires_at, now, errors)
+    if (expiresAt !== undefined) patch.expires_at = expiresAt
+    if (input.name !== undefined) patch.name = input.name
+    if (input.description !== undefined) patch.description = input.description
+    if (Object.keys(errors).length) throw ApiError.modelSave(errors)
+    const changed = Object.keys(patch)
+    if (changed.length === 0) return this.toJson(row)
+    patch.updated_at = now
+    const updated = await this.db.transaction().execute(async (trx) => {
+      await trx.updateTable('api_keys').set(patch).where('id', '=', row.id).execute()
+      await recordAction(
+        trx,
+        contextOf(p),
+        {
+          action: 'api_key_update',
+          display: `Updated ${this.toJson(row).descriptive_label} (${changed.join(', ')})`,
+          path: row.path ?? '',
+          targets: [{ type: 'api_key', id: row.id, ...(row.name ? { name: row.name } : {}) }],
+        },
+        now,
+      )
+      return this.rows(p.siteId, trx).where('api_keys.id', '=', row.id).executeTakeFirstOrThrow()
+    })
+    return this.toJson(updated)
+  }
+
+  private async destroy(p: Principal, row: Row): Promise<void> {
+    const now = this.now()
+    await this.db.transaction().execute(async (trx) => {
+      await trx.deleteFrom('api_keys').where('id', '=', row.id).execute()
+      await recordAction(
+        trx,
+        contextOf(p),
+        {
+          action: 'api_key_destroy',
+          display: `Deleted ${this.toJson(row).descriptive_label}`,
+          path: row.path ?? '',
+          targets: [{ type: 'api_key', id: row.id, ...(row.name ? { name: row.name } : {}) }],
+        },
+        now,
+      )
+    })
+  }
+}
+
+/** Shared/Bot users (self_managed false) are refused on /api_keys by id and list (decisions.md). */
+function refuseBots(p: Principal): void {
+  if (p.user && p.user.self_managed === 0) {
+    throw new ApiError('not-authorized/self-managed-required', 'Shared/Bot users cannot list or manage keys by id')
+  }
+}
+
+function currentKeyId(p: Principal): number {
+  if (!p.apiKey) {
+    throw new ApiError('not-authorized/must-authenticate-with-api-key', 'This endpoint needs the request to be made with an API key')
+  }
+  return p.apiKey.id
+}
+
+function checkPermissionSet(value: string, siteWide: boolean, errors: ModelErrors): PermissionSet {
+  if (!(PERMISSION_SETS as readonly string[]).includes(value)) {
+    ;(errors['permission_set'] ??= []).push(`must be one of ${PERMISSION_SETS.join(', ')}`)
+    return 'full'
+  }
+  if (siteWide && value !== 'full') (errors['permission_set'] ??= []).push('must be full for a site-wide key')
+  return value as PermissionSet
+}

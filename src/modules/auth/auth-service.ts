@@ -1,0 +1,121 @@
+import type { Kysely } from 'kysely'
+import type { Config } from '../../config.js'
+import type { Database } from '../../db/schema.js'
+import { ApiError } from '../../http/errors.js'
+import { tokenHash } from '../../security/secrets.js'
+import type { Interface, PermissionSet, Principal, UserRow } from './principal.js'
+
+/** last_use_at is written at most once per 3 hours per key (api-spec.md, ApiKey). */
+export const LAST_USE_GRANULARITY_MS = 3 * 60 * 60 * 1000
+/** A session's idle clock is written at most once a minute, not on every request. */
+const SESSION_TOUCH_MS = 60 * 1000
+
+export interface Credentials {
+  apiKey?: string | undefined
+  sessionId?: string | undefined
+}
+
+type Headers = Record<string, string | string[] | undefined>
+
+const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v)
+
+/** Credentials from X-ServiceAPI-Key, HTTP Basic (key as user name), X-ServiceAPI-Auth, or the Files.com aliases. */
+export function credentialsFrom(headers: Headers): Credentials {
+  let apiKey = first(headers['x-serviceapi-key']) ?? first(headers['x-filesapi-key'])
+  const auth = first(headers['authorization'])
+  if (!apiKey && auth && /^basic /i.test(auth)) {
+    const decoded = Buffer.from(auth.slice(6).trim(), 'base64').toString('utf8')
+    const colon = decoded.indexOf(':')
+    apiKey = colon === -1 ? decoded : decoded.slice(0, colon)
+  }
+  const sessionId = first(headers['x-serviceapi-auth']) ?? first(headers['x-filesapi-auth'])
+  return { apiKey: apiKey?.trim() || undefined, sessionId: sessionId?.trim() || undefined }
+}
+
+export function hasCredentials(c: Credentials): boolean {
+  return c.apiKey !== undefined || c.sessionId !== undefined
+}
+
+const unauthenticated = (why: string) => new ApiError('not-authenticated/authentication-required', why)
+
+export class AuthService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly config: Config,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Resolves credentials to a principal, or throws 401 not-authenticated/authentication-required. */
+  async authenticate(c: Credentials, ip: string, iface: Interface): Promise<Principal> {
+    if (c.apiKey !== undefined) return this.byApiKey(c.apiKey, ip, iface)
+    if (c.sessionId !== undefined) return this.bySession(c.sessionId, ip, iface)
+    throw unauthenticated('Authentication required: send an API key (X-ServiceAPI-Key) or a session (X-ServiceAPI-Auth)')
+  }
+
+  private async byApiKey(key: string, ip: string, iface: Interface): Promise<Principal> {
+    if (!/^[0-9a-f]{64}$/i.test(key)) throw unauthenticated('The API key is not valid')
+    const row = await this.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('key_hash', '=', tokenHash(key.toLowerCase()))
+      .executeTakeFirst()
+    const now = this.now()
+    if (!row) throw unauthenticated('The API key is not valid')
+    if (row.expires_at !== null && row.expires_at <= now) throw unauthenticated('The API key has expired')
+    let user: UserRow | null = null
+    if (row.user_id !== null) {
+      user = (await this.db.selectFrom('users').selectAll().where('id', '=', row.user_id).executeTakeFirst()) ?? null
+      if (!user || user.disabled) throw unauthenticated('The API key belongs to a disabled user')
+    }
+    if (row.last_use_at === null || now - row.last_use_at >= LAST_USE_GRANULARITY_MS) {
+      // Guarded update: of concurrent requests only one writes, and a crash here loses nothing that matters.
+      await this.db
+        .updateTable('api_keys')
+        .set({ last_use_at: now })
+        .where('id', '=', row.id)
+        .where((eb) => eb.or([eb('last_use_at', 'is', null), eb('last_use_at', '<=', now - LAST_USE_GRANULARITY_MS)]))
+        .execute()
+    }
+    return {
+      siteId: row.site_id,
+      user,
+      apiKey: row,
+      sessionHash: null,
+      permissionSet: row.permission_set as PermissionSet,
+      ip,
+      interface: iface,
+    }
+  }
+
+  private async bySession(sessionId: string, ip: string, iface: Interface): Promise<Principal> {
+    if (sessionId.length > 200) throw unauthenticated('The session is not valid')
+    const hash = tokenHash(sessionId)
+    const row = await this.db
+      .selectFrom('sessions')
+      .innerJoin('users', 'users.id', 'sessions.user_id')
+      .selectAll('users')
+      .select(['sessions.last_active_at as session_last_active_at', 'sessions.interface as session_interface'])
+      .where('sessions.id_hash', '=', hash)
+      .executeTakeFirst()
+    if (!row) throw unauthenticated('The session is not valid or has ended')
+    const now = this.now()
+    const { session_last_active_at: lastActive, session_interface, ...user } = row
+    if (now - lastActive > this.config.sessionIdleMinutes * 60_000) {
+      await this.db.deleteFrom('sessions').where('id_hash', '=', hash).execute()
+      throw unauthenticated('The session has expired')
+    }
+    if (user.disabled) throw unauthenticated('The user is disabled')
+    if (now - lastActive >= SESSION_TOUCH_MS) {
+      await this.db.updateTable('sessions').set({ last_active_at: now }).where('id_hash', '=', hash).execute()
+    }
+    return {
+      siteId: user.site_id,
+      user,
+      apiKey: null,
+      sessionHash: hash,
+      permissionSet: 'full',
+      ip,
+      interface: session_interface === 'web' ? 'web' : iface,
+    }
+  }
+}

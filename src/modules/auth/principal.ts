@@ -1,0 +1,45 @@
+import type { Selectable } from 'kysely'
+import type { ApiKeysTable, UsersTable } from '../../db/schema.js'
+import { ApiError } from '../../http/errors.js'
+
+export type UserRow = Selectable<UsersTable>
+export type ApiKeyRow = Selectable<ApiKeysTable>
+
+export const PERMISSION_SETS = ['none', 'full', 'desktop_app', 'sync_app', 'office_integration', 'mobile_app'] as const
+export type PermissionSet = (typeof PERMISSION_SETS)[number]
+
+/** Interfaces an Action can record (api-spec.md, Action.interface). */
+export type Interface = 'web' | 'restapi' | 'robot'
+
+/** Who is calling, and through what: every module takes one of these, never a request. */
+export interface Principal {
+  siteId: number
+  /** The user behind the call; null for a site-wide API key. */
+  user: UserRow | null
+  /** The API key used, if the call was made with one. */
+  apiKey: ApiKeyRow | null
+  /** sha256 of the session id, if the call was made with a session. */
+  sessionHash: string | null
+  permissionSet: PermissionSet
+  ip: string
+  interface: Interface
+}
+
+/** Site admins, site-wide keys (no user) and the operator's CLI may administer the whole site. */
+export function isSiteAdmin(p: Principal): boolean {
+  return p.user === null || p.user.site_admin === 1
+}
+
+/** The operator at the `wharf` command line: acts as a site-wide key, recorded as interface robot. */
+export function operatorPrincipal(siteId: number): Principal {
+  return { siteId, user: null, apiKey: null, sessionHash: null, permissionSet: 'full', ip: '127.0.0.1', interface: 'robot' }
+}
+
+export function requireSiteAdmin(p: Principal): void {
+  if (!isSiteAdmin(p)) throw new ApiError('not-authorized/site-admin-required', 'Site administrator permission is required')
+}
+
+/** Display name for actions and labels. */
+export function actorName(p: Principal): string | null {
+  return p.user?.username ?? null
+}

@@ -1,0 +1,30 @@
+import { ApiError } from '../http/errors.js'
+
+export const MAX_PATH_LENGTH = 5000
+
+/**
+ * Normalises a path parameter: strips leading and trailing slashes, refuses `.`/`..` segments,
+ * empty segments, NUL and control characters (400 bad-request/invalid-path) and more than 5000
+ * characters (422 processing-failure/path-too-long). The root folder is ''.
+ */
+export function normalizePath(raw: string, field = 'path'): string {
+  const p = raw.replace(/^\/+|\/+$/g, '')
+  if (p.length > MAX_PATH_LENGTH) {
+    throw new ApiError('processing-failure/path-too-long', `${field} is longer than ${MAX_PATH_LENGTH} characters`)
+  }
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
+  if (/[\u0000-\u001f\u007f]/.test(p)) {
+    throw new ApiError('bad-request/invalid-path', `${field} must not contain control characters`)
+  }
+  if (p !== '' && p.split('/').some((s) => s === '' || s === '.' || s === '..')) {
+    throw new ApiError('bad-request/invalid-path', `${field} must not contain empty, "." or ".." segments`)
+  }
+  return p
+}
+
+/** Paths compare case-insensitively, as on Files.com. */
+export function isWithin(path: string, folder: string): boolean {
+  const p = path.toLowerCase()
+  const f = folder.toLowerCase()
+  return f === '' || p === f || p.startsWith(`${f}/`)
+}

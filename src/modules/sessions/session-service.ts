@@ -1,0 +1,202 @@
+import type { Kysely } from 'kysely'
+import type { Config } from '../../config.js'
+import type { Database } from '../../db/schema.js'
+import { ApiError } from '../../http/errors.js'
+import { randomHex, tokenHash, verifyPassword } from '../../security/secrets.js'
+import { type ActionContext, recordAction } from '../actions/action-recorder.js'
+import type { Interface, Principal, UserRow } from '../auth/principal.js'
+
+const REAUTH_WINDOW_MS = 60 * 60 * 1000
+const REAUTH_MAX_PER_WINDOW = 10
+const REAUTH_MAX_FAILURES = 3
+
+export interface LoginInput {
+  username: string
+  password: string
+  ip: string
+  interface: Interface
+}
+
+export class SessionService {
+  private readonly windowMs: number
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly config: Config,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.windowMs = config.login.windowMinutes * 60_000
+  }
+
+  /** POST /sessions: checks throttles, then the password; every failure is a `failedlogin` Action. */
+  async login(siteId: number, input: LoginInput): Promise<{ id: string }> {
+    const now = this.now()
+    const ctx: ActionContext = { siteId, userId: null, username: input.username, ip: input.ip, interface: input.interface }
+    await this.checkIpThrottle(siteId, input.ip, now)
+
+    const user = await this.db
+      .selectFrom('users')
+      .selectAll()
+      .where('site_id', '=', siteId)
+      .where('username_lower', '=', input.username.toLowerCase())
+      .executeTakeFirst()
+    if (!user) {
+      await verifyPassword(input.password, null)
+      await this.failed(ctx, 'username_not_found', now)
+      throw badLogin()
+    }
+    const userCtx = { ...ctx, userId: user.id, username: user.username }
+    const lockedUntil = await this.lockedUntil(user, now)
+    if (lockedUntil > now) {
+      await this.failed(userCtx, 'locked_out', now)
+      throw new ApiError('not-authenticated/locked-out', 'Too many failed logins: this user is locked out for a while', {
+        retryAfter: Math.ceil((lockedUntil - now) / 1000),
+      })
+    }
+    const ok = await verifyPassword(input.password, user.password_hash)
+    if (!ok) {
+      await this.failed(userCtx, 'password_mismatch', now)
+      throw badLogin()
+    }
+    if (user.disabled) {
+      await this.failed(userCtx, 'disabled', now)
+      throw badLogin()
+    }
+    const id = randomHex(32)
+    await this.db.transaction().execute(async (trx) => {
+      await trx
+        .insertInto('sessions')
+        .values({
+          id_hash: tokenHash(id),
+          site_id: siteId,
+          user_id: user.id,
+          created_at: now,
+          last_active_at: now,
+          ip: input.ip,
+          interface: input.interface,
+          reauth_failures: 0,
+          reauth_window_start: now,
+          reauth_window_count: 0,
+        })
+        .execute()
+      await trx.updateTable('users').set({ last_login_at: now }).where('id', '=', user.id).execute()
+      await recordAction(trx, userCtx, { action: 'login', display: `${user.username} logged in` }, now)
+    })
+    return { id }
+  }
+
+  /** DELETE /sessions: ends the session if there is one; the answer never tells. */
+  async logout(sessionId: string | undefined): Promise<void> {
+    if (!sessionId || sessionId.length > 200) return
+    await this.db.deleteFrom('sessions').where('id_hash', '=', tokenHash(sessionId)).execute()
+  }
+
+  /** Ends every session of a user (after a password change by someone else, or deletion). */
+  async endAllFor(userId: number, db: Kysely<Database> = this.db): Promise<void> {
+    await db.deleteFrom('sessions').where('user_id', '=', userId).execute()
+  }
+
+  /**
+   * Reauthentication for sensitive changes made through a session (password change, user
+   * deletion). API-key callers pass without it. `header` is the X-Service-Reauthentication value.
+   */
+  async reauthenticate(p: Principal, header: string | undefined): Promise<void> {
+    if (!p.sessionHash || !p.user) return
+    if (header === undefined || header === '') {
+      throw new ApiError(
+        'not-authorized/reauthentication-needed-action',
+        'This action needs your password again: send X-Service-Reauthentication: password:<your password>',
+      )
+    }
+    if (!header.startsWith('password:')) {
+      throw new ApiError('bad-request/reauthentication-needed-fields', 'X-Service-Reauthentication must be "password:<your password>"')
+    }
+    const now = this.now()
+    const s = await this.db.selectFrom('sessions').selectAll().where('id_hash', '=', p.sessionHash).executeTakeFirst()
+    if (!s) throw new ApiError('not-authenticated/authentication-required', 'The session has ended')
+    let windowStart = s.reauth_window_start
+    let count = s.reauth_window_count
+    if (now - windowStart >= REAUTH_WINDOW_MS) {
+      windowStart = now
+      count = 0
+    }
+    if (count >= REAUTH_MAX_PER_WINDOW) {
+      throw new ApiError('rate-limited/reauthentication-rate-limited', 'Too many reauthentication attempts; try again later', {
+        retryAfter: Math.ceil((windowStart + REAUTH_WINDOW_MS - now) / 1000),
+      })
+    }
+    const ok = await verifyPassword(header.slice('password:'.length), p.user.password_hash)
+    const failures = ok ? 0 : s.reauth_failures + 1
+    if (!ok && failures >= REAUTH_MAX_FAILURES) {
+      await this.db.deleteFrom('sessions').where('id_hash', '=', p.sessionHash).execute()
+      throw new ApiError('not-authorized/reauthentication-failed-final', 'Reauthentication failed three times: the session has ended')
+    }
+    await this.db
+      .updateTable('sessions')
+      .set({ reauth_failures: failures, reauth_window_start: windowStart, reauth_window_count: count + 1 })
+      .where('id_hash', '=', p.sessionHash)
+      .execute()
+    if (!ok) throw new ApiError('not-authorized/reauthentication-failed', 'Reauthentication failed: the password is wrong')
+  }
+
+  private async failed(ctx: ActionContext, failureType: string, now: number): Promise<void> {
+    await recordAction(
+      this.db,
+      ctx,
+      { action: 'failedlogin', display: `Failed login for ${ctx.username ?? ''} (${failureType})`, failureType },
+      now,
+    )
+  }
+
+  private async checkIpThrottle(siteId: number, ip: string, now: number): Promise<void> {
+    const rows = await this.db
+      .selectFrom('actions')
+      .select('created_at')
+      .where('site_id', '=', siteId)
+      .where('ip', '=', ip)
+      .where('created_at', '>', now - this.windowMs)
+      .where('action', 'in', ['login', 'failedlogin'])
+      .orderBy('created_at', 'desc')
+      .limit(this.config.login.maxAttemptsPerIp)
+      .execute()
+    if (rows.length >= this.config.login.maxAttemptsPerIp) {
+      const oldest = rows[rows.length - 1]!.created_at
+      throw new ApiError('rate-limited/too-many-login-attempts', 'Too many login attempts from this address; try again later', {
+        retryAfter: Math.max(1, Math.ceil((oldest + this.windowMs - now) / 1000)),
+      })
+    }
+  }
+
+  /**
+   * When the user's lock ends (0 if not locked): 5 password mismatches within 15 minutes, since
+   * the last successful login, lock the user for 15 minutes from the fifth.
+   */
+  private async lockedUntil(user: UserRow, now: number): Promise<number> {
+    const since = Math.max(now - 2 * this.windowMs, user.last_login_at ?? 0)
+    const rows = await this.db
+      .selectFrom('actions')
+      .select('created_at')
+      .where('site_id', '=', user.site_id)
+      .where('action', '=', 'failedlogin')
+      .where('username', '=', user.username)
+      .where('failure_type', '=', 'password_mismatch')
+      .where('created_at', '>', since)
+      .orderBy('created_at', 'asc')
+      .execute()
+    let until = 0
+    let recent: number[] = []
+    for (const { created_at: t } of rows) {
+      if (t < until) continue
+      recent = recent.filter((x) => x > t - this.windowMs)
+      recent.push(t)
+      if (recent.length >= this.config.login.maxFailuresPerUser) {
+        until = t + this.windowMs
+        recent = []
+      }
+    }
+    return until
+  }
+}
+
+const badLogin = () => new ApiError('not-authenticated/invalid-username-or-password', 'Invalid username or password')
+

@@ -1,0 +1,43 @@
+import type { Logger } from 'pino'
+import { buildApp } from './app.js'
+import type { Config } from './config.js'
+import { createContainer } from './container.js'
+import { createLogger } from './logger.js'
+
+/** Starts the HTTP server and stops it gracefully on SIGTERM/SIGINT. */
+export async function serve(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<void> {
+  const container = await createContainer(config, { logger })
+  const { bootstrap } = container
+  if (bootstrap.createdAdmin) {
+    logger.info({ username: bootstrap.createdAdmin }, 'created the site administrator')
+    if (bootstrap.generatedAdminPassword) {
+      // Printed once, to stdout only: it is never logged or stored in clear.
+      process.stdout.write(
+        `\nWharf created the site administrator "${bootstrap.createdAdmin}" with the password:\n\n    ${bootstrap.generatedAdminPassword}\n\nIt is shown only this once. Set ADMIN_PASSWORD before the first start to choose it yourself.\n\n`,
+      )
+    }
+  }
+  const app = await buildApp(container, { logger })
+  let stopping = false
+  const stop = async (signal: string) => {
+    if (stopping) return
+    stopping = true
+    logger.info({ signal }, 'shutting down: finishing in-flight requests')
+    try {
+      await app.close()
+      await container.close()
+      logger.info('stopped')
+      process.exit(0)
+    } catch (err) {
+      logger.error({ err }, 'error while shutting down')
+      process.exit(1)
+    }
+  }
+  process.once('SIGTERM', () => void stop('SIGTERM'))
+  process.once('SIGINT', () => void stop('SIGINT'))
+  await app.listen({ host: config.host, port: config.port })
+  logger.info(
+    { url: config.baseUrl, database: container.database.dialect.name, dataDir: config.dataDir },
+    'Wharf is listening',
+  )
+}

@@ -1,0 +1,181 @@
+import crypto from 'node:crypto'
+import fs from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import type { FastifyInstance } from 'fastify'
+import pg from 'pg'
+import { buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
+import { type Container, createContainer } from '../../src/container.js'
+import { operatorPrincipal } from '../../src/modules/auth/principal.js'
+import { hashPassword } from '../../src/security/secrets.js'
+
+export type DialectName = 'sqlite' | 'postgres'
+
+/** SQLite always; PostgreSQL when TEST_DATABASE_URL is set (CI sets it). */
+export const dialects: DialectName[] = process.env['TEST_DATABASE_URL'] ? ['sqlite', 'postgres'] : ['sqlite']
+
+export const ADMIN_USERNAME = 'admin'
+export const ADMIN_PASSWORD = 'admin-password-1'
+
+export interface TestServer {
+  dialect: DialectName
+  url: string
+  /** `${url}/api/rest/v1` */
+  api: string
+  app: FastifyInstance
+  container: Container
+  /** A site-wide API key (full permissions). */
+  adminKey: string
+  close(): Promise<void>
+}
+
+/**
+ * A real Wharf server on a real port, with its own database: a temporary SQLite folder, or a
+ * fresh PostgreSQL schema that is dropped afterwards. Limits are generous unless `env` says so.
+ */
+export async function startServer(dialect: DialectName, env: Record<string, string> = {}): Promise<TestServer> {
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-test-'))
+  const schema = dialect === 'postgres' ? `t_${crypto.randomBytes(6).toString('hex')}` : undefined
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    ADMIN_USERNAME,
+    ADMIN_PASSWORD,
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_PER_SECOND: '100000',
+    RATE_LIMIT_BURST: '100000',
+    LOGIN_MAX_ATTEMPTS_PER_IP: '100000',
+    ...(dialect === 'postgres' ? { DATABASE_URL: process.env['TEST_DATABASE_URL']! } : {}),
+    ...env,
+  })
+  const container = await createContainer(config, schema ? { databaseSchema: schema } : {})
+  const app = await buildApp(container)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const addr = app.server.address()
+  const port = typeof addr === 'object' && addr ? addr.port : 0
+  const url = `http://127.0.0.1:${port}`
+  container.config.baseUrl = url
+  const created = await container.services.apiKeys.create(operatorPrincipal(container.site.id), {
+    site_wide: true,
+    name: 'test admin key',
+  })
+  return {
+    dialect,
+    url,
+    api: `${url}/api/rest/v1`,
+    app,
+    container,
+    adminKey: created.key!,
+    async close() {
+      await app.close()
+      await container.close()
+      await fs.rm(dataDir, { recursive: true, force: true })
+      if (schema) {
+        const c = new pg.Client({ connectionString: process.env['TEST_DATABASE_URL'] })
+        await c.connect()
+        try {
+          await c.query(`drop schema if exists ${schema} cascade`)
+        } finally {
+          await c.end()
+        }
+      }
+    },
+  }
+}
+
+export interface TestUser {
+  id: number
+  username: string
+  password: string
+}
+
+/** Factory: a user row straight in the database (not through the API under test). */
+export async function makeUser(
+  s: TestServer,
+  overrides: Partial<{ username: string; password: string; site_admin: boolean; self_managed: boolean; email: string }> = {},
+): Promise<TestUser> {
+  const username = overrides.username ?? `user-${crypto.randomBytes(4).toString('hex')}`
+  const password = overrides.password ?? 'user-password-1'
+  const now = Date.now()
+  const row = await s.container.db
+    .insertInto('users')
+    .values({
+      site_id: s.container.site.id,
+      username,
+      username_lower: username.toLowerCase(),
+      password_hash: await hashPassword(password),
+      name: null,
+      email: overrides.email ?? null,
+      site_admin: overrides.site_admin ? 1 : 0,
+      self_managed: overrides.self_managed === false ? 0 : 1,
+      disabled: 0,
+      created_at: now,
+      updated_at: now,
+      last_login_at: null,
+      password_set_at: now,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow()
+  return { id: row.id, username, password }
+}
+
+/** Factory: a key for a user (or site-wide), created through the service; returns the plain key. */
+export async function makeKey(
+  s: TestServer,
+  userId: number | null,
+  input: { permission_set?: string; path?: string; expires_at?: string; name?: string } = {},
+): Promise<{ id: number; key: string }> {
+  const k = await s.container.services.apiKeys.create(operatorPrincipal(s.container.site.id), {
+    ...(userId === null ? { site_wide: true } : { user_id: userId }),
+    ...input,
+  })
+  return { id: k.id, key: k.key! }
+}
+
+export interface CallOptions {
+  key?: string
+  session?: string
+  body?: unknown
+  /** Raw body text (sent as is); pair with contentType. */
+  raw?: string
+  contentType?: string
+  headers?: Record<string, string>
+  accept?: string
+}
+
+export interface CallResult {
+  status: number
+  headers: Headers
+  text: string
+  /** Parsed JSON when the response is JSON, else undefined. */
+  body: any
+}
+
+/** One HTTP request to the test server; `path` is relative to /api/rest/v1. */
+export async function call(s: TestServer, method: string, p: string, o: CallOptions = {}): Promise<CallResult> {
+  const headers: Record<string, string> = { ...(o.headers ?? {}) }
+  if (o.key) headers['X-ServiceAPI-Key'] = o.key
+  if (o.session) headers['X-ServiceAPI-Auth'] = o.session
+  if (o.accept) headers['Accept'] = o.accept
+  let body: string | undefined
+  if (o.raw !== undefined) {
+    body = o.raw
+    headers['Content-Type'] = o.contentType ?? 'application/json'
+  } else if (o.body !== undefined) {
+    body = JSON.stringify(o.body)
+    headers['Content-Type'] = 'application/json'
+  }
+  const res = await fetch(`${s.api}${p}`, { method, headers, ...(body !== undefined ? { body } : {}) })
+  const text = await res.text()
+  let parsed: any
+  if ((res.headers.get('content-type') ?? '').includes('json') && text !== '') parsed = JSON.parse(text)
+  return { status: res.status, headers: res.headers, text, body: parsed }
+}
+
+/** Logs in through the API and returns the session id. */
+export async function login(s: TestServer, username: string, password: string): Promise<string> {
+  const r = await call(s, 'POST', '/sessions', { body: { username, password } })
+  if (r.status !== 201) throw new Error(`login failed: ${r.status} ${r.text}`)
+  return r.body.id as string
+}
