@@ -3,7 +3,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
 import type { Container } from './container.js'
 import { handleError } from './http/error-handler.js'
 import { ApiError } from './http/errors.js'
-import { API_PREFIX, negotiate, parseXmlBody, splitFormatSuffix, toXml, type Format } from './http/format.js'
+import { API_PREFIX, type Format, negotiate, parseXmlBody, splitFormatSuffix, toXml } from './http/format.js'
 import { registerAuth } from './http/plugins/auth.js'
 import { apiKeyRoutes } from './http/routes/api-keys.js'
 import { permissionRoutes } from './http/routes/permissions.js'
@@ -24,7 +24,13 @@ export async function buildApp(container: Container, opts: { logger?: FastifyBas
     bodyLimit: config.bodyLimitBytes,
     return503OnClosing: true,
     ajv: {
-      customOptions: { coerceTypes: 'array', removeAdditional: false, useDefaults: true, allErrors: false, keywords: ['x-nullable'] },
+      customOptions: {
+        coerceTypes: 'array',
+        removeAdditional: false,
+        useDefaults: true,
+        allErrors: false,
+        keywords: ['x-nullable'],
+      },
     },
     rewriteUrl(req) {
       const r = splitFormatSuffix(req.url ?? '/')
@@ -62,7 +68,12 @@ export async function buildApp(container: Container, opts: { logger?: FastifyBas
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     if ((body as string).trim() === '') return done(null, {})
     jsonParser(req, body as string, (err, value) => {
-      if (err) return done(new ApiError('bad-request/invalid-body', `Malformed JSON: ${err.message}`), undefined)
+      if (err)
+        return done(new ApiError('bad-request/invalid-body', `Malformed JSON: ${err.message}`), undefined)
+      // `null` would otherwise pass for "no body"; like any other non-object it is not a set of fields.
+      if (value === null) {
+        return done(new ApiError('bad-request/invalid-body', 'The request body must be an object of named fields'), undefined)
+      }
       done(null, value)
     })
   })
@@ -97,7 +108,10 @@ export async function buildApp(container: Container, opts: { logger?: FastifyBas
     const pathId = (request.params as Record<string, unknown> | undefined)?.['id']
     const bodyId = (request.body as Record<string, unknown> | undefined)?.['id']
     if (pathId !== undefined && bodyId !== undefined && String(pathId) !== String(bodyId)) {
-      throw new ApiError('bad-request/request-params-invalid', 'The id in the body differs from the id in the path')
+      throw new ApiError(
+        'bad-request/request-params-invalid',
+        'The id in the body differs from the id in the path',
+      )
     }
   })
 
@@ -105,7 +119,8 @@ export async function buildApp(container: Container, opts: { logger?: FastifyBas
     swagger: {
       info: {
         title: 'Wharf REST API',
-        description: 'Files.com-compatible REST API of Wharf, a self-hosted file storage and transfer service.',
+        description:
+          'Files.com-compatible REST API of Wharf, a self-hosted file storage and transfer service.',
         version: '1',
       },
       basePath: API_PREFIX,
@@ -117,7 +132,10 @@ export async function buildApp(container: Container, opts: { logger?: FastifyBas
       },
       security: [{ api_key: [] }, { session: [] }],
     },
-    transform: ({ schema, url }) => ({ schema: schema as any, url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url }),
+    transform: ({ schema, url }) => ({
+      schema: schema as any,
+      url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url,
+    }),
   })
 
   await app.register(

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError } from 'commander'
-import { ConfigError, type Config, loadConfig } from './config.js'
+import { type Config, ConfigError, loadConfig } from './config.js'
 import { createContainer } from './container.js'
 import { ApiError } from './http/errors.js'
 import { operatorPrincipal } from './modules/auth/principal.js'
@@ -15,7 +15,9 @@ function config(): Config {
   return loadConfig(process.env)
 }
 
-async function withContainer<T>(fn: (c: Awaited<ReturnType<typeof createContainer>>) => Promise<T>): Promise<T> {
+async function withContainer<T>(
+  fn: (c: Awaited<ReturnType<typeof createContainer>>) => Promise<T>,
+): Promise<T> {
   const c = await createContainer(config())
   try {
     return await fn(c)
@@ -100,7 +102,8 @@ keys
         if (!u) throw new ApiError('not-found/user-not-found', `No user named ${o.username}`)
         userId = u.id
       }
-      if (!o.siteWide && userId === undefined) throw new InvalidArgumentError('name --user-id or --username, or pass --site-wide')
+      if (!o.siteWide && userId === undefined)
+        throw new InvalidArgumentError('name --user-id or --username, or pass --site-wide')
       const key = await c.services.apiKeys.create(operatorPrincipal(c.site.id), {
         ...(userId !== undefined ? { user_id: userId } : {}),
         site_wide: o.siteWide,

@@ -24,7 +24,12 @@ async function tempDir(): Promise<string> {
 }
 
 function baseEnv(dataDir: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { PATH: process.env['PATH'], HOME: process.env['HOME'], DATA_DIR: dataDir, ...extra }
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env['PATH'],
+    HOME: process.env['HOME'],
+    DATA_DIR: dataDir,
+    ...extra,
+  }
   return env
 }
 
@@ -94,9 +99,13 @@ async function loginStatus(url: string, username: string, password: string): Pro
 }
 
 beforeAll(async () => {
-  await run(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
-    cwd: root,
-  })
+  await run(
+    process.execPath,
+    [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+    {
+      cwd: root,
+    },
+  )
 }, 120_000)
 
 afterAll(async () => {
@@ -172,7 +181,7 @@ describe('wharf command line and server process (sqlite)', () => {
     const s = await serve(env)
     const r = await fetch(`${s.url}/api_key`, { headers: { 'X-ServiceAPI-Key': key.key } })
     expect(r.status).toBe(200)
-    expect((await r.json()).name).toBe('ci')
+    expect(((await r.json()) as { name: string }).name).toBe('ci')
     s.child.kill('SIGTERM')
     expect(await s.exited).toBe(0)
   })

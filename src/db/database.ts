@@ -59,7 +59,8 @@ function openSqlite(opts: DatabaseOptions): DatabaseHandle {
 }
 
 function openPostgres(url: string, schema: string | undefined): DatabaseHandle {
-  if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error(`bad schema name ${schema}`)
+  if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema))
+    throw new Error(`bad schema name ${schema}`)
   const pool = new pg.Pool({
     connectionString: url,
     max: 10,

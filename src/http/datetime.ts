@@ -25,8 +25,16 @@ export function parseDateTime(value: unknown, field: string): number {
     const m = DATE_TIME.exec(s)
     if (m) {
       const frac = m[7] ? Number(`0.${m[7]}`) * 1000 : 0
-      ms = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6] ?? 0))
-      if (!sameDate(ms, m) || Number(m[4]) > 23 || Number(m[5]) > 59 || Number(m[6] ?? 0) > 59) ms = Number.NaN
+      ms = Date.UTC(
+        Number(m[1]),
+        Number(m[2]) - 1,
+        Number(m[3]),
+        Number(m[4]),
+        Number(m[5]),
+        Number(m[6] ?? 0),
+      )
+      if (!sameDate(ms, m) || Number(m[4]) > 23 || Number(m[5]) > 59 || Number(m[6] ?? 0) > 59)
+        ms = Number.NaN
       ms += Math.floor(frac)
       const off = m[8]
       if (off && off.toUpperCase() !== 'Z') {
@@ -38,12 +46,19 @@ export function parseDateTime(value: unknown, field: string): number {
     }
   }
   if (!Number.isFinite(ms)) {
-    throw new ApiError('bad-request/datetime-parse', `${field} is not a valid ISO 8601 date or date-time: "${String(value)}"`)
+    throw new ApiError(
+      'bad-request/datetime-parse',
+      `${field} is not a valid ISO 8601 date or date-time: "${String(value)}"`,
+    )
   }
   return ms
 }
 
 function sameDate(ms: number, m: RegExpExecArray): boolean {
   const dt = new Date(ms)
-  return dt.getUTCFullYear() === Number(m[1]) && dt.getUTCMonth() + 1 === Number(m[2]) && dt.getUTCDate() === Number(m[3])
+  return (
+    dt.getUTCFullYear() === Number(m[1]) &&
+    dt.getUTCMonth() + 1 === Number(m[2]) &&
+    dt.getUTCDate() === Number(m[3])
+  )
 }

@@ -12,18 +12,28 @@ interface AjvError {
 /** Request-schema failures become the API's bad-request types, never a raw framework error. */
 export function fromValidation(errors: AjvError[], context: string | undefined): ApiError {
   const e = errors[0]!
-  const where = context === 'querystring' ? 'query parameter' : context === 'params' ? 'path parameter' : 'parameter'
+  const where =
+    context === 'querystring' ? 'query parameter' : context === 'params' ? 'path parameter' : 'parameter'
   const field = e.instancePath.replace(/^\//, '').replace(/\//g, '.')
   if (e.keyword === 'required') {
-    return new ApiError('bad-request/request-params-required', `Missing required ${where}: ${String(e.params['missingProperty'])}`)
+    return new ApiError(
+      'bad-request/request-params-required',
+      `Missing required ${where}: ${String(e.params['missingProperty'])}`,
+    )
   }
   if (e.keyword === 'additionalProperties') {
-    return new ApiError('bad-request/request-params-invalid', `Unknown ${where}: ${String(e.params['additionalProperty'])}`)
+    return new ApiError(
+      'bad-request/request-params-invalid',
+      `Unknown ${where}: ${String(e.params['additionalProperty'])}`,
+    )
   }
   if (field === '' && e.keyword === 'type') {
     return new ApiError('bad-request/invalid-body', 'The request body must be an object of named fields')
   }
-  return new ApiError('bad-request/request-params-invalid', `Invalid ${where} ${field}: ${e.message ?? 'invalid value'}`)
+  return new ApiError(
+    'bad-request/request-params-invalid',
+    `Invalid ${where} ${field}: ${e.message ?? 'invalid value'}`,
+  )
 }
 
 const FASTIFY_CODES: Record<string, ErrorType> = {
@@ -40,7 +50,8 @@ export function toApiError(err: FastifyError): ApiError | null {
   if (err.validation) return fromValidation(err.validation as AjvError[], err.validationContext)
   const mapped = err.code ? FASTIFY_CODES[err.code] : undefined
   if (mapped) return new ApiError(mapped, err.message)
-  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return new ApiError('bad-request', err.message)
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500)
+    return new ApiError('bad-request', err.message)
   return null
 }
 
@@ -52,7 +63,10 @@ export function handleError(err: FastifyError, request: FastifyRequest, reply: F
     if (api.status >= 500) request.log.error({ err, instance }, 'request failed')
   } else {
     request.log.error({ err, instance }, 'unexpected error')
-    api = new ApiError('internal-server-error', 'An unexpected error occurred; quote the instance id when reporting it')
+    api = new ApiError(
+      'internal-server-error',
+      'An unexpected error occurred; quote the instance id when reporting it',
+    )
   }
   const body = errorBody(api, instance)
   reply.code(api.status)

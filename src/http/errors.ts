@@ -37,6 +37,13 @@ export interface ModelErrors {
   [field: string]: string[]
 }
 
+/** Adds one message for a field to a model-errors map. */
+export function addModelError(errors: ModelErrors, field: string, message: string): void {
+  const list = errors[field]
+  if (list) list.push(message)
+  else errors[field] = [message]
+}
+
 export interface ApiErrorExtras {
   modelErrors?: ModelErrors
   /** Seconds, for rate-limited errors. */

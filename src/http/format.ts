@@ -25,7 +25,8 @@ export function splitFormatSuffix(url: string): SuffixResult {
   const pathPart = q === -1 ? url : url.slice(0, q)
   const query = q === -1 ? '' : url.slice(q)
   const rel = pathPart.slice(API_PREFIX.length)
-  if (FILE_PATH_PREFIXES.some((p) => rel.startsWith(p))) return { url, format: undefined, badSuffix: undefined }
+  if (FILE_PATH_PREFIXES.some((p) => rel.startsWith(p)))
+    return { url, format: undefined, badSuffix: undefined }
   const lastSlash = pathPart.lastIndexOf('/')
   const last = pathPart.slice(lastSlash + 1)
   const dot = last.lastIndexOf('.')
@@ -121,14 +122,18 @@ const parser = new XMLParser({
 /** Parses an XML request body: the root's child elements are the fields. Never resolves a DTD. */
 export function parseXmlBody(text: string): Record<string, unknown> {
   if (/<!DOCTYPE|<!ENTITY/i.test(text)) {
-    throw new ApiError('bad-request/invalid-body', 'XML bodies must not contain a DOCTYPE or entity declarations')
+    throw new ApiError(
+      'bad-request/invalid-body',
+      'XML bodies must not contain a DOCTYPE or entity declarations',
+    )
   }
   if (text.trim() === '') return {}
   const valid = XMLValidator.validate(text)
   if (valid !== true) throw new ApiError('bad-request/invalid-body', `Malformed XML: ${valid.err.msg}`)
   const doc = parser.parse(text) as Record<string, unknown>
   const roots = Object.keys(doc).filter((k) => !k.startsWith('?'))
-  if (roots.length !== 1) throw new ApiError('bad-request/invalid-body', 'An XML body must have exactly one root element')
+  if (roots.length !== 1)
+    throw new ApiError('bad-request/invalid-body', 'An XML body must have exactly one root element')
   const root = doc[roots[0]!]
   if (root === '' || root === undefined) return {}
   if (typeof root !== 'object' || root === null) {

@@ -13,7 +13,14 @@ import { ApiError } from './errors.js'
 
 export type FieldType = 'integer' | 'string' | 'datetime' | 'boolean'
 export type FilterOp = 'filter' | 'filter_gt' | 'filter_gteq' | 'filter_lt' | 'filter_lteq' | 'filter_like'
-export const FILTER_OPS: FilterOp[] = ['filter', 'filter_gt', 'filter_gteq', 'filter_lt', 'filter_lteq', 'filter_like']
+export const FILTER_OPS: FilterOp[] = [
+  'filter',
+  'filter_gt',
+  'filter_gteq',
+  'filter_lt',
+  'filter_lteq',
+  'filter_like',
+]
 
 export interface ListField {
   /** Column (qualified if the query joins). */
@@ -75,7 +82,10 @@ export function parseListQuery(
     } else continue
     for (const [kind, field, value] of entries) {
       if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
-        throw new ApiError('bad-request/request-params-invalid', `${kind}[${field}] must be given once, as a single value`)
+        throw new ApiError(
+          'bad-request/request-params-invalid',
+          `${kind}[${field}] must be given once, as a single value`,
+        )
       }
       const v = String(value)
       if (kind === 'sort_by') {
@@ -85,7 +95,8 @@ export function parseListQuery(
         if (dir !== 'asc' && dir !== 'desc') {
           throw new ApiError('bad-request/request-params-invalid', `sort_by[${field}] must be asc or desc`)
         }
-        if (sort) throw new ApiError('bad-request/invalid-filter-combination', 'sort_by takes one field at a time')
+        if (sort)
+          throw new ApiError('bad-request/invalid-filter-combination', 'sort_by takes one field at a time')
         sort = { field, dir }
       } else {
         const def = spec.filter[field]
@@ -104,9 +115,11 @@ export function parseListQuery(
   let cursor: ListQuery['cursor'] = null
   const rawCursor = query['cursor']
   if (rawCursor !== undefined && rawCursor !== '') {
-    if (typeof rawCursor !== 'string') throw new ApiError('bad-request/invalid-cursor', 'cursor must be a string')
+    if (typeof rawCursor !== 'string')
+      throw new ApiError('bad-request/invalid-cursor', 'cursor must be a string')
     cursor = decodeCursor(rawCursor, secret, binding, sortTag(sort))
-    if (cursor.dir === 'prev' && spec.forwardOnly) throw new ApiError('bad-request/invalid-cursor', 'This list pages forward only')
+    if (cursor.dir === 'prev' && spec.forwardOnly)
+      throw new ApiError('bad-request/invalid-cursor', 'This list pages forward only')
   }
   return { perPage, sort, filters, cursor, binding }
 }
@@ -115,31 +128,40 @@ function parsePerPage(raw: unknown): number {
   if (raw === undefined || raw === '') return DEFAULT_PER_PAGE
   const s = String(raw)
   if (!/^\d+$/.test(s) || Number(s) < 1 || Number(s) > MAX_PER_PAGE) {
-    throw new ApiError('bad-request/request-params-invalid', `per_page must be a whole number from 1 to ${MAX_PER_PAGE}`)
+    throw new ApiError(
+      'bad-request/request-params-invalid',
+      `per_page must be a whole number from 1 to ${MAX_PER_PAGE}`,
+    )
   }
   return Number(s)
 }
 
 function invalidField(kind: string, field: string, valid: string[]): ApiError {
   const list = valid.length ? valid.join(', ') : 'none'
-  return new ApiError('bad-request/invalid-filter-field', `${kind}[${field}] is not supported here (valid fields: ${list})`)
+  return new ApiError(
+    'bad-request/invalid-filter-field',
+    `${kind}[${field}] is not supported here (valid fields: ${list})`,
+  )
 }
 
 function filterValue(op: FilterOp, field: string, def: ListField, v: string): number | string {
-  const combo = (why: string) => new ApiError('bad-request/invalid-filter-combination', `${op}[${field}]: ${why}`)
+  const combo = (why: string) =>
+    new ApiError('bad-request/invalid-filter-combination', `${op}[${field}]: ${why}`)
   switch (def.type) {
     case 'string':
       return v
     case 'integer':
       if (op === 'filter_like') throw combo('filter_like applies to text fields only')
-      if (!/^-?\d+$/.test(v)) throw new ApiError('bad-request/request-params-invalid', `${op}[${field}] must be an integer`)
+      if (!/^-?\d+$/.test(v))
+        throw new ApiError('bad-request/request-params-invalid', `${op}[${field}] must be an integer`)
       return Number(v)
     case 'datetime':
       if (op === 'filter_like') throw combo('filter_like applies to text fields only')
       return parseDateTime(v, `${op}[${field}]`)
     case 'boolean':
       if (op !== 'filter') throw combo('a boolean field can only be filtered for equality')
-      if (!/^(true|false|1|0)$/.test(v)) throw new ApiError('bad-request/request-params-invalid', `${op}[${field}] must be true or false`)
+      if (!/^(true|false|1|0)$/.test(v))
+        throw new ApiError('bad-request/request-params-invalid', `${op}[${field}] must be true or false`)
       return v === 'true' || v === '1' ? 1 : 0
   }
 }
@@ -160,7 +182,12 @@ function encodeCursor(p: CursorPayload, secret: string): string {
   return `${body}.${hmac(secret, `cursor:${body}`)}`
 }
 
-function decodeCursor(raw: string, secret: string, binding: string, sort: string): NonNullable<ListQuery['cursor']> {
+function decodeCursor(
+  raw: string,
+  secret: string,
+  binding: string,
+  sort: string,
+): NonNullable<ListQuery['cursor']> {
   const [body, sig, extra] = raw.split('.')
   if (!body || !sig || extra !== undefined || !safeEqual(sig, hmac(secret, `cursor:${body}`))) {
     throw new ApiError('bad-request/invalid-cursor', 'The cursor is not valid')
@@ -171,9 +198,13 @@ function decodeCursor(raw: string, secret: string, binding: string, sort: string
   } catch {
     throw new ApiError('bad-request/invalid-cursor', 'The cursor is not valid')
   }
-  if (p.b !== binding) throw new ApiError('bad-request/invalid-cursor', 'The cursor belongs to a different query')
+  if (p.b !== binding)
+    throw new ApiError('bad-request/invalid-cursor', 'The cursor belongs to a different query')
   if (p.s !== sort) {
-    throw new ApiError('bad-request/invalid-cursor-type-for-sort', 'The cursor was made for a different sort order')
+    throw new ApiError(
+      'bad-request/invalid-cursor-type-for-sort',
+      'The cursor was made for a different sort order',
+    )
   }
   return { dir: p.d === 'p' ? 'prev' : 'next', key: p.k }
 }
@@ -181,7 +212,9 @@ function decodeCursor(raw: string, secret: string, binding: string, sort: string
 // ---------- query building ----------
 
 function sortExpr(def: ListField): Expression<any> {
-  return def.nullsAs === undefined ? sql.ref(def.column) : sql`coalesce(${sql.ref(def.column)}, ${def.nullsAs})`
+  return def.nullsAs === undefined
+    ? sql.ref(def.column)
+    : sql`coalesce(${sql.ref(def.column)}, ${def.nullsAs})`
 }
 
 /** Adds the filters, the keyset condition, the order and `LIMIT per_page + 1` to a select. */
@@ -196,7 +229,10 @@ export function applyListQuery<DB, TB extends keyof DB, O>(
     const col = sql.ref(def.column)
     switch (f.op) {
       case 'filter':
-        q = def.type === 'string' ? q.where(sql`lower(${col})`, '=', f.value.toString().toLowerCase()) : q.where(col, '=', f.value)
+        q =
+          def.type === 'string'
+            ? q.where(sql`lower(${col})`, '=', f.value.toString().toLowerCase())
+            : q.where(col, '=', f.value)
         break
       case 'filter_gt':
         q = q.where(col, '>', f.value)
@@ -247,7 +283,12 @@ export interface Page<T> {
 }
 
 /** Turns the `per_page + 1` rows of `applyListQuery` into a page with its cursors. */
-export function toPage<R extends Record<string, any>>(rows: R[], spec: ListSpec, lq: ListQuery, secret: string): Page<R> {
+export function toPage<R extends Record<string, any>>(
+  rows: R[],
+  spec: ListSpec,
+  lq: ListQuery,
+  secret: string,
+): Page<R> {
   const more = rows.length > lq.perPage
   const items = more ? rows.slice(0, lq.perPage) : rows.slice()
   const backwards = lq.cursor?.dir === 'prev'

@@ -40,7 +40,8 @@ export const errorResponses = {
   429: ErrorSchema,
 }
 
-const LIST_PARAM_PATTERN = '^(sort_by|filter|filter_gt|filter_gteq|filter_lt|filter_lteq|filter_like)\\[[^\\]]*\\]$'
+const LIST_PARAM_PATTERN =
+  '^(sort_by|filter|filter_gt|filter_gteq|filter_lt|filter_lteq|filter_like)\\[[^\\]]*\\]$'
 
 /**
  * Query-string schema of a list endpoint: its own parameters plus cursor, per_page, page (the
@@ -50,10 +51,17 @@ export function listQuery<P extends Record<string, TSchema>>(props: P) {
   return Type.Object(
     {
       ...props,
-      cursor: Type.Optional(Type.String({ maxLength: 4096, description: 'Cursor from X-Service-Cursor-Next or -Prev' })),
+      cursor: Type.Optional(
+        Type.String({ maxLength: 4096, description: 'Cursor from X-Service-Cursor-Next or -Prev' }),
+      ),
       per_page: Type.Optional(Type.String({ description: 'Records per page: 1 to 10,000 (default 1,000)' })),
-      page: Type.Optional(Type.String({ description: 'Ignored; sent by the Files.com SDKs while paginating' })),
+      page: Type.Optional(
+        Type.String({ description: 'Ignored; sent by the Files.com SDKs while paginating' }),
+      ),
     },
-    { additionalProperties: false, patternProperties: { [LIST_PARAM_PATTERN]: Type.String({ maxLength: 5000 }) } },
+    {
+      additionalProperties: false,
+      patternProperties: { [LIST_PARAM_PATTERN]: Type.String({ maxLength: 5000 }) },
+    },
   )
 }

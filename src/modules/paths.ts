@@ -10,7 +10,10 @@ export const MAX_PATH_LENGTH = 5000
 export function normalizePath(raw: string, field = 'path'): string {
   const p = raw.replace(/^\/+|\/+$/g, '')
   if (p.length > MAX_PATH_LENGTH) {
-    throw new ApiError('processing-failure/path-too-long', `${field} is longer than ${MAX_PATH_LENGTH} characters`)
+    throw new ApiError(
+      'processing-failure/path-too-long',
+      `${field} is longer than ${MAX_PATH_LENGTH} characters`,
+    )
   }
   // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
   if (/[\u0000-\u001f\u007f]/.test(p)) {

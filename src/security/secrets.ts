@@ -16,7 +16,14 @@ const SCRYPT = { N: 2 ** 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 }
 export async function hashPassword(password: string): Promise<string> {
   const salt = crypto.randomBytes(16)
   const hash = await scrypt(password.normalize('NFC'), salt, 32, SCRYPT)
-  return ['scrypt', SCRYPT.N, SCRYPT.r, SCRYPT.p, salt.toString('base64url'), hash.toString('base64url')].join('$')
+  return [
+    'scrypt',
+    SCRYPT.N,
+    SCRYPT.r,
+    SCRYPT.p,
+    salt.toString('base64url'),
+    hash.toString('base64url'),
+  ].join('$')
 }
 
 export async function verifyPassword(password: string, stored: string | null): Promise<boolean> {

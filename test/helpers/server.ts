@@ -34,7 +34,10 @@ export interface TestServer {
  * A real Wharf server on a real port, with its own database: a temporary SQLite folder, or a
  * fresh PostgreSQL schema that is dropped afterwards. Limits are generous unless `env` says so.
  */
-export async function startServer(dialect: DialectName, env: Record<string, string> = {}): Promise<TestServer> {
+export async function startServer(
+  dialect: DialectName,
+  env: Record<string, string> = {},
+): Promise<TestServer> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-test-'))
   const schema = dialect === 'postgres' ? `t_${crypto.randomBytes(6).toString('hex')}` : undefined
   const config = loadConfig({
@@ -93,7 +96,13 @@ export interface TestUser {
 /** Factory: a user row straight in the database (not through the API under test). */
 export async function makeUser(
   s: TestServer,
-  overrides: Partial<{ username: string; password: string; site_admin: boolean; self_managed: boolean; email: string }> = {},
+  overrides: Partial<{
+    username: string
+    password: string
+    site_admin: boolean
+    self_managed: boolean
+    email: string
+  }> = {},
 ): Promise<TestUser> {
   const username = overrides.username ?? `user-${crypto.randomBytes(4).toString('hex')}`
   const password = overrides.password ?? 'user-password-1'
@@ -153,7 +162,12 @@ export interface CallResult {
 }
 
 /** One HTTP request to the test server; `path` is relative to /api/rest/v1. */
-export async function call(s: TestServer, method: string, p: string, o: CallOptions = {}): Promise<CallResult> {
+export async function call(
+  s: TestServer,
+  method: string,
+  p: string,
+  o: CallOptions = {},
+): Promise<CallResult> {
   const headers: Record<string, string> = { ...(o.headers ?? {}) }
   if (o.key) headers['X-ServiceAPI-Key'] = o.key
   if (o.session) headers['X-ServiceAPI-Auth'] = o.session

@@ -107,14 +107,22 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('failure_type', 'text')
     .addColumn('targets', 'text', (c) => c.notNull().defaultTo('[]'))
     .execute()
-  await db.schema.createIndex('actions_site_created').on('actions').columns(['site_id', 'created_at', 'id']).execute()
+  await db.schema
+    .createIndex('actions_site_created')
+    .on('actions')
+    .columns(['site_id', 'created_at', 'id'])
+    .execute()
   // Login throttling counts recent failures per username and attempts per IP.
   await db.schema
     .createIndex('actions_login_user')
     .on('actions')
     .columns(['site_id', 'action', 'username', 'created_at'])
     .execute()
-  await db.schema.createIndex('actions_login_ip').on('actions').columns(['site_id', 'ip', 'created_at']).execute()
+  await db.schema
+    .createIndex('actions_login_ip')
+    .on('actions')
+    .columns(['site_id', 'ip', 'created_at'])
+    .execute()
 }
 
 export async function down(db: Kysely<any>): Promise<void> {

@@ -17,14 +17,23 @@ export function checkAccess(p: Principal, access: Access): void {
   const set: PermissionSet = p.permissionSet
   if (access === 'current-key-read') return
   if (set === 'none') {
-    throw new ApiError('not-authorized/full-permission-required', 'This API key has permission set "none": it can only read itself')
+    throw new ApiError(
+      'not-authorized/full-permission-required',
+      'This API key has permission set "none": it can only read itself',
+    )
   }
   if (access === 'current-key') return
   if (access === 'general' && set !== 'full') {
-    throw new ApiError(ONLY_FOR[set] ?? 'not-authorized/full-permission-required', `This API key (permission set ${set}) can only perform file operations`)
+    throw new ApiError(
+      ONLY_FOR[set] ?? 'not-authorized/full-permission-required',
+      `This API key (permission set ${set}) can only perform file operations`,
+    )
   }
   if (access === 'general' && p.apiKey?.path) {
-    throw new ApiError('not-authorized/api-key-is-path-restricted', `This API key is restricted to the folder ${p.apiKey.path}`)
+    throw new ApiError(
+      'not-authorized/api-key-is-path-restricted',
+      `This API key is restricted to the folder ${p.apiKey.path}`,
+    )
   }
 }
 
@@ -34,9 +43,15 @@ export function registerAuth(app: FastifyInstance, c: Container): void {
     if (request.is404) return
     const cfg = request.routeOptions.config
     if (cfg.auth === false) return
-    const principal = await c.services.auth.authenticate(credentialsFrom(request.headers), request.ip, 'restapi')
+    const principal = await c.services.auth.authenticate(
+      credentialsFrom(request.headers),
+      request.ip,
+      'restapi',
+    )
     request.principal = principal
-    const release = c.rateLimiter.acquire(principal.apiKey ? `k${principal.apiKey.id}` : `s${principal.sessionHash}`)
+    const release = c.rateLimiter.acquire(
+      principal.apiKey ? `k${principal.apiKey.id}` : `s${principal.sessionHash}`,
+    )
     reply.raw.once('close', release)
     checkAccess(principal, cfg.access ?? 'general')
   })

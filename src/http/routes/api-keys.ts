@@ -29,17 +29,23 @@ export const ApiKeySchema = Type.Object(
 )
 
 const Text = (max: number) => Type.String({ maxLength: max })
-const Expiry = Nullable(Type.String({ maxLength: 64, description: 'ISO 8601 date or date-time; empty or null for none' }))
+const Expiry = Nullable(
+  Type.String({ maxLength: 64, description: 'ISO 8601 date or date-time; empty or null for none' }),
+)
 
 const CreateBody = Type.Object(
   {
-    user_id: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: '0 = the caller' })),
+    user_id: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: '0 = the caller' }),
+    ),
     name: Type.Optional(Text(255)),
     description: Type.Optional(Text(4096)),
     expires_at: Type.Optional(Expiry),
     permission_set: Type.Optional(PermissionSetField),
     path: Type.Optional(Type.String({ maxLength: 6000, description: 'Folder the key is restricted to' })),
-    site_wide: Type.Optional(Type.Boolean({ description: 'Wharf extension: a key with no user, site admins only' })),
+    site_wide: Type.Optional(
+      Type.Boolean({ description: 'Wharf extension: a key with no user, site admins only' }),
+    ),
   },
   { additionalProperties: false },
 )
@@ -80,7 +86,12 @@ export function apiKeyRoutes(c: Container) {
       '/api_keys',
       {
         config: { xml: ['api-keys', 'api-key'] },
-        schema: { summary: 'List API keys', tags, querystring: ListQuery, response: { 200: Type.Array(ApiKeySchema), ...errorResponses } },
+        schema: {
+          summary: 'List API keys',
+          tags,
+          querystring: ListQuery,
+          response: { 200: Type.Array(ApiKeySchema), ...errorResponses },
+        },
       },
       async (request, reply) => {
         const page = await svc.list(request.principal, request.query)
@@ -100,7 +111,10 @@ export function apiKeyRoutes(c: Container) {
 
     app.get<{ Params: Static<typeof IdParams> }>(
       '/api_keys/:id',
-      { config: { xml: 'api-key' }, schema: { summary: 'Show an API key', tags, params: IdParams, response: one } },
+      {
+        config: { xml: 'api-key' },
+        schema: { summary: 'Show an API key', tags, params: IdParams, response: one },
+      },
       async (request) => svc.get(request.principal, request.params.id),
     )
 
@@ -108,7 +122,12 @@ export function apiKeyRoutes(c: Container) {
       '/api_keys',
       {
         config: { xml: 'api-key' },
-        schema: { summary: 'Create an API key', tags, body: CreateBody, response: { 201: ApiKeySchema, ...errorResponses } },
+        schema: {
+          summary: 'Create an API key',
+          tags,
+          body: CreateBody,
+          response: { 201: ApiKeySchema, ...errorResponses },
+        },
       },
       async (request, reply) => reply.code(201).send(await svc.create(request.principal, request.body)),
     )
@@ -117,7 +136,12 @@ export function apiKeyRoutes(c: Container) {
       '/api_key',
       {
         config: { xml: 'api-key', access: 'current-key' },
-        schema: { summary: 'Update the API key of this request', tags, body: UpdateCurrentBody, response: one },
+        schema: {
+          summary: 'Update the API key of this request',
+          tags,
+          body: UpdateCurrentBody,
+          response: one,
+        },
       },
       async (request) => svc.updateCurrent(request.principal, request.body),
     )
@@ -135,7 +159,11 @@ export function apiKeyRoutes(c: Container) {
       '/api_key',
       {
         config: { access: 'current-key' },
-        schema: { summary: 'Delete the API key of this request', tags, response: { 204: Type.Null(), ...errorResponses } },
+        schema: {
+          summary: 'Delete the API key of this request',
+          tags,
+          response: { 204: Type.Null(), ...errorResponses },
+        },
       },
       async (request, reply) => {
         await svc.removeCurrent(request.principal)
@@ -146,7 +174,13 @@ export function apiKeyRoutes(c: Container) {
     app.delete<{ Params: Static<typeof IdParams> }>(
       '/api_keys/:id',
       {
-        schema: { summary: 'Delete an API key', tags, params: IdParams, body: DeleteBody, response: { 204: Type.Null(), ...errorResponses } },
+        schema: {
+          summary: 'Delete an API key',
+          tags,
+          params: IdParams,
+          body: DeleteBody,
+          response: { 204: Type.Null(), ...errorResponses },
+        },
       },
       async (request, reply) => {
         await svc.remove(request.principal, request.params.id)
@@ -155,4 +189,3 @@ export function apiKeyRoutes(c: Container) {
     )
   }
 }
-

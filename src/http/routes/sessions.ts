@@ -31,7 +31,10 @@ export function sessionRoutes(c: Container) {
       },
       async (request, reply) => {
         if (credentialsFrom(request.headers).apiKey !== undefined) {
-          throw new ApiError('not-authorized/cannot-login-while-using-key', 'Remove the API key header to log in with a password')
+          throw new ApiError(
+            'not-authorized/cannot-login-while-using-key',
+            'Remove the API key header to log in with a password',
+          )
         }
         const session = await c.services.sessions.login(c.site.id, {
           username: request.body.username,

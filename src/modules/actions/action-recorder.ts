@@ -3,9 +3,25 @@ import type { Database } from '../../db/schema.js'
 import type { Principal } from '../auth/principal.js'
 
 export const ACTION_TYPES = [
-  'create', 'read', 'update', 'destroy', 'move', 'login', 'failedlogin', 'copy',
-  'user_create', 'user_update', 'user_destroy', 'group_create', 'group_update', 'group_destroy',
-  'permission_create', 'permission_destroy', 'api_key_create', 'api_key_update', 'api_key_destroy',
+  'create',
+  'read',
+  'update',
+  'destroy',
+  'move',
+  'login',
+  'failedlogin',
+  'copy',
+  'user_create',
+  'user_update',
+  'user_destroy',
+  'group_create',
+  'group_update',
+  'group_destroy',
+  'permission_create',
+  'permission_destroy',
+  'api_key_create',
+  'api_key_update',
+  'api_key_destroy',
 ] as const
 export type ActionType = (typeof ACTION_TYPES)[number]
 
@@ -37,14 +53,25 @@ export interface ActionContext {
 }
 
 export function contextOf(p: Principal): ActionContext {
-  return { siteId: p.siteId, userId: p.user?.id ?? null, username: p.user?.username ?? null, ip: p.ip, interface: p.interface }
+  return {
+    siteId: p.siteId,
+    userId: p.user?.id ?? null,
+    username: p.user?.username ?? null,
+    ip: p.ip,
+    interface: p.interface,
+  }
 }
 
 /**
  * Writes one Action into the history table. Call it with the transaction of the change it
  * records, so that the history never tells of a change that did not happen (or misses one).
  */
-export async function recordAction(db: Kysely<Database>, ctx: ActionContext, a: NewAction, now = Date.now()): Promise<number> {
+export async function recordAction(
+  db: Kysely<Database>,
+  ctx: ActionContext,
+  a: NewAction,
+  now = Date.now(),
+): Promise<number> {
   const path = a.path ?? ''
   const folder = path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : ''
   const row = await db

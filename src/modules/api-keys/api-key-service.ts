@@ -2,7 +2,7 @@ import type { Kysely, Selectable } from 'kysely'
 import type { Config } from '../../config.js'
 import type { ApiKeysTable, Database } from '../../db/schema.js'
 import { formatDateTime, parseDateTime } from '../../http/datetime.js'
-import { ApiError, type ModelErrors } from '../../http/errors.js'
+import { ApiError, addModelError, type ModelErrors } from '../../http/errors.js'
 import { applyListQuery, type ListSpec, type Page, parseListQuery, toPage } from '../../http/pagination.js'
 import { randomHex, tokenHash } from '../../security/secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
@@ -108,9 +108,16 @@ export class ApiKeyService {
     const siteWide = input.site_wide === true
     let ownerId: number | null
     if (siteWide) {
-      if (!isSiteAdmin(p)) throw new ApiError('not-authorized/site-admin-required', 'Only site administrators can create site-wide keys')
+      if (!isSiteAdmin(p))
+        throw new ApiError(
+          'not-authorized/site-admin-required',
+          'Only site administrators can create site-wide keys',
+        )
       if (input.user_id !== undefined && input.user_id !== 0) {
-        throw new ApiError('bad-request/request-params-invalid', 'A site-wide key has no user: leave user_id out')
+        throw new ApiError(
+          'bad-request/request-params-invalid',
+          'A site-wide key has no user: leave user_id out',
+        )
       }
       ownerId = null
     } else {
@@ -121,7 +128,7 @@ export class ApiKeyService {
     const now = this.now()
     const expiresAt = this.expiry(input.expires_at, now, errors)
     const path = input.path === undefined || input.path === '' ? null : normalizePath(input.path)
-    if (siteWide && path) (errors['path'] ??= []).push('must be empty for a site-wide key')
+    if (siteWide && path) addModelError(errors, 'path', 'must be empty for a site-wide key')
     if (Object.keys(errors).length) throw ApiError.modelSave(errors)
 
     const key = randomHex(32)
@@ -144,7 +151,9 @@ export class ApiKeyService {
         })
         .returningAll()
         .executeTakeFirstOrThrow()
-      const full = await this.rows(p.siteId, trx).where('api_keys.id', '=', inserted.id).executeTakeFirstOrThrow()
+      const full = await this.rows(p.siteId, trx)
+        .where('api_keys.id', '=', inserted.id)
+        .executeTakeFirstOrThrow()
       await recordAction(
         trx,
         contextOf(p),
@@ -181,7 +190,11 @@ export class ApiKeyService {
   async updateCurrent(p: Principal, input: UpdateApiKeyInput): Promise<ApiKeyJson> {
     const row = await this.rows(p.siteId).where('api_keys.id', '=', currentKeyId(p)).executeTakeFirst()
     if (!row) throw new ApiError('not-found/api-key-not-found', 'The API key no longer exists')
-    if (input.permission_set !== undefined && input.permission_set !== row.permission_set && row.permission_set !== 'full') {
+    if (
+      input.permission_set !== undefined &&
+      input.permission_set !== row.permission_set &&
+      row.permission_set !== 'full'
+    ) {
       throw new ApiError(
         'not-authorized/insufficient-permission-for-params',
         'Only a key with permission set "full" may change its own permission set',
@@ -212,7 +225,10 @@ export class ApiKeyService {
     const row = await this.rows(p.siteId).where('api_keys.id', '=', id).executeTakeFirst()
     if (!row) throw new ApiError('not-found/api-key-not-found', `API key ${id} not found`)
     if (!isSiteAdmin(p) && row.user_id !== p.user?.id) {
-      throw new ApiError('not-authorized/site-admin-required', 'Only site administrators can manage other users’ keys')
+      throw new ApiError(
+        'not-authorized/site-admin-required',
+        'Only site administrators can manage other users’ keys',
+      )
     }
     return row
   }
@@ -225,18 +241,28 @@ export class ApiKeyService {
     }
     if (n === 0) return p.user ? p.user.id : 'site-wide'
     if (n !== p.user?.id && !isSiteAdmin(p)) {
-      throw new ApiError('not-authorized/user-id-without-site-admin', 'Only site administrators can name another user_id')
+      throw new ApiError(
+        'not-authorized/user-id-without-site-admin',
+        'Only site administrators can name another user_id',
+      )
     }
     return n
   }
 
   private async resolveOwner(p: Principal, userId: number | undefined): Promise<number> {
     if (userId === undefined || userId === 0) {
-      if (!p.user) throw new ApiError('bad-request/user-required', 'A site-wide key must name user_id, or ask for site_wide: true')
+      if (!p.user)
+        throw new ApiError(
+          'bad-request/user-required',
+          'A site-wide key must name user_id, or ask for site_wide: true',
+        )
       return p.user.id
     }
     if (userId !== p.user?.id && !isSiteAdmin(p)) {
-      throw new ApiError('not-authorized/user-id-without-site-admin', 'Only site administrators can create keys for other users')
+      throw new ApiError(
+        'not-authorized/user-id-without-site-admin',
+        'Only site administrators can create keys for other users',
+      )
     }
     const user = await this.db
       .selectFrom('users')
@@ -248,11 +274,15 @@ export class ApiKeyService {
     return user.id
   }
 
-  private expiry(raw: string | null | undefined, now: number, errors: ModelErrors): number | null | undefined {
+  private expiry(
+    raw: string | null | undefined,
+    now: number,
+    errors: ModelErrors,
+  ): number | null | undefined {
     if (raw === undefined) return undefined
     if (raw === null || raw === '') return null
     const at = parseDateTime(raw, 'expires_at')
-    if (at <= now) (errors['expires_at'] ??= []).push('must be in the future')
+    if (at <= now) addModelError(errors, 'expires_at', 'must be in the future')
     return at
   }
 
@@ -260,7 +290,8 @@ export class ApiKeyService {
     const errors: ModelErrors = {}
     const now = this.now()
     const patch: Partial<ApiKeyRow> = {}
-    if (input.permission_set !== undefined) patch.permission_set = checkPermissionSet(input.permission_set, row.user_id === null, errors)
+    if (input.permission_set !== undefined)
+      patch.permission_set = checkPermissionSet(input.permission_set, row.user_id === null, errors)
     const expiresAt = this.expiry(input.expires_at, now, errors)
     if (expiresAt !== undefined) patch.expires_at = expiresAt
     if (input.name !== undefined) patch.name = input.name
@@ -309,22 +340,29 @@ export class ApiKeyService {
 /** Shared/Bot users (self_managed false) are refused on /api_keys by id and list (decisions.md). */
 function refuseBots(p: Principal): void {
   if (p.user && p.user.self_managed === 0) {
-    throw new ApiError('not-authorized/self-managed-required', 'Shared/Bot users cannot list or manage keys by id')
+    throw new ApiError(
+      'not-authorized/self-managed-required',
+      'Shared/Bot users cannot list or manage keys by id',
+    )
   }
 }
 
 function currentKeyId(p: Principal): number {
   if (!p.apiKey) {
-    throw new ApiError('not-authorized/must-authenticate-with-api-key', 'This endpoint needs the request to be made with an API key')
+    throw new ApiError(
+      'not-authorized/must-authenticate-with-api-key',
+      'This endpoint needs the request to be made with an API key',
+    )
   }
   return p.apiKey.id
 }
 
 function checkPermissionSet(value: string, siteWide: boolean, errors: ModelErrors): PermissionSet {
   if (!(PERMISSION_SETS as readonly string[]).includes(value)) {
-    ;(errors['permission_set'] ??= []).push(`must be one of ${PERMISSION_SETS.join(', ')}`)
+    addModelError(errors, 'permission_set', `must be one of ${PERMISSION_SETS.join(', ')}`)
     return 'full'
   }
-  if (siteWide && value !== 'full') (errors['permission_set'] ??= []).push('must be full for a site-wide key')
+  if (siteWide && value !== 'full')
+    addModelError(errors, 'permission_set', 'must be full for a site-wide key')
   return value as PermissionSet
 }

@@ -49,7 +49,9 @@ export class AuthService {
   async authenticate(c: Credentials, ip: string, iface: Interface): Promise<Principal> {
     if (c.apiKey !== undefined) return this.byApiKey(c.apiKey, ip, iface)
     if (c.sessionId !== undefined) return this.bySession(c.sessionId, ip, iface)
-    throw unauthenticated('Authentication required: send an API key (X-ServiceAPI-Key) or a session (X-ServiceAPI-Auth)')
+    throw unauthenticated(
+      'Authentication required: send an API key (X-ServiceAPI-Key) or a session (X-ServiceAPI-Auth)',
+    )
   }
 
   private async byApiKey(key: string, ip: string, iface: Interface): Promise<Principal> {
@@ -64,7 +66,9 @@ export class AuthService {
     if (row.expires_at !== null && row.expires_at <= now) throw unauthenticated('The API key has expired')
     let user: UserRow | null = null
     if (row.user_id !== null) {
-      user = (await this.db.selectFrom('users').selectAll().where('id', '=', row.user_id).executeTakeFirst()) ?? null
+      user =
+        (await this.db.selectFrom('users').selectAll().where('id', '=', row.user_id).executeTakeFirst()) ??
+        null
       if (!user || user.disabled) throw unauthenticated('The API key belongs to a disabled user')
     }
     if (row.last_use_at === null || now - row.last_use_at >= LAST_USE_GRANULARITY_MS) {
@@ -73,7 +77,9 @@ export class AuthService {
         .updateTable('api_keys')
         .set({ last_use_at: now })
         .where('id', '=', row.id)
-        .where((eb) => eb.or([eb('last_use_at', 'is', null), eb('last_use_at', '<=', now - LAST_USE_GRANULARITY_MS)]))
+        .where((eb) =>
+          eb.or([eb('last_use_at', 'is', null), eb('last_use_at', '<=', now - LAST_USE_GRANULARITY_MS)]),
+        )
         .execute()
     }
     return {
@@ -94,7 +100,10 @@ export class AuthService {
       .selectFrom('sessions')
       .innerJoin('users', 'users.id', 'sessions.user_id')
       .selectAll('users')
-      .select(['sessions.last_active_at as session_last_active_at', 'sessions.interface as session_interface'])
+      .select([
+        'sessions.last_active_at as session_last_active_at',
+        'sessions.interface as session_interface',
+      ])
       .where('sessions.id_hash', '=', hash)
       .executeTakeFirst()
     if (!row) throw unauthenticated('The session is not valid or has ended')

@@ -5,7 +5,14 @@ import { ApiError } from '../../http/errors.js'
 export type UserRow = Selectable<UsersTable>
 export type ApiKeyRow = Selectable<ApiKeysTable>
 
-export const PERMISSION_SETS = ['none', 'full', 'desktop_app', 'sync_app', 'office_integration', 'mobile_app'] as const
+export const PERMISSION_SETS = [
+  'none',
+  'full',
+  'desktop_app',
+  'sync_app',
+  'office_integration',
+  'mobile_app',
+] as const
 export type PermissionSet = (typeof PERMISSION_SETS)[number]
 
 /** Interfaces an Action can record (api-spec.md, Action.interface). */
@@ -32,11 +39,20 @@ export function isSiteAdmin(p: Principal): boolean {
 
 /** The operator at the `wharf` command line: acts as a site-wide key, recorded as interface robot. */
 export function operatorPrincipal(siteId: number): Principal {
-  return { siteId, user: null, apiKey: null, sessionHash: null, permissionSet: 'full', ip: '127.0.0.1', interface: 'robot' }
+  return {
+    siteId,
+    user: null,
+    apiKey: null,
+    sessionHash: null,
+    permissionSet: 'full',
+    ip: '127.0.0.1',
+    interface: 'robot',
+  }
 }
 
 export function requireSiteAdmin(p: Principal): void {
-  if (!isSiteAdmin(p)) throw new ApiError('not-authorized/site-admin-required', 'Site administrator permission is required')
+  if (!isSiteAdmin(p))
+    throw new ApiError('not-authorized/site-admin-required', 'Site administrator permission is required')
 }
 
 /** Display name for actions and labels. */

@@ -31,7 +31,13 @@ export class SessionService {
   /** POST /sessions: checks throttles, then the password; every failure is a `failedlogin` Action. */
   async login(siteId: number, input: LoginInput): Promise<{ id: string }> {
     const now = this.now()
-    const ctx: ActionContext = { siteId, userId: null, username: input.username, ip: input.ip, interface: input.interface }
+    const ctx: ActionContext = {
+      siteId,
+      userId: null,
+      username: input.username,
+      ip: input.ip,
+      interface: input.interface,
+    }
     await this.checkIpThrottle(siteId, input.ip, now)
 
     const user = await this.db
@@ -49,9 +55,13 @@ export class SessionService {
     const lockedUntil = await this.lockedUntil(user, now)
     if (lockedUntil > now) {
       await this.failed(userCtx, 'locked_out', now)
-      throw new ApiError('not-authenticated/locked-out', 'Too many failed logins: this user is locked out for a while', {
-        retryAfter: Math.ceil((lockedUntil - now) / 1000),
-      })
+      throw new ApiError(
+        'not-authenticated/locked-out',
+        'Too many failed logins: this user is locked out for a while',
+        {
+          retryAfter: Math.ceil((lockedUntil - now) / 1000),
+        },
+      )
     }
     const ok = await verifyPassword(input.password, user.password_hash)
     if (!ok) {
@@ -109,10 +119,17 @@ export class SessionService {
       )
     }
     if (!header.startsWith('password:')) {
-      throw new ApiError('bad-request/reauthentication-needed-fields', 'X-Service-Reauthentication must be "password:<your password>"')
+      throw new ApiError(
+        'bad-request/reauthentication-needed-fields',
+        'X-Service-Reauthentication must be "password:<your password>"',
+      )
     }
     const now = this.now()
-    const s = await this.db.selectFrom('sessions').selectAll().where('id_hash', '=', p.sessionHash).executeTakeFirst()
+    const s = await this.db
+      .selectFrom('sessions')
+      .selectAll()
+      .where('id_hash', '=', p.sessionHash)
+      .executeTakeFirst()
     if (!s) throw new ApiError('not-authenticated/authentication-required', 'The session has ended')
     let windowStart = s.reauth_window_start
     let count = s.reauth_window_count
@@ -121,29 +138,44 @@ export class SessionService {
       count = 0
     }
     if (count >= REAUTH_MAX_PER_WINDOW) {
-      throw new ApiError('rate-limited/reauthentication-rate-limited', 'Too many reauthentication attempts; try again later', {
-        retryAfter: Math.ceil((windowStart + REAUTH_WINDOW_MS - now) / 1000),
-      })
+      throw new ApiError(
+        'rate-limited/reauthentication-rate-limited',
+        'Too many reauthentication attempts; try again later',
+        {
+          retryAfter: Math.ceil((windowStart + REAUTH_WINDOW_MS - now) / 1000),
+        },
+      )
     }
     const ok = await verifyPassword(header.slice('password:'.length), p.user.password_hash)
     const failures = ok ? 0 : s.reauth_failures + 1
     if (!ok && failures >= REAUTH_MAX_FAILURES) {
       await this.db.deleteFrom('sessions').where('id_hash', '=', p.sessionHash).execute()
-      throw new ApiError('not-authorized/reauthentication-failed-final', 'Reauthentication failed three times: the session has ended')
+      throw new ApiError(
+        'not-authorized/reauthentication-failed-final',
+        'Reauthentication failed three times: the session has ended',
+      )
     }
     await this.db
       .updateTable('sessions')
       .set({ reauth_failures: failures, reauth_window_start: windowStart, reauth_window_count: count + 1 })
       .where('id_hash', '=', p.sessionHash)
       .execute()
-    if (!ok) throw new ApiError('not-authorized/reauthentication-failed', 'Reauthentication failed: the password is wrong')
+    if (!ok)
+      throw new ApiError(
+        'not-authorized/reauthentication-failed',
+        'Reauthentication failed: the password is wrong',
+      )
   }
 
   private async failed(ctx: ActionContext, failureType: string, now: number): Promise<void> {
     await recordAction(
       this.db,
       ctx,
-      { action: 'failedlogin', display: `Failed login for ${ctx.username ?? ''} (${failureType})`, failureType },
+      {
+        action: 'failedlogin',
+        display: `Failed login for ${ctx.username ?? ''} (${failureType})`,
+        failureType,
+      },
       now,
     )
   }
@@ -161,9 +193,13 @@ export class SessionService {
       .execute()
     if (rows.length >= this.config.login.maxAttemptsPerIp) {
       const oldest = rows[rows.length - 1]!.created_at
-      throw new ApiError('rate-limited/too-many-login-attempts', 'Too many login attempts from this address; try again later', {
-        retryAfter: Math.max(1, Math.ceil((oldest + this.windowMs - now) / 1000)),
-      })
+      throw new ApiError(
+        'rate-limited/too-many-login-attempts',
+        'Too many login attempts from this address; try again later',
+        {
+          retryAfter: Math.max(1, Math.ceil((oldest + this.windowMs - now) / 1000)),
+        },
+      )
     }
   }
 
@@ -198,5 +234,5 @@ export class SessionService {
   }
 }
 
-const badLogin = () => new ApiError('not-authenticated/invalid-username-or-password', 'Invalid username or password')
-
+const badLogin = () =>
+  new ApiError('not-authenticated/invalid-username-or-password', 'Invalid username or password')

@@ -17,7 +17,11 @@ export interface BootstrapResult {
  * First start: create the site and its site admin. Idempotent, and safe when several processes
  * start at once on PostgreSQL (the loser of the race finds the winner's rows).
  */
-export async function bootstrapSite(db: Kysely<Database>, config: Config, now = Date.now()): Promise<BootstrapResult> {
+export async function bootstrapSite(
+  db: Kysely<Database>,
+  config: Config,
+  now = Date.now(),
+): Promise<BootstrapResult> {
   return db.transaction().execute(async (trx) => {
     let site = await trx.selectFrom('sites').selectAll().orderBy('id').limit(1).executeTakeFirst()
     if (!site) {
@@ -30,7 +34,12 @@ export async function bootstrapSite(db: Kysely<Database>, config: Config, now = 
       await trx.updateTable('sites').set({ name: config.siteName }).where('id', '=', site.id).execute()
       site = { ...site, name: config.siteName }
     }
-    const anyUser = await trx.selectFrom('users').select('id').where('site_id', '=', site.id).limit(1).executeTakeFirst()
+    const anyUser = await trx
+      .selectFrom('users')
+      .select('id')
+      .where('site_id', '=', site.id)
+      .limit(1)
+      .executeTakeFirst()
     if (anyUser) return { site, generatedAdminPassword: null, createdAdmin: null }
 
     const generated = config.adminPassword ? null : generatePassword()
