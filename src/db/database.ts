@@ -68,7 +68,7 @@ function openPostgres(url: string, schema: string | undefined): DatabaseHandle {
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   })
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
-  const h = handle(db, { name: 'postgres', skipLocked: true })
+  const h = handle(db, { name: 'postgres', skipLocked: true }, schema)
   if (!schema) return h
   return {
     ...h,
@@ -86,12 +86,18 @@ function openPostgres(url: string, schema: string | undefined): DatabaseHandle {
   }
 }
 
-function handle(db: Kysely<Database>, dialect: DialectCapabilities): DatabaseHandle {
+function handle(db: Kysely<Database>, dialect: DialectCapabilities, schema?: string): DatabaseHandle {
   return {
     db,
     dialect,
     async migrate() {
-      const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
+      // Without the schema, Kysely looks for its migration tables in every schema of the database,
+      // finds another schema's, skips creating its own and fails (test runs share one database).
+      const migrator = new Migrator({
+        db,
+        provider: { getMigrations: async () => migrations },
+        ...(schema ? { migrationTableSchema: schema } : {}),
+      })
       const { error, results } = await migrator.migrateToLatest()
       if (error) throw error
       return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
