@@ -127,7 +127,8 @@ export class ApiKeyService {
     const permissionSet = checkPermissionSet(input.permission_set ?? 'full', siteWide, errors)
     const now = this.now()
     const expiresAt = this.expiry(input.expires_at, now, errors)
-    const path = input.path === undefined || input.path === '' ? null : normalizePath(input.path)
+    // The root folder ('', '/') is no restriction at all: store it as none, so no check mistakes it for one.
+    const path = input.path === undefined ? null : normalizePath(input.path) || null
     if (siteWide && path) addModelError(errors, 'path', 'must be empty for a site-wide key')
     if (Object.keys(errors).length) throw ApiError.modelSave(errors)
 

@@ -1,0 +1,429 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { RateLimiter } from '../src/http/rate-limiter.js'
+import {
+  type CallResult,
+  call,
+  dialects,
+  login,
+  makeKey,
+  makeUser,
+  startServer,
+  type TestServer,
+} from './helpers/server.js'
+
+const MINUTE = 60_000
+
+function expectError(r: CallResult, status: number, type: string): void {
+  expect({ status: r.status, type: r.body?.type }).toEqual({ status, type })
+}
+
+const attempt = (s: TestServer, username: string, password: string, headers: Record<string, string> = {}) =>
+  call(s, 'POST', '/sessions', { body: { username, password }, headers })
+
+async function failedLogins(s: TestServer, username: string) {
+  return s.container.db
+    .selectFrom('actions')
+    .selectAll()
+    .where('action', '=', 'failedlogin')
+    .where('username', '=', username)
+    .orderBy('id')
+    .execute()
+}
+
+/** Moves a user's failed-login history back in time, as if the attempts were made earlier. */
+async function ageFailedLogins(s: TestServer, username: string, ms: number) {
+  const rows = await failedLogins(s, username)
+  for (const r of rows) {
+    await s.container.db
+      .updateTable('actions')
+      .set({ created_at: r.created_at - ms })
+      .where('id', '=', r.id)
+      .execute()
+  }
+}
+
+describe.each(dialects)('sessions (%s)', (dialect) => {
+  let s: TestServer
+  beforeAll(async () => {
+    s = await startServer(dialect)
+  })
+  afterAll(async () => s?.close())
+
+  it('logs in, works with X-ServiceAPI-Auth, and logs out with an empty array', async () => {
+    const u = await makeUser(s)
+    const before = Date.now()
+    const r = await attempt(s, u.username, u.password)
+    expect(r.status).toBe(201)
+    expect(Object.keys(r.body)).toEqual(['id'])
+    expect(typeof r.body.id).toBe('string')
+    expect(r.body.id.length).toBeGreaterThanOrEqual(32)
+    const session: string = r.body.id
+
+    const user = await s.container.db
+      .selectFrom('users')
+      .selectAll()
+      .where('id', '=', u.id)
+      .executeTakeFirstOrThrow()
+    expect(user.last_login_at).toBeGreaterThanOrEqual(before)
+    const logins = await s.container.db
+      .selectFrom('actions')
+      .selectAll()
+      .where('action', '=', 'login')
+      .where('user_id', '=', u.id)
+      .execute()
+    expect(logins).toHaveLength(1)
+    expect(logins[0]).toMatchObject({
+      username: u.username,
+      ip: '127.0.0.1',
+      interface: 'restapi',
+      failure_type: null,
+    })
+    // Only a hash of the session id is stored.
+    const rows = await s.container.db.selectFrom('sessions').selectAll().execute()
+    expect(JSON.stringify(rows)).not.toContain(session)
+
+    const list = await call(s, 'GET', '/api_keys', { session })
+    expect(list.status).toBe(200)
+    expect(list.body).toEqual([])
+    const alias = await call(s, 'GET', '/api_keys', { headers: { 'X-FilesAPI-Auth': session } })
+    expect(alias.status).toBe(200)
+
+    const out = await call(s, 'DELETE', '/sessions', { session })
+    expect(out.status).toBe(200)
+    expect(out.text).toBe('[]')
+    expectError(
+      await call(s, 'GET', '/api_keys', { session }),
+      401,
+      'not-authenticated/authentication-required',
+    )
+  })
+
+  it('ends the sessions of a disabled user', async () => {
+    const u = await makeUser(s)
+    const session = await login(s, u.username, u.password)
+    expect((await call(s, 'GET', '/api_keys', { session })).status).toBe(200)
+    await s.container.db.updateTable('users').set({ disabled: 1 }).where('id', '=', u.id).execute()
+    expectError(
+      await call(s, 'GET', '/api_keys', { session }),
+      401,
+      'not-authenticated/authentication-required',
+    )
+    const again = await attempt(s, u.username, u.password)
+    expectError(again, 401, 'not-authenticated/invalid-username-or-password')
+    expect((await failedLogins(s, u.username)).map((r) => r.failure_type)).toEqual(['disabled'])
+  })
+
+  it('answers DELETE /sessions with an empty array whatever the session', async () => {
+    for (const opts of [{}, { session: 'no-such-session' }, { session: 'x'.repeat(500) }]) {
+      const r = await call(s, 'DELETE', '/sessions', opts)
+      expect({ status: r.status, text: r.text }).toEqual({ status: 200, text: '[]' })
+    }
+    const xml = await call(s, 'DELETE', '/sessions.xml')
+    expect(xml.status).toBe(200)
+    expect(xml.text).toContain('<sessions type="array"/>')
+    const accept = await call(s, 'DELETE', '/sessions', { accept: 'application/xml' })
+    expect(accept.text).toContain('<sessions type="array"/>')
+  })
+
+  it('logs in with an XML body and answers in XML', async () => {
+    const u = await makeUser(s)
+    const r = await call(s, 'POST', '/sessions.xml', {
+      raw: `<session><username>${u.username}</username><password>${u.password}</password></session>`,
+      contentType: 'application/xml',
+    })
+    expect(r.status).toBe(201)
+    const id = /<id>([^<]+)<\/id>/.exec(r.text)?.[1]
+    expect(r.text).toContain('<session>')
+    expect((await call(s, 'GET', '/api_keys', { session: id! })).status).toBe(200)
+  })
+
+  it('matches the username case-insensitively', async () => {
+    const u = await makeUser(s, { username: `Carol-${dialect}` })
+    expect((await attempt(s, u.username.toUpperCase(), u.password)).status).toBe(201)
+  })
+
+  it('refuses to log in while an API key is sent', async () => {
+    const u = await makeUser(s)
+    const k = await makeKey(s, u.id)
+    expectError(
+      await attempt(s, u.username, u.password, { 'X-ServiceAPI-Key': k.key }),
+      403,
+      'not-authorized/cannot-login-while-using-key',
+    )
+    expectError(
+      await attempt(s, u.username, u.password, { 'X-FilesAPI-Key': k.key }),
+      403,
+      'not-authorized/cannot-login-while-using-key',
+    )
+    const basic = { Authorization: `Basic ${Buffer.from(`${k.key}:x`).toString('base64')}` }
+    expectError(
+      await attempt(s, u.username, u.password, basic),
+      403,
+      'not-authorized/cannot-login-while-using-key',
+    )
+    const rows = await s.container.db.selectFrom('actions').select('id').where('user_id', '=', u.id).execute()
+    expect(rows).toHaveLength(0)
+  })
+
+  it('refuses bad login bodies with exact types', async () => {
+    const post = (o: Parameters<typeof call>[3]) => call(s, 'POST', '/sessions', o)
+    expectError(await post({ body: { username: 'a' } }), 400, 'bad-request/request-params-required')
+    expectError(await post({ body: { password: 'a' } }), 400, 'bad-request/request-params-required')
+    expectError(
+      await post({ body: { username: 'a', password: 'b', remember: true } }),
+      400,
+      'bad-request/request-params-invalid',
+    )
+    expectError(
+      await post({ body: { username: { a: 1 }, password: 'b' } }),
+      400,
+      'bad-request/request-params-invalid',
+    )
+    expectError(
+      await post({ body: { username: 'u'.repeat(257), password: 'b' } }),
+      400,
+      'bad-request/request-params-invalid',
+    )
+    expectError(await post({ raw: '{"username":' }), 400, 'bad-request/invalid-body')
+    expectError(
+      await post({ raw: 'username=a', contentType: 'application/x-www-form-urlencoded' }),
+      400,
+      'bad-request/unsupported-media-type',
+    )
+  })
+
+  it('answers 401 invalid-username-or-password and records why', async () => {
+    const u = await makeUser(s)
+    expectError(
+      await attempt(s, u.username, 'wrong-password'),
+      401,
+      'not-authenticated/invalid-username-or-password',
+    )
+    const ghost = `ghost-${dialect}`
+    expectError(await attempt(s, ghost, 'whatever'), 401, 'not-authenticated/invalid-username-or-password')
+
+    const mismatch = await failedLogins(s, u.username)
+    expect(mismatch).toHaveLength(1)
+    expect(mismatch[0]).toMatchObject({
+      user_id: u.id,
+      failure_type: 'password_mismatch',
+      ip: '127.0.0.1',
+      interface: 'restapi',
+    })
+    const unknown = await failedLogins(s, ghost)
+    expect(unknown).toHaveLength(1)
+    expect(unknown[0]).toMatchObject({
+      user_id: null,
+      failure_type: 'username_not_found',
+      ip: '127.0.0.1',
+      interface: 'restapi',
+    })
+    const user = await s.container.db
+      .selectFrom('users')
+      .selectAll()
+      .where('id', '=', u.id)
+      .executeTakeFirstOrThrow()
+    expect(user.last_login_at).toBeNull()
+  })
+
+  it('locks a user out after 5 failed logins, for 15 minutes', async () => {
+    const u = await makeUser(s)
+    for (let i = 0; i < 5; i++) {
+      expectError(
+        await attempt(s, u.username, `wrong-${i}`),
+        401,
+        'not-authenticated/invalid-username-or-password',
+      )
+    }
+    const locked = await attempt(s, u.username, u.password)
+    expectError(locked, 401, 'not-authenticated/locked-out')
+    expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(0)
+    const types = (await failedLogins(s, u.username)).map((r) => r.failure_type)
+    expect(types).toEqual([...Array(5).fill('password_mismatch'), 'locked_out'])
+    expect(
+      await s.container.db.selectFrom('sessions').select('id_hash').where('user_id', '=', u.id).execute(),
+    ).toHaveLength(0)
+
+    await ageFailedLogins(s, u.username, 10 * MINUTE)
+    expectError(await attempt(s, u.username, u.password), 401, 'not-authenticated/locked-out')
+    await ageFailedLogins(s, u.username, 6 * MINUTE)
+    expect((await attempt(s, u.username, u.password)).status).toBe(201)
+  })
+
+  it('forgets earlier failures after a successful login', async () => {
+    const u = await makeUser(s)
+    for (let i = 0; i < 4; i++) expect((await attempt(s, u.username, 'wrong')).status).toBe(401)
+    expect((await attempt(s, u.username, u.password)).status).toBe(201)
+    for (let i = 0; i < 4; i++) {
+      expectError(
+        await attempt(s, u.username, 'wrong'),
+        401,
+        'not-authenticated/invalid-username-or-password',
+      )
+    }
+    expect((await attempt(s, u.username, u.password)).status).toBe(201)
+    const types = (await failedLogins(s, u.username)).map((r) => r.failure_type)
+    expect(types).toEqual(Array(8).fill('password_mismatch'))
+  })
+
+  it('does not lock a user for failures older than the window', async () => {
+    const u = await makeUser(s)
+    for (let i = 0; i < 3; i++) expect((await attempt(s, u.username, 'wrong')).status).toBe(401)
+    await ageFailedLogins(s, u.username, 16 * MINUTE)
+    for (let i = 0; i < 2; i++) expect((await attempt(s, u.username, 'wrong')).status).toBe(401)
+    expect((await attempt(s, u.username, u.password)).status).toBe(201)
+  })
+})
+
+describe.each(dialects)('session limits (%s)', (dialect) => {
+  it('throttles logins from one address beyond LOGIN_MAX_ATTEMPTS_PER_IP', async () => {
+    const s = await startServer(dialect, { LOGIN_MAX_ATTEMPTS_PER_IP: '30' })
+    try {
+      const u = await makeUser(s)
+      expect((await attempt(s, u.username, u.password)).status).toBe(201)
+      // In parallel: each failed attempt spends a password hash's time, and 29 of them below the limit all count.
+      const failures = await Promise.all(Array.from({ length: 29 }, (_, i) => attempt(s, `nobody-${i}`, 'x')))
+      for (const f of failures) expectError(f, 401, 'not-authenticated/invalid-username-or-password')
+      const r = await attempt(s, u.username, u.password)
+      expectError(r, 429, 'rate-limited/too-many-login-attempts')
+      const retry = Number(r.headers.get('retry-after'))
+      expect(retry).toBeGreaterThan(0)
+      expect(retry).toBeLessThanOrEqual(15 * 60)
+      const count = await s.container.db
+        .selectFrom('actions')
+        .select('id')
+        .where('action', 'in', ['login', 'failedlogin'])
+        .execute()
+      expect(count).toHaveLength(30)
+
+      const all = await s.container.db.selectFrom('actions').select(['id', 'created_at']).execute()
+      for (const a of all) {
+        await s.container.db
+          .updateTable('actions')
+          .set({ created_at: a.created_at - 16 * MINUTE })
+          .where('id', '=', a.id)
+          .execute()
+      }
+      expect((await attempt(s, u.username, u.password)).status).toBe(201)
+    } finally {
+      await s.close()
+    }
+  }, 120_000)
+
+  it('ends a session idle for longer than SESSION_IDLE_MINUTES', async () => {
+    const s = await startServer(dialect, { SESSION_IDLE_MINUTES: '5' })
+    try {
+      const u = await makeUser(s)
+      const session = await login(s, u.username, u.password)
+      const setIdle = (ms: number) =>
+        s.container.db
+          .updateTable('sessions')
+          .set({ last_active_at: Date.now() - ms })
+          .where('user_id', '=', u.id)
+          .execute()
+      const row = () =>
+        s.container.db.selectFrom('sessions').selectAll().where('user_id', '=', u.id).executeTakeFirst()
+
+      await setIdle(4 * MINUTE)
+      const before = Date.now()
+      expect((await call(s, 'GET', '/api_keys', { session })).status).toBe(200)
+      expect((await row())!.last_active_at).toBeGreaterThanOrEqual(before)
+
+      await setIdle(5 * MINUTE + 5000)
+      expectError(
+        await call(s, 'GET', '/api_keys', { session }),
+        401,
+        'not-authenticated/authentication-required',
+      )
+      expect(await row()).toBeUndefined()
+    } finally {
+      await s.close()
+    }
+  })
+})
+
+describe.each(dialects)('request rate limits (%s)', (dialect) => {
+  let s: TestServer
+  let clock: number
+  beforeAll(async () => {
+    s = await startServer(dialect, {
+      RATE_LIMIT_PER_SECOND: '1',
+      RATE_LIMIT_BURST: '3',
+      RATE_LIMIT_CONCURRENT: '1',
+    })
+  })
+  afterAll(async () => s?.close())
+
+  /** A fresh limiter on a frozen clock: "quick" requests are quick however slow the machine. */
+  function freezeClock() {
+    clock = 1_000_000
+    s.container.rateLimiter = new RateLimiter(s.container.config.rateLimit, () => clock)
+  }
+
+  it('allows a burst, then answers 429 too-many-requests per key, and refills', async () => {
+    freezeClock()
+    const u = await makeUser(s)
+    const a = await makeKey(s, u.id)
+    const b = await makeKey(s, u.id)
+    for (let i = 0; i < 3; i++) expect((await call(s, 'GET', '/api_key', { key: a.key })).status).toBe(200)
+    const limited = await call(s, 'GET', '/api_key', { key: a.key })
+    expectError(limited, 429, 'rate-limited/too-many-requests')
+    expect(limited.headers.get('retry-after')).toBe('1')
+    expect((await call(s, 'GET', '/api_key', { key: b.key })).status).toBe(200)
+
+    clock += 1000
+    expect((await call(s, 'GET', '/api_key', { key: a.key })).status).toBe(200)
+    expectError(await call(s, 'GET', '/api_key', { key: a.key }), 429, 'rate-limited/too-many-requests')
+  })
+
+  it('limits a session on its own', async () => {
+    freezeClock()
+    const u = await makeUser(s)
+    const session = await login(s, u.username, u.password)
+    const k = await makeKey(s, u.id)
+    for (let i = 0; i < 3; i++) expect((await call(s, 'GET', '/api_keys', { session })).status).toBe(200)
+    expectError(await call(s, 'GET', '/api_keys', { session }), 429, 'rate-limited/too-many-requests')
+    expect((await call(s, 'GET', '/api_keys', { key: k.key })).status).toBe(200)
+  })
+
+  it('answers 429 too-many-concurrent-requests beyond RATE_LIMIT_CONCURRENT', async () => {
+    freezeClock()
+    const u = await makeUser(s)
+    const k = await makeKey(s, u.id)
+    const other = await makeKey(s, u.id)
+    const svc = s.container.services.apiKeys
+    const original = svc.getCurrent
+    let entered!: () => void
+    let release!: () => void
+    const inHandler = new Promise<void>((r) => {
+      entered = r
+    })
+    const gate = new Promise<void>((r) => {
+      release = r
+    })
+    let held = true
+    svc.getCurrent = async (p) => {
+      if (held) {
+        held = false
+        entered()
+        await gate
+      }
+      return original.call(svc, p)
+    }
+    try {
+      const first = call(s, 'GET', '/api_key', { key: k.key })
+      await inHandler
+      const second = await call(s, 'GET', '/api_key', { key: k.key })
+      expectError(second, 429, 'rate-limited/too-many-concurrent-requests')
+      expect(Number(second.headers.get('retry-after'))).toBeGreaterThan(0)
+      expect((await call(s, 'GET', '/api_key', { key: other.key })).status).toBe(200)
+      release()
+      expect((await first).status).toBe(200)
+      // The finished request gave its place back.
+      expect((await call(s, 'GET', '/api_key', { key: k.key })).status).toBe(200)
+    } finally {
+      release()
+      svc.getCurrent = original
+    }
+  })
+})
