@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import type { Config } from '../../config.js'
 import type { Database } from '../../db/schema.js'
 import { ApiError } from '../../http/errors.js'
@@ -125,46 +125,62 @@ export class SessionService {
       )
     }
     const now = this.now()
-    const s = await this.db
-      .selectFrom('sessions')
-      .selectAll()
-      .where('id_hash', '=', p.sessionHash)
+    const hash = p.sessionHash
+    // Reserve the try in one statement before checking the password: concurrent tries then cannot
+    // all read the same counters and slip past the hourly limit or the three-strikes rule.
+    const expired = now - REAUTH_WINDOW_MS
+    const reserved = await this.db
+      .updateTable('sessions')
+      .set({
+        reauth_window_start: sql`case when reauth_window_start <= ${expired} then ${now} else reauth_window_start end`,
+        reauth_window_count: sql`case when reauth_window_start <= ${expired} then 1 else reauth_window_count + 1 end`,
+      })
+      .where('id_hash', '=', hash)
+      .where((eb) =>
+        eb.or([
+          eb('reauth_window_start', '<=', expired),
+          eb('reauth_window_count', '<', REAUTH_MAX_PER_WINDOW),
+        ]),
+      )
+      .returning('id_hash')
       .executeTakeFirst()
-    if (!s) throw new ApiError('not-authenticated/authentication-required', 'The session has ended')
-    let windowStart = s.reauth_window_start
-    let count = s.reauth_window_count
-    if (now - windowStart >= REAUTH_WINDOW_MS) {
-      windowStart = now
-      count = 0
-    }
-    if (count >= REAUTH_MAX_PER_WINDOW) {
+    if (!reserved) {
+      const s = await this.db
+        .selectFrom('sessions')
+        .select('reauth_window_start')
+        .where('id_hash', '=', hash)
+        .executeTakeFirst()
+      if (!s) throw new ApiError('not-authenticated/authentication-required', 'The session has ended')
       throw new ApiError(
         'rate-limited/reauthentication-rate-limited',
         'Too many reauthentication attempts; try again later',
         {
-          retryAfter: Math.ceil((windowStart + REAUTH_WINDOW_MS - now) / 1000),
+          retryAfter: Math.max(1, Math.ceil((s.reauth_window_start + REAUTH_WINDOW_MS - now) / 1000)),
         },
       )
     }
     const ok = await verifyPassword(header.slice('password:'.length), p.user.password_hash)
-    const failures = ok ? 0 : s.reauth_failures + 1
-    if (!ok && failures >= REAUTH_MAX_FAILURES) {
-      await this.db.deleteFrom('sessions').where('id_hash', '=', p.sessionHash).execute()
+    if (ok) {
+      await this.db.updateTable('sessions').set({ reauth_failures: 0 }).where('id_hash', '=', hash).execute()
+      return
+    }
+    const counted = await this.db
+      .updateTable('sessions')
+      .set({ reauth_failures: sql`reauth_failures + 1` })
+      .where('id_hash', '=', hash)
+      .returning('reauth_failures')
+      .executeTakeFirst()
+    if (!counted || counted.reauth_failures >= REAUTH_MAX_FAILURES) {
+      await this.db.deleteFrom('sessions').where('id_hash', '=', hash).execute()
       throw new ApiError(
         'not-authorized/reauthentication-failed-final',
         'Reauthentication failed three times: the session has ended',
       )
     }
-    await this.db
-      .updateTable('sessions')
-      .set({ reauth_failures: failures, reauth_window_start: windowStart, reauth_window_count: count + 1 })
-      .where('id_hash', '=', p.sessionHash)
-      .execute()
-    if (!ok)
-      throw new ApiError(
-        'not-authorized/reauthentication-failed',
-        'Reauthentication failed: the password is wrong',
-      )
+    throw new ApiError(
+      'not-authorized/reauthentication-failed',
+      'Reauthentication failed: the password is wrong',
+    )
   }
 
   private async failed(ctx: ActionContext, failureType: string, now: number): Promise<void> {
