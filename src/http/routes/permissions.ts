@@ -1,6 +1,102 @@
+import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Container } from '../../container.js'
+import { setCursorHeaders } from '../pagination.js'
+import { EchoId, errorResponses, IdParams, listQuery, Nullable } from '../schemas.js'
 
-export function permissionRoutes(_c: Container) {
-  return async (_app: FastifyInstance) => {}
+export const PermissionSchema = Type.Object(
+  {
+    id: Type.Integer(),
+    path: Type.String({ description: 'Folder the permission applies to (and everything inside it)' }),
+    user_id: Type.Integer(),
+    username: Nullable(Type.String()),
+    group_id: Nullable(Type.Integer({ description: 'Always null: Wharf has no groups yet' })),
+    group_name: Nullable(Type.String({ description: 'Always null: Wharf has no groups yet' })),
+    permission: Type.String({ description: 'full, readonly, writeonly, list, history or admin' }),
+    recursive: Type.Boolean({ description: 'Always true: permissions apply to subfolders' }),
+  },
+  { $id: 'Permission', title: 'Permission' },
+)
+
+const CreateBody = Type.Object(
+  {
+    path: Type.String({ maxLength: 6000, description: 'Folder path' }),
+    user_id: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Give user_id or username' }),
+    ),
+    username: Type.Optional(Type.String({ maxLength: 128, description: 'Give user_id or username' })),
+    permission: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description: 'full (default), readonly, writeonly, list, history or admin',
+      }),
+    ),
+    recursive: Type.Optional(Type.Boolean({ description: 'Only true is supported' })),
+  },
+  { additionalProperties: false },
+)
+
+const DeleteBody = Type.Object({ id: EchoId }, { additionalProperties: false })
+
+const ListQuery = listQuery({
+  path: Type.Optional(
+    Type.String({ maxLength: 6000, description: 'Permissions that apply to this path (on it or above it)' }),
+  ),
+  user_id: Type.Optional(Type.String({ maxLength: 32, description: 'User id; 0 = the caller' })),
+})
+
+const tags = ['permissions']
+
+export function permissionRoutes(c: Container) {
+  const svc = c.services.permissions
+  return async (app: FastifyInstance) => {
+    app.get<{ Querystring: Static<typeof ListQuery> }>(
+      '/permissions',
+      {
+        config: { xml: ['permissions', 'permission'] },
+        schema: {
+          summary: 'List folder permissions',
+          tags,
+          querystring: ListQuery,
+          response: { 200: Type.Array(PermissionSchema), ...errorResponses },
+        },
+      },
+      async (request, reply) => {
+        const page = await svc.list(request.principal, request.query)
+        setCursorHeaders(reply, page)
+        return page.items
+      },
+    )
+
+    app.post<{ Body: Static<typeof CreateBody> }>(
+      '/permissions',
+      {
+        config: { xml: 'permission' },
+        schema: {
+          summary: 'Grant a folder permission (site admins; folder admins inside their folders)',
+          tags,
+          body: CreateBody,
+          response: { 201: PermissionSchema, ...errorResponses },
+        },
+      },
+      async (request, reply) => reply.code(201).send(await svc.create(request.principal, request.body)),
+    )
+
+    app.delete<{ Params: Static<typeof IdParams> }>(
+      '/permissions/:id',
+      {
+        schema: {
+          summary: 'Remove a folder permission',
+          tags,
+          params: IdParams,
+          body: DeleteBody,
+          response: { 204: Type.Null(), ...errorResponses },
+        },
+      },
+      async (request, reply) => {
+        await svc.remove(request.principal, request.params.id)
+        return reply.code(204).send()
+      },
+    )
+  }
 }

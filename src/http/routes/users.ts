@@ -1,6 +1,165 @@
-import type { FastifyInstance } from 'fastify'
+import { type Static, Type } from '@sinclair/typebox'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Container } from '../../container.js'
+import { setCursorHeaders } from '../pagination.js'
+import { DateTime, EchoId, errorResponses, IdParams, listQuery, Nullable } from '../schemas.js'
 
-export function userRoutes(_c: Container) {
-  return async (_app: FastifyInstance) => {}
+export const UserSchema = Type.Object(
+  {
+    id: Type.Integer(),
+    username: Type.String(),
+    name: Nullable(Type.String()),
+    email: Nullable(Type.String()),
+    site_admin: Type.Boolean(),
+    self_managed: Type.Boolean({ description: 'false for a Shared/Bot user' }),
+    disabled: Type.Boolean(),
+    created_at: Type.String({ format: 'date-time' }),
+    last_login_at: DateTime(),
+    password_set_time: DateTime('When the password was last set'),
+  },
+  { $id: 'User', title: 'User' },
+)
+
+// Lengths are capped here (400 when exceeded); content rules are the service's (422).
+const fields = {
+  username: Type.String({
+    maxLength: 128,
+    description: 'Letters, digits and @ . _ + -; unique, case-insensitively',
+  }),
+  password: Type.String({ maxLength: 1024, description: 'At least 8 characters' }),
+  password_confirmation: Type.String({ maxLength: 1024, description: 'If given, must equal password' }),
+  name: Nullable(Type.String({ maxLength: 255 })),
+  email: Nullable(Type.String({ maxLength: 255 })),
+  site_admin: Type.Boolean(),
+  self_managed: Type.Boolean({ description: 'false makes a Shared/Bot user' }),
+  disabled: Type.Boolean({ description: 'Disabled users cannot log in or use their keys' }),
+}
+
+const CreateBody = Type.Object(
+  {
+    username: fields.username,
+    password: Type.Optional(fields.password),
+    password_confirmation: Type.Optional(fields.password_confirmation),
+    name: Type.Optional(fields.name),
+    email: Type.Optional(fields.email),
+    site_admin: Type.Optional(fields.site_admin),
+    self_managed: Type.Optional(fields.self_managed),
+    disabled: Type.Optional(fields.disabled),
+  },
+  { additionalProperties: false },
+)
+
+const UpdateBody = Type.Object(
+  {
+    id: EchoId,
+    username: Type.Optional(fields.username),
+    password: Type.Optional(fields.password),
+    password_confirmation: Type.Optional(fields.password_confirmation),
+    name: Type.Optional(fields.name),
+    email: Type.Optional(fields.email),
+    site_admin: Type.Optional(fields.site_admin),
+    self_managed: Type.Optional(fields.self_managed),
+    disabled: Type.Optional(fields.disabled),
+  },
+  { additionalProperties: false },
+)
+
+const DeleteBody = Type.Object({ id: EchoId }, { additionalProperties: false })
+
+const ListQuery = listQuery({})
+
+const tags = ['users']
+const one = { 200: UserSchema, ...errorResponses }
+const reauthHeader = Type.Object({
+  'x-service-reauthentication': Type.Optional(
+    Type.String({
+      description: 'password:<your password>; needed through a session to change a password or delete a user',
+    }),
+  ),
+})
+
+/** X-Service-Reauthentication, or its Files.com alias. */
+function reauthentication(request: FastifyRequest): string | undefined {
+  const h = request.headers['x-service-reauthentication'] ?? request.headers['x-files-reauthentication']
+  return Array.isArray(h) ? h[0] : h
+}
+
+export function userRoutes(c: Container) {
+  const svc = c.services.users
+  return async (app: FastifyInstance) => {
+    app.get<{ Querystring: Static<typeof ListQuery> }>(
+      '/users',
+      {
+        config: { xml: ['users', 'user'] },
+        schema: {
+          summary: 'List users (site admins: all; others: themselves)',
+          tags,
+          querystring: ListQuery,
+          response: { 200: Type.Array(UserSchema), ...errorResponses },
+        },
+      },
+      async (request, reply) => {
+        const page = await svc.list(request.principal, request.query)
+        setCursorHeaders(reply, page)
+        return page.items
+      },
+    )
+
+    app.get<{ Params: Static<typeof IdParams> }>(
+      '/users/:id',
+      { config: { xml: 'user' }, schema: { summary: 'Show a user', tags, params: IdParams, response: one } },
+      async (request) => svc.get(request.principal, request.params.id),
+    )
+
+    app.post<{ Body: Static<typeof CreateBody> }>(
+      '/users',
+      {
+        config: { xml: 'user' },
+        schema: {
+          summary: 'Create a user (site admins)',
+          tags,
+          body: CreateBody,
+          response: { 201: UserSchema, ...errorResponses },
+        },
+      },
+      async (request, reply) => reply.code(201).send(await svc.create(request.principal, request.body)),
+    )
+
+    app.patch<{ Params: Static<typeof IdParams>; Body: Static<typeof UpdateBody> }>(
+      '/users/:id',
+      {
+        config: { xml: 'user' },
+        schema: {
+          summary: 'Update a user (site admins: anyone; others: their own name, email and password)',
+          tags,
+          params: IdParams,
+          headers: reauthHeader,
+          body: UpdateBody,
+          response: one,
+        },
+      },
+      async (request) => {
+        const { id: _id, ...input } = request.body
+        return svc.update(request.principal, request.params.id, input, reauthentication(request))
+      },
+    )
+
+    app.delete<{ Params: Static<typeof IdParams> }>(
+      '/users/:id',
+      {
+        schema: {
+          summary: 'Delete a user (site admins; never yourself)',
+          tags,
+          params: IdParams,
+          headers: reauthHeader,
+          body: DeleteBody,
+          response: { 204: Type.Null(), ...errorResponses },
+        },
+      },
+      async (request, reply) => {
+        await svc.remove(request.principal, request.params.id, reauthentication(request))
+        return reply.code(204).send()
+      },
+    )
+  }
 }

@@ -1,0 +1,96 @@
+import { formatDateTime } from '../../http/datetime.js'
+import type { ModelErrors } from '../../http/errors.js'
+import type { ListSpec } from '../../http/pagination.js'
+import type { UserRow } from '../auth/principal.js'
+
+/** The User resource as the API shows it: never the password or its hash. */
+export interface UserJson {
+  id: number
+  username: string
+  name: string | null
+  email: string | null
+  site_admin: boolean
+  self_managed: boolean
+  disabled: boolean
+  created_at: string
+  last_login_at: string | null
+  password_set_time: string | null
+}
+
+export function toUserJson(row: UserRow): UserJson {
+  return {
+    id: row.id,
+    username: row.username,
+    name: row.name,
+    email: row.email,
+    site_admin: row.site_admin === 1,
+    self_managed: row.self_managed === 1,
+    disabled: row.disabled === 1,
+    created_at: formatDateTime(row.created_at)!,
+    last_login_at: formatDateTime(row.last_login_at),
+    password_set_time: formatDateTime(row.password_set_at),
+  }
+}
+
+export const USER_LIST: ListSpec = {
+  name: 'users',
+  idColumn: 'users.id',
+  sort: {
+    // Usernames are unique case-insensitively, so they sort that way too.
+    username: { column: 'users.username_lower', type: 'string' },
+    name: { column: 'users.name', type: 'string', nullsAs: '' },
+    email: { column: 'users.email', type: 'string', nullsAs: '' },
+    created_at: { column: 'users.created_at', type: 'datetime' },
+    last_login_at: { column: 'users.last_login_at', type: 'datetime', nullsAs: 0 },
+    site_admin: { column: 'users.site_admin', type: 'integer' },
+  },
+  filter: {
+    username: { column: 'users.username', type: 'string' },
+    name: { column: 'users.name', type: 'string' },
+    email: { column: 'users.email', type: 'string' },
+    site_admin: { column: 'users.site_admin', type: 'boolean' },
+    created_at: { column: 'users.created_at', type: 'datetime' },
+  },
+}
+
+export const MIN_PASSWORD_LENGTH = 8
+const USERNAME = /^[A-Za-z0-9@._+-]{1,128}$/
+// A shape check only: one @, something on both sides, a dot in the domain, no spaces.
+const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/
+
+export function addError(errors: ModelErrors, field: string, message: string): void {
+  errors[field] = [...(errors[field] ?? []), message]
+}
+
+export function checkUsername(value: string, errors: ModelErrors): void {
+  if (value === '') addError(errors, 'username', "can't be blank")
+  else if (!USERNAME.test(value)) {
+    addError(errors, 'username', 'may contain only letters, digits and @ . _ + - (at most 128 characters)')
+  }
+}
+
+export function checkPassword(password: string, confirmation: string | undefined, errors: ModelErrors): void {
+  if ([...password].length < MIN_PASSWORD_LENGTH) {
+    addError(errors, 'password', `is too short (minimum is ${MIN_PASSWORD_LENGTH} characters)`)
+  }
+  if (confirmation !== undefined && confirmation !== password)
+    addError(errors, 'password_confirmation', "doesn't match password")
+}
+
+/** Empty means "none"; anything else must look like an address. */
+export function checkEmail(value: string | null, errors: ModelErrors): string | null {
+  if (value === null || value.trim() === '') return null
+  const email = value.trim()
+  if (!EMAIL.test(email)) addError(errors, 'email', 'is not a valid e-mail address')
+  return email
+}
+
+export function blankToNull(value: string | null): string | null {
+  return value === null || value.trim() === '' ? null : value
+}
+
+/** A unique index said no: SQLite (better-sqlite3) and PostgreSQL (pg) name it differently. */
+export function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === '23505'
+}
