@@ -72,7 +72,10 @@ export async function buildApp(container: Container, opts: { logger?: FastifyBas
         return done(new ApiError('bad-request/invalid-body', `Malformed JSON: ${err.message}`), undefined)
       // `null` would otherwise pass for "no body"; like any other non-object it is not a set of fields.
       if (value === null) {
-        return done(new ApiError('bad-request/invalid-body', 'The request body must be an object of named fields'), undefined)
+        return done(
+          new ApiError('bad-request/invalid-body', 'The request body must be an object of named fields'),
+          undefined,
+        )
       }
       done(null, value)
     })

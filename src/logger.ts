@@ -12,11 +12,49 @@ const SECRET_HEADERS = [
   'cookie',
 ]
 
-export function createLogger(level: string): Logger {
-  return pino({
+// Query parameters work for every method, so a password or key may come in the URL: its value is
+// hidden from the request log. Signed URLs (downloads, upload parts) carry their proof the same way.
+const SECRET_PARAM = /pass|key|secret|token|auth|session|sig/i
+
+/** The URL with the values of secret-looking query parameters replaced. */
+export function redactUrl(url: string): string {
+  const q = url.indexOf('?')
+  if (q === -1) return url
+  const params = url
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=')
+      const rawName = eq === -1 ? pair : pair.slice(0, eq)
+      let name = rawName
+      try {
+        name = decodeURIComponent(rawName.replace(/\+/g, ' '))
+      } catch {
+        // An undecodable name is matched as written.
+      }
+      return eq !== -1 && SECRET_PARAM.test(name) ? `${rawName}=[redacted]` : pair
+    })
+  return `${url.slice(0, q)}?${params.join('&')}`
+}
+
+/** Fastify's request summary, with the URL redacted. */
+function serializeRequest(req: any) {
+  return {
+    method: req.method,
+    url: typeof req.url === 'string' ? redactUrl(req.url) : req.url,
+    host: req.host,
+    remoteAddress: req.ip,
+    remotePort: req.socket ? req.socket.remotePort : undefined,
+  }
+}
+
+/** `destination` defaults to stdout; tests pass a stream to read what would be logged. */
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
     level,
     base: { service: 'wharf' },
     timestamp: pino.stdTimeFunctions.isoTime,
+    serializers: { req: serializeRequest, err: pino.stdSerializers.err },
     redact: {
       paths: [
         ...SECRET_HEADERS.map((h) => `req.headers["${h}"]`),
@@ -27,5 +65,6 @@ export function createLogger(level: string): Logger {
       ],
       censor: '[redacted]',
     },
-  })
+  }
+  return destination ? pino(options, destination) : pino(options)
 }

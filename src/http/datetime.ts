@@ -40,8 +40,11 @@ export function parseDateTime(value: unknown, field: string): number {
       if (off && off.toUpperCase() !== 'Z') {
         const sign = off[0] === '-' ? -1 : 1
         const digits = off.slice(1).replace(':', '')
-        const minutes = Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2) || 0)
-        ms -= sign * minutes * 60_000
+        const hours = Number(digits.slice(0, 2))
+        const mins = Number(digits.slice(2) || 0)
+        // An offset such as +25:00 names no place on Earth: refuse it rather than shift the time.
+        if (hours > 23 || mins > 59) ms = Number.NaN
+        ms -= sign * (hours * 60 + mins) * 60_000
       }
     }
   }

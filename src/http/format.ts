@@ -63,6 +63,19 @@ const escapeXml = (s: string) =>
 // XML 1.0 cannot carry most control characters even escaped; drop them rather than emit bad XML.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: that is the point
 const INVALID_XML_CHARS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g
+// Half of a surrogate pair is no character at all: UTF-8 cannot encode it.
+const LONE_SURROGATES = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
+
+const XML_NAME = /^[A-Za-z_][A-Za-z0-9._-]*$/
+
+/** Keys become element names: anything that is not a plain XML name is made one, never injected. */
+function xmlName(key: string): string {
+  if (XML_NAME.test(key)) return key
+  const cleaned = key.replace(/[^A-Za-z0-9._-]/g, '_')
+  return /^[A-Za-z_]/.test(cleaned) ? cleaned : `_${cleaned}`
+}
+
+const xmlText = (s: string) => escapeXml(s.replace(INVALID_XML_CHARS, '').replace(LONE_SURROGATES, ''))
 
 function singular(name: string): string {
   if (name.endsWith('ies')) return `${name.slice(0, -3)}y`
@@ -84,11 +97,11 @@ function element(name: string, value: unknown, indent: string): string {
   }
   if (typeof value === 'object') {
     const inner = Object.entries(value as Record<string, unknown>)
-      .map(([k, v]) => element(k, v, `${indent}  `))
+      .map(([k, v]) => element(xmlName(k), v, `${indent}  `))
       .join('')
     return inner ? `${indent}<${name}>\n${inner}${indent}</${name}>\n` : `${indent}<${name}/>\n`
   }
-  return `${indent}<${name}>${escapeXml(String(value).replace(INVALID_XML_CHARS, ''))}</${name}>\n`
+  return `${indent}<${name}>${xmlText(String(value))}</${name}>\n`
 }
 
 /**
@@ -130,7 +143,13 @@ export function parseXmlBody(text: string): Record<string, unknown> {
   if (text.trim() === '') return {}
   const valid = XMLValidator.validate(text)
   if (valid !== true) throw new ApiError('bad-request/invalid-body', `Malformed XML: ${valid.err.msg}`)
-  const doc = parser.parse(text) as Record<string, unknown>
+  let doc: Record<string, unknown>
+  try {
+    doc = parser.parse(text) as Record<string, unknown>
+  } catch (err) {
+    // fast-xml-parser throws on names such as __proto__: the body is bad, not the server.
+    throw new ApiError('bad-request/invalid-body', `Malformed XML: ${(err as Error).message}`)
+  }
   const roots = Object.keys(doc).filter((k) => !k.startsWith('?'))
   if (roots.length !== 1)
     throw new ApiError('bad-request/invalid-body', 'An XML body must have exactly one root element')
@@ -142,9 +161,18 @@ export function parseXmlBody(text: string): Record<string, unknown> {
   const out: Record<string, unknown> = {}
   for (const [k, v] of Object.entries(root as Record<string, unknown>)) {
     if (k.startsWith('@_')) continue
-    out[k] = xmlValue(v)
+    out[fieldName(k)] = xmlValue(v)
   }
   return out
+}
+
+// Field names become object keys: the ones that reach an object's prototype are refused outright.
+const RESERVED_NAMES = new Set(['__proto__', 'constructor', 'prototype'])
+
+function fieldName(name: string): string {
+  if (RESERVED_NAMES.has(name))
+    throw new ApiError('bad-request/invalid-body', `Reserved XML element name: ${name}`)
+  return name
 }
 
 function xmlValue(node: unknown): unknown {
@@ -160,7 +188,7 @@ function xmlValue(node: unknown): unknown {
   }
   if (children.length > 0) {
     const obj: Record<string, unknown> = {}
-    for (const [k, v] of children) obj[k] = xmlValue(v)
+    for (const [k, v] of children) obj[fieldName(k)] = xmlValue(v)
     return obj
   }
   const s = text ?? ''

@@ -1,4 +1,5 @@
-import { type TSchema, Type } from '@sinclair/typebox'
+import { type TOptional, type TSchema, type TString, Type } from '@sinclair/typebox'
+import type { FieldType, FilterOp } from './pagination.js'
 
 /** A field that may be null: JSON keeps the null, Swagger 2 marks it x-nullable. */
 export const Nullable = <T extends TSchema>(t: T) =>
@@ -16,6 +17,12 @@ export const IdParams = Type.Object({ id: Id('Record id') }, { additionalPropert
 /** Every body may repeat the record's id (the Files.com SDKs send it on update and delete). */
 export const EchoId = Type.Optional(Id('Same as the id in the path'))
 
+// Not Type.Record: its patternProperties reach Swagger 2 as `additionalProperties: string`.
+const MessagesByField = (description: string) =>
+  Type.Unsafe<Record<string, string[]>>(
+    Type.Object({}, { additionalProperties: Type.Array(Type.String()), description }),
+  )
+
 export const ErrorSchema = Type.Object(
   {
     error: Type.String(),
@@ -24,8 +31,8 @@ export const ErrorSchema = Type.Object(
     title: Type.String(),
     type: Type.String(),
     errors: Type.Optional(Type.Array(Type.String())),
-    model_errors: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()))),
-    model_error_keys: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()))),
+    model_errors: Type.Optional(MessagesByField('Parameter name → messages')),
+    model_error_keys: Type.Optional(MessagesByField('Parameter name → translation keys (or messages)')),
   },
   { description: 'Error' },
 )
@@ -46,11 +53,15 @@ const LIST_PARAM_PATTERN =
 /**
  * Query-string schema of a list endpoint: its own parameters plus cursor, per_page, page (the
  * Files.com SDK adds it while auto-paginating; ignored) and the bracketed sort/filter keys.
+ * Given the endpoint's ListSpec, its valid `sort_by[field]` and `filter_*[field]` keys are also
+ * declared one by one, so that the Swagger document lists them; any other bracketed key still
+ * reaches parseListQuery, which names the valid fields in its error.
  */
-export function listQuery<P extends Record<string, TSchema>>(props: P) {
+export function listQuery<P extends Record<string, TSchema>>(props: P, spec?: ListFields) {
   return Type.Object(
     {
       ...props,
+      ...(spec ? listFieldParams(spec) : {}),
       cursor: Type.Optional(
         Type.String({ maxLength: 4096, description: 'Cursor from X-Service-Cursor-Next or -Prev' }),
       ),
@@ -64,4 +75,47 @@ export function listQuery<P extends Record<string, TSchema>>(props: P) {
       patternProperties: { [LIST_PARAM_PATTERN]: Type.String({ maxLength: 5000 }) },
     },
   )
+}
+
+/** The part of a ListSpec that shapes the query string. */
+export interface ListFields {
+  sort: Record<string, unknown>
+  filter: Record<string, { type: FieldType }>
+}
+
+// The pairings parseListQuery accepts (pagination.ts, filterValue).
+const OPS_BY_TYPE: Record<FieldType, FilterOp[]> = {
+  string: ['filter', 'filter_gt', 'filter_gteq', 'filter_lt', 'filter_lteq', 'filter_like'],
+  integer: ['filter', 'filter_gt', 'filter_gteq', 'filter_lt', 'filter_lteq'],
+  datetime: ['filter', 'filter_gt', 'filter_gteq', 'filter_lt', 'filter_lteq'],
+  boolean: ['filter'],
+}
+
+const OP_MEANING: Record<FilterOp, string> = {
+  filter: 'equal to',
+  filter_gt: 'greater than',
+  filter_gteq: 'greater than or equal to',
+  filter_lt: 'less than',
+  filter_lteq: 'less than or equal to',
+  filter_like: 'matching (SQL LIKE, % wildcard; case-insensitive)',
+}
+
+function listFieldParams(spec: ListFields): Record<string, TOptional<TString>> {
+  const out: Record<string, TOptional<TString>> = {}
+  for (const field of Object.keys(spec.sort)) {
+    out[`sort_by[${field}]`] = Type.Optional(
+      Type.String({ maxLength: 5000, description: `Sort by ${field}: asc or desc` }),
+    )
+  }
+  for (const [field, def] of Object.entries(spec.filter)) {
+    for (const op of OPS_BY_TYPE[def.type]) {
+      out[`${op}[${field}]`] = Type.Optional(
+        Type.String({
+          maxLength: 5000,
+          description: `Only records whose ${field} is ${OP_MEANING[op]} this`,
+        }),
+      )
+    }
+  }
+  return out
 }

@@ -1,0 +1,136 @@
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { ConfigError, loadConfig } from '../src/config.js'
+
+/** The ConfigError thrown for `env`, or a failure if none is thrown. */
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env)
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError)
+    return (err as ConfigError).problems
+  }
+  throw new Error(`expected a ConfigError for ${JSON.stringify(env)}`)
+}
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    const c = loadConfig({})
+    expect(c.host).toBe('127.0.0.1')
+    expect(c.port).toBe(8080)
+    expect(c.dataDir).toBe(path.resolve('./data'))
+    expect(path.isAbsolute(c.dataDir)).toBe(true)
+    expect(c.databaseUrl).toBeUndefined()
+    expect(c.baseUrl).toBe('http://127.0.0.1:8080')
+    expect(c.siteName).toBe('wharf')
+    expect(c.adminUsername).toBe('admin')
+    expect(c.adminPassword).toBeUndefined()
+    expect(c.sessionIdleMinutes).toBe(360)
+    expect(c.logLevel).toBe('info')
+    expect(c.trustProxy).toBe(false)
+    expect(c.rateLimit).toEqual({ perSecond: 50, burst: 200, concurrent: 100 })
+    expect(c.login).toEqual({ maxFailuresPerUser: 5, maxAttemptsPerIp: 30, windowMinutes: 15 })
+    expect(c.bodyLimitBytes).toBe(1_048_576)
+  })
+
+  it('treats empty variables as unset', () => {
+    const c = loadConfig({
+      HOST: '',
+      PORT: '',
+      DATA_DIR: '',
+      DATABASE_URL: '',
+      BASE_URL: '',
+      ADMIN_PASSWORD: '',
+      LOG_LEVEL: '',
+    })
+    expect(c).toEqual(loadConfig({}))
+  })
+
+  it('derives BASE_URL from HOST and PORT, bracketing IPv6 hosts', () => {
+    expect(loadConfig({ HOST: '0.0.0.0', PORT: '9000' }).baseUrl).toBe('http://0.0.0.0:9000')
+    expect(loadConfig({ HOST: '::1', PORT: '81' }).baseUrl).toBe('http://[::1]:81')
+    expect(loadConfig({ HOST: 'files.example.com' }).baseUrl).toBe('http://files.example.com:8080')
+  })
+
+  it('takes BASE_URL as given, without a trailing slash', () => {
+    expect(loadConfig({ BASE_URL: 'https://files.example.com/' }).baseUrl).toBe('https://files.example.com')
+    expect(loadConfig({ BASE_URL: 'https://example.com/wharf//' }).baseUrl).toBe('https://example.com/wharf')
+  })
+
+  it('resolves DATA_DIR against the working directory', () => {
+    expect(loadConfig({ DATA_DIR: 'var/wharf' }).dataDir).toBe(path.resolve('var/wharf'))
+    expect(loadConfig({ DATA_DIR: '/srv/wharf' }).dataDir).toBe('/srv/wharf')
+  })
+
+  it('accepts PostgreSQL URLs and the other settings', () => {
+    const c = loadConfig({
+      DATABASE_URL: 'postgresql://wharf@db:5432/wharf',
+      PORT: '0',
+      LOG_LEVEL: 'debug',
+      ADMIN_PASSWORD: '12345678',
+      SESSION_IDLE_MINUTES: '1',
+      TRUST_PROXY: 'yes',
+      SITE_NAME: 'acme.files',
+    })
+    expect(c.databaseUrl).toBe('postgresql://wharf@db:5432/wharf')
+    expect(c.port).toBe(0)
+    expect(c.logLevel).toBe('debug')
+    expect(c.adminPassword).toBe('12345678')
+    expect(c.sessionIdleMinutes).toBe(1)
+    expect(c.trustProxy).toBe(true)
+    expect(c.siteName).toBe('acme.files')
+    expect(loadConfig({ DATABASE_URL: 'postgres://x' }).databaseUrl).toBe('postgres://x')
+  })
+
+  it('reports every bad value together in one ConfigError', () => {
+    const env = {
+      PORT: 'abc',
+      DATABASE_URL: 'mysql://root@localhost/wharf',
+      LOG_LEVEL: 'loud',
+      ADMIN_PASSWORD: 'short',
+      SESSION_IDLE_MINUTES: '0',
+    }
+    const problems = problemsOf(env)
+    expect(problems).toHaveLength(5)
+    for (const name of Object.keys(env)) {
+      expect(
+        problems.filter((p) => p.startsWith(`${name} `)),
+        name,
+      ).toHaveLength(1)
+    }
+    let message = ''
+    try {
+      loadConfig(env)
+    } catch (err) {
+      message = (err as Error).message
+    }
+    for (const p of problems) expect(message).toContain(p)
+    // The password itself is never repeated in the message.
+    expect(message).not.toContain('short"')
+  })
+
+  it('refuses each bad value on its own', () => {
+    const cases: [Record<string, string>, string][] = [
+      [{ PORT: '65536' }, 'PORT'],
+      [{ PORT: '-1' }, 'PORT'],
+      [{ PORT: '80.5' }, 'PORT'],
+      [{ PORT: '0x50' }, 'PORT'],
+      [{ DATABASE_URL: 'sqlite:///tmp/x.db' }, 'DATABASE_URL'],
+      [{ BASE_URL: 'ftp://files.example.com' }, 'BASE_URL'],
+      [{ BASE_URL: 'not a url' }, 'BASE_URL'],
+      [{ LOG_LEVEL: 'INFO ' }, 'LOG_LEVEL'],
+      [{ ADMIN_PASSWORD: '1234567' }, 'ADMIN_PASSWORD'],
+      [{ ADMIN_USERNAME: 'bad user' }, 'ADMIN_USERNAME'],
+      [{ SITE_NAME: '-leading-dash' }, 'SITE_NAME'],
+      [{ SESSION_IDLE_MINUTES: 'six hours' }, 'SESSION_IDLE_MINUTES'],
+      [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY'],
+      [{ RATE_LIMIT_PER_SECOND: '0' }, 'RATE_LIMIT_PER_SECOND'],
+      [{ BODY_LIMIT_BYTES: '100' }, 'BODY_LIMIT_BYTES'],
+    ]
+    for (const [env, name] of cases) {
+      const problems = problemsOf(env)
+      expect(problems, JSON.stringify(env)).toHaveLength(1)
+      expect(problems[0]!.startsWith(`${name} `), problems[0]).toBe(true)
+    }
+  })
+})

@@ -1,0 +1,395 @@
+import fs from 'node:fs/promises'
+import { Writable } from 'node:stream'
+import { fileURLToPath } from 'node:url'
+import { XMLParser } from 'fast-xml-parser'
+import type { FastifyInstance } from 'fastify'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildApp } from '../src/app.js'
+import { ApiError, ERROR_TYPES, errorBody, statusOf, titleOf } from '../src/http/errors.js'
+import { createLogger, redactUrl } from '../src/logger.js'
+import {
+  ADMIN_PASSWORD,
+  ADMIN_USERNAME,
+  call,
+  dialects,
+  makeKey,
+  makeUser,
+  startServer,
+  type TestServer,
+} from './helpers/server.js'
+
+const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '@_', parseTagValue: false })
+const BASE_FIELDS = ['error', 'http-code', 'instance', 'title', 'type']
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
+
+/** decisions.md, "Status codes": the HTTP status of each error family. */
+const FAMILY_STATUS: Record<string, number> = {
+  'bad-request': 400,
+  'not-authenticated': 401,
+  'not-authorized': 403,
+  'not-found': 404,
+  'processing-failure': 422,
+  'rate-limited': 429,
+  'service-unavailable': 503,
+  'site-configuration': 403,
+}
+
+/** The slugs listed under api-spec.md's "Error types" heading, in the order they appear. */
+async function specErrorTypes(): Promise<string[]> {
+  const specPath = fileURLToPath(new URL('../../shared/spec/api-spec.md', import.meta.url))
+  const text = await fs.readFile(specPath, 'utf8')
+  const start = text.indexOf('\n### Error types\n')
+  expect(start).toBeGreaterThan(-1)
+  const end = text.indexOf('\n## ', start + 1)
+  const section = text.slice(start, end === -1 ? undefined : end)
+  const types: string[] = []
+  for (const line of section.split('\n')) {
+    const m = /^([a-z-]+): (.+)\.$/.exec(line.trim())
+    if (!m) continue
+    for (const t of m[2]!.split(',').map((x) => x.trim())) {
+      expect(t === m[1] || t.startsWith(`${m[1]}/`), `${t} listed under ${m[1]}`).toBe(true)
+      types.push(t)
+    }
+  }
+  return types
+}
+
+describe('error types (unit)', () => {
+  it('lists exactly the error types of the spec', async () => {
+    const spec = await specErrorTypes()
+    expect(spec.length).toBeGreaterThan(100)
+    expect(new Set(ERROR_TYPES).size).toBe(ERROR_TYPES.length)
+    expect([...ERROR_TYPES].sort()).toEqual([...spec].sort())
+  })
+
+  it('derives every status from the family table of decisions.md', () => {
+    for (const type of ERROR_TYPES) {
+      const family = type.split('/')[0]!
+      expect(FAMILY_STATUS[family], `family of ${type}`).toBeDefined()
+      expect(statusOf(type), type).toBe(FAMILY_STATUS[family])
+      const err = new ApiError(type, 'm')
+      expect(err.status).toBe(FAMILY_STATUS[family])
+      expect(err.title).toBe(titleOf(type))
+    }
+    expect(statusOf('internal-server-error')).toBe(500)
+  })
+
+  it('titles each type from its last segment, words capitalised', () => {
+    expect(titleOf('not-authorized/api-key-is-path-restricted')).toBe('Api Key Is Path Restricted')
+    expect(titleOf('not-found')).toBe('Not Found')
+    expect(titleOf('processing-failure/model-save-error')).toBe('Model Save Error')
+    expect(titleOf('not-authenticated/authentication-required')).toBe('Authentication Required')
+    expect(titleOf('bad-request/request-param-path-cannot-have-trailing-whitespace')).toBe(
+      'Request Param Path Cannot Have Trailing Whitespace',
+    )
+    for (const type of ERROR_TYPES) expect(titleOf(type)).toMatch(/^[A-Z][a-z0-9]*( [A-Z][a-z0-9]*)*$/)
+  })
+
+  it('builds model-save bodies with errors, model_errors and model_error_keys', () => {
+    const err = ApiError.modelSave({
+      permission_set: ['is not valid'],
+      expires_at: ['must be in the future'],
+    })
+    expect(err.status).toBe(422)
+    expect(err.type).toBe('processing-failure/model-save-error')
+    const body = errorBody(err, 'abc')
+    expect(Object.keys(body).sort()).toEqual(
+      [...BASE_FIELDS, 'errors', 'model_error_keys', 'model_errors'].sort(),
+    )
+    expect(body.error).toBe('Permission set is not valid')
+    expect(body.errors).toEqual(['Permission set is not valid', 'Expires at must be in the future'])
+    expect(body.model_errors).toEqual({
+      permission_set: ['is not valid'],
+      expires_at: ['must be in the future'],
+    })
+    expect(body.model_error_keys).toEqual(body.model_errors)
+    expect(body.instance).toBe('abc')
+  })
+})
+
+describe.each(dialects)('error bodies (%s)', (dialect) => {
+  let s: TestServer
+  beforeAll(async () => {
+    s = await startServer(dialect)
+  })
+  afterAll(async () => s?.close())
+
+  it('answers an unknown route with 404 not-found, in JSON', async () => {
+    for (const p of ['/no_such_thing', '/no_such_thing.json', '/api_keys/1/nothing']) {
+      const r = await call(s, 'GET', p, { key: s.adminKey })
+      expect(r.status).toBe(404)
+      expect(r.headers.get('content-type')).toMatch(/^application\/json/)
+      expect(Object.keys(r.body).sort()).toEqual(BASE_FIELDS)
+      expect(r.body.type).toBe('not-found')
+      expect(r.body.title).toBe('Not Found')
+      expect(r.body['http-code']).toBe(404)
+    }
+    // Also without credentials and outside the API prefix: the 404 is not an authentication error.
+    const anon = await call(s, 'GET', '/no_such_thing')
+    expect(anon.status).toBe(404)
+    expect(anon.body.type).toBe('not-found')
+    const outside = await fetch(`${s.url}/not-the-api`)
+    expect(outside.status).toBe(404)
+    expect(((await outside.json()) as any).type).toBe('not-found')
+  })
+
+  it('answers an unknown method on a known path with 404 not-found', async () => {
+    const r = await call(s, 'PUT', '/api_key', { key: s.adminKey, body: {} })
+    expect(r.status).toBe(404)
+    expect(r.body.type).toBe('not-found')
+  })
+
+  it('answers an unknown route with 404 not-found, in XML', async () => {
+    for (const [p, accept] of [
+      ['/no_such_thing.xml', undefined],
+      ['/no_such_thing', 'application/xml'],
+    ] as const) {
+      const r = await call(s, 'GET', p, { key: s.adminKey, ...(accept ? { accept } : {}) })
+      expect(r.status).toBe(404)
+      expect(r.headers.get('content-type')).toMatch(/^application\/xml/)
+      const e = xml.parse(r.text).error_response
+      expect(Object.keys(e).sort()).toEqual(BASE_FIELDS)
+      expect(e.type).toBe('not-found')
+      expect(e['http-code']).toEqual({ '#text': '404', '@_type': 'integer' })
+      expect(e.instance).toMatch(UUID)
+    }
+  })
+
+  it('gives every error body exactly the five fields and a fresh instance', async () => {
+    const instances = new Set<string>()
+    const cases: [string, string, Parameters<typeof call>[3], number, string][] = [
+      ['GET', '/api_key', {}, 401, 'not-authenticated/authentication-required'],
+      ['GET', '/api_key', {}, 401, 'not-authenticated/authentication-required'],
+      ['GET', '/api_key', { key: 'wrong' }, 401, 'not-authenticated/authentication-required'],
+      ['GET', '/api_keys/999999', { key: s.adminKey }, 404, 'not-found/api-key-not-found'],
+      ['GET', '/api_keys/abc', { key: s.adminKey }, 400, 'bad-request/request-params-invalid'],
+      ['GET', '/api_keys?per_page=0', { key: s.adminKey }, 400, 'bad-request/request-params-invalid'],
+      [
+        'POST',
+        '/api_keys',
+        { key: s.adminKey, body: { site_wide: true, bogus: 1 } },
+        400,
+        'bad-request/request-params-invalid',
+      ],
+      [
+        'POST',
+        '/api_keys',
+        { key: s.adminKey, raw: '{', contentType: 'application/json' },
+        400,
+        'bad-request/invalid-body',
+      ],
+      [
+        'POST',
+        '/sessions',
+        { body: { username: 'nobody', password: 'wrong-password' } },
+        401,
+        'not-authenticated/invalid-username-or-password',
+      ],
+      ['POST', '/sessions', { body: { username: 'nobody' } }, 400, 'bad-request/request-params-required'],
+    ]
+    for (const [method, p, opts, status, type] of cases) {
+      const r = await call(s, method, p, opts)
+      expect(r.status, `${method} ${p}`).toBe(status)
+      expect(Object.keys(r.body).sort(), `${method} ${p}`).toEqual(BASE_FIELDS)
+      expect(r.body.type).toBe(type)
+      expect(r.body['http-code']).toBe(status)
+      expect(r.body.title).toBe(titleOf(type as any))
+      expect(typeof r.body.error).toBe('string')
+      expect(r.body.error.length).toBeGreaterThan(0)
+      expect(r.body.instance).toMatch(UUID)
+      instances.add(r.body.instance)
+    }
+    expect(instances.size).toBe(cases.length)
+  })
+
+  it('adds errors, model_errors and model_error_keys to a model-save error', async () => {
+    const user = await makeUser(s)
+    const r = await call(s, 'POST', '/api_keys', {
+      key: s.adminKey,
+      body: { user_id: user.id, permission_set: 'bogus' },
+    })
+    expect(r.status).toBe(422)
+    expect(Object.keys(r.body).sort()).toEqual(
+      [...BASE_FIELDS, 'errors', 'model_error_keys', 'model_errors'].sort(),
+    )
+    expect(r.body.type).toBe('processing-failure/model-save-error')
+    expect(r.body.title).toBe('Model Save Error')
+    expect(r.body['http-code']).toBe(422)
+    expect(Object.keys(r.body.model_errors)).toEqual(['permission_set'])
+    expect(r.body.model_errors.permission_set).toHaveLength(1)
+    expect(r.body.errors).toEqual([`Permission set ${r.body.model_errors.permission_set[0]}`])
+    expect(Object.keys(r.body.model_error_keys)).toEqual(['permission_set'])
+    expect(r.body.model_error_keys.permission_set).toHaveLength(1)
+    // Nothing was created.
+    const list = await call(s, 'GET', `/api_keys?user_id=${user.id}`, { key: s.adminKey })
+    expect(list.body).toEqual([])
+  })
+
+  it('renders a model-save error in XML with the same members', async () => {
+    const user = await makeUser(s)
+    const r = await call(s, 'POST', '/api_keys.xml', {
+      key: s.adminKey,
+      raw: `<api-key><user_id>${user.id}</user_id><permission_set>bogus</permission_set><expires_at>2001-01-01</expires_at></api-key>`,
+      contentType: 'application/xml',
+    })
+    expect(r.status).toBe(422)
+    const e = xml.parse(r.text).error_response
+    expect(Object.keys(e).sort()).toEqual(
+      [...BASE_FIELDS, 'errors', 'model_error_keys', 'model_errors'].sort(),
+    )
+    expect(e.type).toBe('processing-failure/model-save-error')
+    expect(e.errors['@_type']).toBe('array')
+    expect(Object.keys(e.model_errors).sort()).toEqual(['expires_at', 'permission_set'])
+    expect(e.model_errors.permission_set['@_type']).toBe('array')
+  })
+})
+
+/** Collects what a pino logger writes, one parsed JSON object per line. */
+function captureLog() {
+  const lines: string[] = []
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(...chunk.toString('utf8').split('\n').filter(Boolean))
+      cb()
+    },
+  })
+  return { stream, lines, records: () => lines.map((l) => JSON.parse(l) as Record<string, any>) }
+}
+
+describe.each(dialects)('unexpected failures and the server log (%s)', (dialect) => {
+  let s: TestServer
+  let app: FastifyInstance
+  let base: string
+  let log: ReturnType<typeof captureLog>
+  const BOOM = 'simulated failure at /var/secret/internal/path'
+  let failing = false
+
+  beforeAll(async () => {
+    s = await startServer(dialect)
+    log = captureLog()
+    const apiKeys = s.container.services.apiKeys
+    // The same services, but GET /api_key throws a plain Error while `failing` is set.
+    const wrapped = new Proxy(apiKeys, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver)
+        if (prop === 'getCurrent') {
+          return async (...args: unknown[]) => {
+            if (failing) throw new Error(BOOM)
+            return (value as (...a: unknown[]) => unknown).apply(target, args)
+          }
+        }
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+    const container = { ...s.container, services: { ...s.container.services, apiKeys: wrapped } }
+    app = await buildApp(container, { logger: createLogger('info', log.stream) })
+    await app.listen({ host: '127.0.0.1', port: 0 })
+    const addr = app.server.address()
+    base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}/api/rest/v1`
+  })
+  afterAll(async () => {
+    await app?.close()
+    await s?.close()
+  })
+
+  it('answers 500 with a generic message and logs the same instance', async () => {
+    failing = true
+    try {
+      const r = await fetch(`${base}/api_key`, { headers: { 'X-ServiceAPI-Key': s.adminKey } })
+      expect(r.status).toBe(500)
+      const body = (await r.json()) as Record<string, any>
+      expect(Object.keys(body).sort()).toEqual(BASE_FIELDS)
+      expect(body['http-code']).toBe(500)
+      expect(body.type).toBe('internal-server-error')
+      expect(body.instance).toMatch(UUID)
+      expect(JSON.stringify(body)).not.toContain('simulated')
+      expect(JSON.stringify(body)).not.toContain('/var/secret')
+
+      const logged = log.records().filter((rec) => rec['instance'] === body.instance)
+      expect(logged).toHaveLength(1)
+      expect(logged[0]!['level']).toBe(50)
+      expect(logged[0]!['err'].message).toBe(BOOM)
+      expect(logged[0]!['err'].stack).toContain('Error')
+
+      const x = await fetch(`${base}/api_key.xml`, { headers: { 'X-ServiceAPI-Key': s.adminKey } })
+      expect(x.status).toBe(500)
+      const e = xml.parse(await x.text()).error_response
+      expect(e.type).toBe('internal-server-error')
+      expect(log.records().some((rec) => rec['instance'] === e.instance)).toBe(true)
+      expect(e.instance).not.toBe(body.instance)
+    } finally {
+      failing = false
+    }
+    const ok = await fetch(`${base}/api_key`, { headers: { 'X-ServiceAPI-Key': s.adminKey } })
+    expect(ok.status).toBe(200)
+  })
+
+  it('keeps API keys, session ids and passwords out of the log', async () => {
+    const user = await makeUser(s, { password: 'user-secret-password-42' })
+    const userKey = await makeKey(s, user.id)
+    const before = log.lines.length
+    const send = (p: string, init: RequestInit = {}) => fetch(`${base}${p}`, init)
+    const json = { 'Content-Type': 'application/json' }
+
+    // A key in each header form, on a success, on a 401 and on a 500.
+    await send('/api_key', { headers: { 'X-ServiceAPI-Key': userKey.key } })
+    await send('/api_key', { headers: { 'X-FilesAPI-Key': userKey.key } })
+    const basic = Buffer.from(`${userKey.key}:x`).toString('base64')
+    await send('/api_key', { headers: { Authorization: `Basic ${basic}` } })
+    await send('/api_key', { headers: { 'X-ServiceAPI-Key': `${userKey.key.slice(0, 60)}ffff` } })
+    failing = true
+    try {
+      await send('/api_key', { headers: { 'X-ServiceAPI-Key': userKey.key } })
+    } finally {
+      failing = false
+    }
+    // Passwords: a good login, a bad one, and one sent in the query string.
+    const login = await send('/sessions', {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ username: user.username, password: 'user-secret-password-42' }),
+    })
+    expect(login.status).toBe(201)
+    const session = ((await login.json()) as { id: string }).id
+    await send('/api_key', { headers: { 'X-ServiceAPI-Auth': session } })
+    await send('/sessions', {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ username: ADMIN_USERNAME, password: 'admin-wrong-password-77' }),
+    })
+    await send(`/sessions?username=${ADMIN_USERNAME}&password=${encodeURIComponent(ADMIN_PASSWORD)}`, {
+      method: 'POST',
+    })
+    await send(`/api_key?api_key=${userKey.key}`)
+
+    const written = log.lines.slice(before)
+    expect(written.length).toBeGreaterThan(10)
+    for (const secret of [
+      userKey.key,
+      userKey.key.slice(0, 60),
+      basic,
+      session,
+      'user-secret-password-42',
+      'admin-wrong-password-77',
+      ADMIN_PASSWORD,
+      s.adminKey,
+    ]) {
+      // The whole log: the 500 test above also sent the admin key.
+      for (const line of log.lines) expect(line).not.toContain(secret)
+    }
+    // The requests themselves are still logged (the log is useful, just not leaky).
+    expect(written.some((l) => l.includes(`/sessions?username=${ADMIN_USERNAME}&password=[redacted]`))).toBe(
+      true,
+    )
+  })
+
+  it('redacts only the values of secret-looking query parameters', () => {
+    expect(redactUrl('/api/rest/v1/api_keys?per_page=10&cursor=abc')).toBe(
+      '/api/rest/v1/api_keys?per_page=10&cursor=abc',
+    )
+    expect(redactUrl('/x?username=a&password=p%20w&Api%5FKey=k&sig=s&flag')).toBe(
+      '/x?username=a&password=[redacted]&Api%5FKey=[redacted]&sig=[redacted]&flag',
+    )
+    expect(redactUrl('/x')).toBe('/x')
+  })
+})

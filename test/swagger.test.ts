@@ -1,0 +1,270 @@
+import { Type } from '@sinclair/typebox'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { API_PREFIX } from '../src/http/format.js'
+import { toSwagger2 } from '../src/http/routes/swagger.js'
+import { listQuery } from '../src/http/schemas.js'
+import { call, dialects, startServer, type TestServer } from './helpers/server.js'
+
+/** Every route Fastify knows, read from its route tree (`printRoutes`), HEAD left out. */
+function fastifyRoutes(s: TestServer): { method: string; url: string }[] {
+  const tree = s.app.printRoutes({ commonPrefix: false })
+  const prefixes: string[] = []
+  const routes: { method: string; url: string }[] = []
+  for (const line of tree.split('\n')) {
+    if (line.trim() === '') continue
+    const m = /^((?:│ {3}| {4})*)[├└]── (.*?)(?: \(([A-Z, ]+)\))?$/.exec(line)
+    expect(m, `unexpected route tree line: ${line}`).not.toBeNull()
+    const depth = m![1]!.length / 4
+    const full = (depth > 0 ? prefixes[depth - 1]! : '') + m![2]!
+    prefixes[depth] = full
+    prefixes.length = depth + 1
+    for (const method of (m![3] ?? '').split(',').map((x) => x.trim())) {
+      if (method && method !== 'HEAD') routes.push({ method, url: full })
+    }
+  }
+  // The parse is right only if Fastify agrees that each route exists.
+  for (const r of routes) expect(s.app.hasRoute(r as any), `${r.method} ${r.url}`).toBe(true)
+  return routes
+}
+
+const toSwaggerPath = (url: string) => url.slice(API_PREFIX.length).replace(/:([A-Za-z0-9_]+)/g, '{$1}')
+
+const SCHEMA_TYPES = ['string', 'number', 'integer', 'boolean', 'array', 'object', 'file']
+const PARAM_TYPES = ['string', 'number', 'integer', 'boolean', 'array', 'file']
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch']
+
+/** Structural checks of Swagger 2.0 schema objects: one type, items on arrays, resolvable $ref. */
+function checkSchema(schema: any, where: string, definitions: Record<string, unknown>): void {
+  expect(schema !== null && typeof schema === 'object', where).toBe(true)
+  if (schema.$ref !== undefined) {
+    const m = /^#\/definitions\/(.+)$/.exec(schema.$ref)
+    expect(m, `${where}: $ref ${schema.$ref}`).not.toBeNull()
+    expect(definitions[m![1]!], `${where}: $ref ${schema.$ref} resolves`).toBeDefined()
+    return
+  }
+  if (schema.type !== undefined) {
+    expect(typeof schema.type, `${where}: type must be one name in Swagger 2`).toBe('string')
+    expect(SCHEMA_TYPES, `${where}: type ${schema.type}`).toContain(schema.type)
+  }
+  expect(schema.patternProperties, `${where}: patternProperties is not Swagger 2`).toBeUndefined()
+  if (schema.type === 'array') {
+    expect(schema.items, `${where}: array without items`).toBeDefined()
+    checkSchema(schema.items, `${where}.items`, definitions)
+  }
+  for (const [k, v] of Object.entries(schema.properties ?? {})) checkSchema(v, `${where}.${k}`, definitions)
+  if (typeof schema.additionalProperties === 'object') {
+    checkSchema(schema.additionalProperties, `${where}.additionalProperties`, definitions)
+  }
+  if (schema.required !== undefined) {
+    expect(Array.isArray(schema.required), `${where}: required`).toBe(true)
+    for (const r of schema.required)
+      expect(Object.keys(schema.properties ?? {}), `${where}: required ${r}`).toContain(r)
+  }
+}
+
+describe('toSwagger2 (unit)', () => {
+  it('turns [type, null] into one type marked x-nullable, leaving fields named type alone', () => {
+    const out = toSwagger2({
+      type: 'object',
+      required: ['type'],
+      properties: {
+        type: { type: 'string' },
+        maybe: { type: ['integer', 'null'], 'x-nullable': true },
+        list: { type: 'array', items: { type: ['string', 'null'] } },
+      },
+    })
+    expect(out).toEqual({
+      type: 'object',
+      required: ['type'],
+      properties: {
+        type: { type: 'string' },
+        maybe: { type: 'integer', 'x-nullable': true },
+        list: { type: 'array', items: { type: 'string', 'x-nullable': true } },
+      },
+    })
+  })
+
+  it('declares a list endpoint’s valid sort and filter keys when given its fields', () => {
+    const q = listQuery(
+      { user_id: Type.Optional(Type.String()) },
+      {
+        sort: { expires_at: {} },
+        filter: { expires_at: { type: 'datetime' }, name: { type: 'string' }, on: { type: 'boolean' } },
+      },
+    )
+    const keys = Object.keys(q.properties).sort()
+    expect(keys).toEqual(
+      [
+        'user_id',
+        'cursor',
+        'per_page',
+        'page',
+        'sort_by[expires_at]',
+        ...['filter', 'filter_gt', 'filter_gteq', 'filter_lt', 'filter_lteq'].map(
+          (op) => `${op}[expires_at]`,
+        ),
+        ...['filter', 'filter_gt', 'filter_gteq', 'filter_lt', 'filter_lteq', 'filter_like'].map(
+          (op) => `${op}[name]`,
+        ),
+        'filter[on]',
+      ].sort(),
+    )
+    expect(q.required ?? []).toEqual([])
+  })
+})
+
+describe.each(dialects)('Swagger document (%s)', (dialect) => {
+  let s: TestServer
+  let doc: any
+  beforeAll(async () => {
+    s = await startServer(dialect)
+    const r = await call(s, 'GET', '/swagger_doc')
+    expect(r.status).toBe(200)
+    doc = r.body
+  })
+  afterAll(async () => s?.close())
+
+  it('is served without credentials as Swagger 2.0 JSON, with the .json suffix too', async () => {
+    expect(doc.swagger).toBe('2.0')
+    expect(typeof doc.info.title).toBe('string')
+    expect(typeof doc.info.version).toBe('string')
+    expect(doc.basePath).toBe(API_PREFIX)
+    const suffixed = await call(s, 'GET', '/swagger_doc.json')
+    expect(suffixed.status).toBe(200)
+    expect(suffixed.body).toEqual(doc)
+    // Credentials, even wrong ones, change nothing: the document is public.
+    const withBadKey = await call(s, 'GET', '/swagger_doc', { key: 'nope' })
+    expect(withBadKey.status).toBe(200)
+  })
+
+  it('describes every API route Fastify serves, and nothing else', () => {
+    const routes = fastifyRoutes(s).filter(
+      (r) => r.url.startsWith(`${API_PREFIX}/`) && r.url !== `${API_PREFIX}/swagger_doc`,
+    )
+    expect(routes.length).toBeGreaterThanOrEqual(9)
+    expect(routes).toContainEqual({ method: 'GET', url: `${API_PREFIX}/api_keys/:id` })
+    const expected = routes.map((r) => `${r.method.toLowerCase()} ${toSwaggerPath(r.url)}`).sort()
+    const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>)
+      .flatMap(([p, ops]) =>
+        Object.keys(ops)
+          .filter((k) => METHODS.includes(k))
+          .map((m) => `${m} ${p}`),
+      )
+      .sort()
+    expect(documented).toEqual(expected)
+  })
+
+  it('validates structurally as Swagger 2.0', () => {
+    const definitions = doc.definitions ?? {}
+    for (const [name, schema] of Object.entries(definitions))
+      checkSchema(schema, `definitions.${name}`, definitions)
+    for (const [name, def] of Object.entries<any>(doc.securityDefinitions ?? {})) {
+      expect(['basic', 'apiKey', 'oauth2'], name).toContain(def.type)
+    }
+    expect(Object.keys(doc.paths).length).toBeGreaterThan(0)
+    for (const [p, ops] of Object.entries<Record<string, any>>(doc.paths)) {
+      expect(p.startsWith('/'), p).toBe(true)
+      expect(p, 'Express-style :params are not Swagger').not.toMatch(/:/)
+      const templated = [...p.matchAll(/\{([^}]+)\}/g)].map((m) => m[1])
+      for (const [method, op] of Object.entries<any>(ops)) {
+        const where = `${method} ${p}`
+        expect(METHODS, where).toContain(method)
+        expect(typeof op.summary, `${where}: summary`).toBe('string')
+        const params: any[] = op.parameters ?? []
+        const seen = new Set<string>()
+        for (const prm of params) {
+          expect(typeof prm.name, where).toBe('string')
+          expect(['query', 'header', 'path', 'formData', 'body'], `${where} ${prm.name}`).toContain(prm.in)
+          const id = `${prm.in}:${prm.name}`
+          expect(seen.has(id), `${where}: duplicate parameter ${id}`).toBe(false)
+          seen.add(id)
+          if (prm.in === 'body') {
+            checkSchema(prm.schema, `${where} body`, definitions)
+          } else {
+            expect(PARAM_TYPES, `${where} ${prm.name}: type`).toContain(prm.type)
+            if (prm.type === 'array') expect(prm.items, `${where} ${prm.name}`).toBeDefined()
+          }
+          if (prm.in === 'path') {
+            expect(prm.required, `${where} ${prm.name}`).toBe(true)
+            expect(templated, `${where}: path parameter ${prm.name} not in path`).toContain(prm.name)
+          }
+        }
+        expect(params.filter((x) => x.in === 'body').length, where).toBeLessThanOrEqual(1)
+        for (const t of templated) {
+          expect(
+            params.some((x) => x.in === 'path' && x.name === t),
+            `${where}: {${t}} not declared`,
+          ).toBe(true)
+        }
+        const codes = Object.keys(op.responses ?? {})
+        expect(codes.length, `${where}: responses`).toBeGreaterThan(0)
+        expect(
+          codes.some((c) => /^2\d\d$/.test(c)),
+          `${where}: a success response`,
+        ).toBe(true)
+        for (const [code, res] of Object.entries<any>(op.responses)) {
+          expect(code === 'default' || /^[1-5]\d\d$/.test(code), `${where} ${code}`).toBe(true)
+          expect(typeof res.description, `${where} ${code}: description`).toBe('string')
+          if (res.schema !== undefined) checkSchema(res.schema, `${where} ${code}`, definitions)
+          if (/^(200|201)$/.test(code)) expect(res.schema, `${where} ${code}: schema`).toBeDefined()
+          if (code === '204') expect(res.schema, `${where} 204 has no body`).toBeUndefined()
+        }
+      }
+    }
+  })
+
+  it('carries the parameters and response schemas of the API-key routes', () => {
+    const list = doc.paths['/api_keys'].get
+    const query = list.parameters.filter((p: any) => p.in === 'query').map((p: any) => p.name)
+    expect(query).toEqual(expect.arrayContaining(['user_id', 'cursor', 'per_page', 'page']))
+    expect(list.responses['200'].schema.type).toBe('array')
+    const item = list.responses['200'].schema.items
+    const apiKey = item.$ref ? doc.definitions[item.$ref.split('/').pop()] : item
+    expect(Object.keys(apiKey.properties)).toEqual(
+      expect.arrayContaining([
+        'id',
+        'descriptive_label',
+        'created_at',
+        'expires_at',
+        'permission_set',
+        'user_id',
+        'url',
+      ]),
+    )
+    expect(apiKey.properties.expires_at).toMatchObject({
+      type: 'string',
+      format: 'date-time',
+      'x-nullable': true,
+    })
+    expect(apiKey.properties.user_id).toMatchObject({ type: 'integer', 'x-nullable': true })
+
+    const show = doc.paths['/api_keys/{id}'].get
+    expect(show.parameters).toContainEqual(
+      expect.objectContaining({ in: 'path', name: 'id', type: 'integer', required: true }),
+    )
+    const create = doc.paths['/api_keys'].post
+    expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(['201', '400', '401', '403', '422']))
+    const body = create.parameters.find((p: any) => p.in === 'body')
+    expect(Object.keys(body.schema.properties)).toEqual(
+      expect.arrayContaining(['user_id', 'name', 'description', 'expires_at', 'permission_set', 'path']),
+    )
+    expect(doc.paths['/api_keys/{id}'].delete.responses['204']).toBeDefined()
+  })
+
+  it('describes the error body, model-error maps included', () => {
+    const err = doc.paths['/api_keys'].post.responses['422'].schema
+    expect(err.required.sort()).toEqual(['error', 'http-code', 'instance', 'title', 'type'])
+    expect(err.properties['http-code'].type).toBe('integer')
+    expect(err.properties.model_errors).toMatchObject({
+      type: 'object',
+      additionalProperties: { type: 'array', items: { type: 'string' } },
+    })
+    expect(err.properties.model_error_keys.additionalProperties.type).toBe('array')
+  })
+
+  it('marks the routes that take no credentials', () => {
+    expect(doc.paths['/sessions'].post.security).toEqual([])
+    expect(doc.security).toEqual(expect.arrayContaining([{ api_key: [] }, { session: [] }]))
+    expect(doc.paths['/api_keys'].get.security).toBeUndefined()
+  })
+})
