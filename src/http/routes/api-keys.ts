@@ -50,13 +50,25 @@ const CreateBody = Type.Object(
   { additionalProperties: false },
 )
 
+/** A read-only ApiKey field: the Files.com SDK's `save()` sends every attribute back, so it is accepted and ignored. */
+const Ignored = Type.Optional(Type.Unknown({ description: 'Read-only: accepted and ignored' }))
+
 const UpdateBody = Type.Object(
   {
     id: EchoId,
-    name: Type.Optional(Text(255)),
-    description: Type.Optional(Text(4096)),
+    // Null clears the field (and is what `save()` sends back for an unset one).
+    name: Type.Optional(Nullable(Text(255))),
+    description: Type.Optional(Nullable(Text(4096))),
     expires_at: Type.Optional(Expiry),
     permission_set: Type.Optional(PermissionSetField),
+    descriptive_label: Ignored,
+    created_at: Ignored,
+    key: Ignored,
+    last_use_at: Ignored,
+    path: Ignored,
+    platform: Ignored,
+    url: Ignored,
+    user_id: Ignored,
   },
   { additionalProperties: false },
 )

@@ -49,6 +49,10 @@ const CreateBody = Type.Object(
   { additionalProperties: false },
 )
 
+const Echo = Type.Optional(
+  Type.Unknown({ description: 'Read-only: accepted only when equal to the current value' }),
+)
+
 const UpdateBody = Type.Object(
   {
     id: EchoId,
@@ -60,6 +64,10 @@ const UpdateBody = Type.Object(
     site_admin: Type.Optional(fields.site_admin),
     self_managed: Type.Optional(fields.self_managed),
     disabled: Type.Optional(fields.disabled),
+    // Read-only: the Files.com SDK's `save()` sends every attribute back, so its own values pass.
+    created_at: Echo,
+    last_login_at: Echo,
+    password_set_time: Echo,
   },
   { additionalProperties: false },
 )

@@ -40,8 +40,8 @@ export interface CreateApiKeyInput {
 }
 
 export interface UpdateApiKeyInput {
-  name?: string
-  description?: string
+  name?: string | null
+  description?: string | null
   expires_at?: string | null
   permission_set?: string
 }

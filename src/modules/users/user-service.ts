@@ -38,7 +38,13 @@ export interface UpdateUserInput {
   site_admin?: boolean | undefined
   self_managed?: boolean | undefined
   disabled?: boolean | undefined
+  /** Read-only: accepted only as an echo of the current value (what the SDKs' `save()` sends). */
+  created_at?: unknown
+  last_login_at?: unknown
+  password_set_time?: unknown
 }
+
+const READ_ONLY_FIELDS = ['created_at', 'last_login_at', 'password_set_time'] as const
 
 /** What a user who is not a site admin may change on their own record. */
 const SELF_SERVICE_FIELDS = new Set(['name', 'email', 'password', 'password_confirmation'])
@@ -134,11 +140,26 @@ export class UserService {
   ): Promise<UserJson> {
     const admin = isSiteAdmin(p)
     const row = await this.visible(p, id)
+    const shown = toUserJson(row)
+    for (const f of READ_ONLY_FIELDS) {
+      if (input[f] !== undefined && input[f] !== shown[f]) {
+        throw new ApiError('bad-request/request-params-invalid', `${f} is read-only`)
+      }
+    }
     const self = p.user?.id === row.id
     if (!admin) {
-      const refused = Object.keys(input).filter(
-        (k) => input[k as keyof UpdateUserInput] !== undefined && !SELF_SERVICE_FIELDS.has(k),
-      )
+      // Unchanged values pass: the Files.com SDK's `save()` sends every attribute back.
+      const current: Record<string, unknown> = {
+        username: row.username,
+        site_admin: row.site_admin === 1,
+        self_managed: row.self_managed === 1,
+        disabled: row.disabled === 1,
+      }
+      const refused = Object.keys(input).filter((k) => {
+        const v = input[k as keyof UpdateUserInput]
+        const readOnly = (READ_ONLY_FIELDS as readonly string[]).includes(k)
+        return v !== undefined && !SELF_SERVICE_FIELDS.has(k) && !readOnly && v !== current[k]
+      })
       if (refused.length) {
         throw new ApiError(
           'not-authorized/site-admin-required',

@@ -1,0 +1,99 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { FilesApiError } from 'files.com/lib/Errors.js'
+import Files from 'files.com/lib/Files.js'
+import { LogLevel } from 'files.com/lib/Logger.js'
+
+/**
+ * The official SDK keeps its configuration in module globals (base URL, key, session): every test
+ * starts from this state, so no test depends on what an earlier one left behind.
+ */
+export function resetSdk(baseUrl: string): void {
+  Files.setBaseUrl(baseUrl)
+  Files.setApiKey(undefined)
+  Files.setSessionId(null)
+  // A failure must surface at once, not after the SDK's silent retries.
+  Files.configureNetwork({ maxNetworkRetries: 0, autoPaginate: true, networkTimeout: 20 })
+  Files.setLogLevel(LogLevel.NONE)
+}
+
+/** Awaits an SDK call that must fail and returns what it threw. */
+export async function sdkError(call: Promise<unknown>): Promise<FilesApiError> {
+  try {
+    await call
+  } catch (err) {
+    return err as FilesApiError
+  }
+  throw new Error('expected the SDK call to fail, but it succeeded')
+}
+
+/** The parts of a thrown SDK error that tell which error the server sent. */
+export function describeError(err: FilesApiError) {
+  return { className: err.constructor.name, type: err.type, httpCode: err.httpCode }
+}
+
+export interface RecordedRequest {
+  method: string
+  /** Path and query as the server received them. */
+  url: string
+  headers: http.IncomingHttpHeaders
+  body: string
+}
+
+export interface Recorder {
+  /** Give this to Files.setBaseUrl: it forwards everything to the server and remembers it. */
+  url: string
+  requests: RecordedRequest[]
+  close(): Promise<void>
+}
+
+/**
+ * A pass-through HTTP proxy in front of the server under test, so a test can see exactly what the
+ * SDK put on the wire (the `page` parameter of auto-pagination, the id repeated in bodies …).
+ */
+export async function startRecorder(target: string): Promise<Recorder> {
+  const upstream = new URL(target)
+  const requests: RecordedRequest[] = []
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const body = Buffer.concat(chunks)
+      requests.push({
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: body.toString('utf8'),
+      })
+      const out = http.request(
+        {
+          host: upstream.hostname,
+          port: upstream.port,
+          method: req.method,
+          path: req.url,
+          headers: { ...req.headers, host: upstream.host },
+        },
+        (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers)
+          up.pipe(res)
+        },
+      )
+      out.on('error', () => {
+        res.writeHead(502)
+        res.end()
+      })
+      out.end(body)
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  }
+}
