@@ -54,8 +54,29 @@ function openSqlite(opts: DatabaseOptions): DatabaseHandle {
   sqlite.pragma('synchronous = NORMAL')
   sqlite.pragma('foreign_keys = ON')
   sqlite.pragma('busy_timeout = 5000')
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) })
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) })
   return handle(db, { name: 'sqlite', skipLocked: false })
+}
+
+/**
+ * Kysely prepares every query anew, and for the small indexed reads on every request (the API key,
+ * its user) preparing costs more than running. Statements are reusable, so the same SQL text gets
+ * the same statement; one still being iterated (`busy`) is never shared.
+ */
+function withStatementCache(sqlite: SQLite.Database, max = 500) {
+  const cache = new Map<string, SQLite.Statement>()
+  return {
+    prepare(text: string) {
+      let stmt = cache.get(text)
+      if (stmt === undefined || stmt.busy) {
+        stmt = sqlite.prepare(text)
+        if (cache.size >= max) cache.delete(cache.keys().next().value!)
+        cache.set(text, stmt)
+      }
+      return stmt
+    },
+    close: () => sqlite.close(),
+  }
 }
 
 function openPostgres(url: string, schema: string | undefined): DatabaseHandle {
