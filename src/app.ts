@@ -1,5 +1,5 @@
 import swagger from '@fastify/swagger'
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify'
 import type { Container } from './container.js'
 import { handleError } from './http/error-handler.js'
 import { ApiError } from './http/errors.js'
@@ -45,13 +45,15 @@ export async function buildApp(container: Container, opts: { logger?: FastifyBas
   app.setErrorHandler(handleError)
 
   // Format first, so that even the earliest error speaks the caller's format.
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     const raw = request.raw as any
     request.format = raw[FORMAT] ?? negotiate(request.headers.accept)
     if (raw[BAD_SUFFIX] !== undefined) {
-      throw new ApiError(
-        'bad-request/unsupported-http-response-format',
-        `Unsupported response format ".${raw[BAD_SUFFIX]}": use .json or .xml`,
+      return done(
+        new ApiError(
+          'bad-request/unsupported-http-response-format',
+          `Unsupported response format ".${raw[BAD_SUFFIX]}": use .json or .xml`,
+        ),
       )
     }
     if (request.format === 'xml') {
@@ -60,6 +62,7 @@ export async function buildApp(container: Container, opts: { logger?: FastifyBas
       reply.serializer((payload: unknown) => toXml(payload, root, item))
       reply.type('application/xml; charset=utf-8')
     }
+    done()
   })
 
   // Bodies: JSON or XML by Content-Type; any other body is refused (decisions.md, "Formats").
@@ -97,25 +100,11 @@ export async function buildApp(container: Container, opts: { logger?: FastifyBas
     )
   })
 
-  // Query parameters work for every method: a body-carrying route sees them merged under its body.
-  app.addHook('preValidation', async (request) => {
-    if (!request.routeOptions.schema?.body) return
-    const query = (request.query ?? {}) as Record<string, unknown>
-    const body = request.body
-    if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) return
-    if (Object.keys(query).length === 0 && body) return
-    request.body = { ...query, ...((body as object | undefined) ?? {}) }
-  })
-  // The Files.com SDKs repeat the record id in the body of updates and deletes; it must agree.
-  app.addHook('preValidation', async (request) => {
-    const pathId = (request.params as Record<string, unknown> | undefined)?.['id']
-    const bodyId = (request.body as Record<string, unknown> | undefined)?.['id']
-    if (pathId !== undefined && bodyId !== undefined && String(pathId) !== String(bodyId)) {
-      throw new ApiError(
-        'bad-request/request-params-invalid',
-        'The id in the body differs from the id in the path',
-      )
-    }
+  // Only routes that take a body get the body hooks: the hot read paths carry none of this.
+  app.addHook('onRoute', (route) => {
+    if (!route.schema?.body) return
+    const own = route.preValidation ? [route.preValidation].flat() : []
+    route.preValidation = [mergeQueryIntoBody, checkEchoedId, ...own] as typeof route.preValidation
   })
 
   await app.register(swagger, {
@@ -157,4 +146,25 @@ export async function buildApp(container: Container, opts: { logger?: FastifyBas
     throw new ApiError('not-found', `No such endpoint: ${request.method} ${request.url.split('?')[0]}`)
   })
   return app
+}
+
+/** Query parameters work for every method: a body-carrying route sees them merged under its body. */
+async function mergeQueryIntoBody(request: FastifyRequest): Promise<void> {
+  const query = (request.query ?? {}) as Record<string, unknown>
+  const body = request.body
+  if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) return
+  if (Object.keys(query).length === 0 && body) return
+  request.body = { ...query, ...((body as object | undefined) ?? {}) }
+}
+
+/** The Files.com SDKs repeat the record id in the body of updates and deletes; it must agree. */
+async function checkEchoedId(request: FastifyRequest): Promise<void> {
+  const pathId = (request.params as Record<string, unknown> | undefined)?.['id']
+  const bodyId = (request.body as Record<string, unknown> | undefined)?.['id']
+  if (pathId !== undefined && bodyId !== undefined && String(pathId) !== String(bodyId)) {
+    throw new ApiError(
+      'bad-request/request-params-invalid',
+      'The id in the body differs from the id in the path',
+    )
+  }
 }

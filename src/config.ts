@@ -12,6 +12,8 @@ export interface Config {
   adminUsername: string
   adminPassword: string | undefined
   sessionIdleMinutes: number
+  /** How long a process may reuse an API key it has looked up (0: never). */
+  authCacheSeconds: number
   logLevel: string
   trustProxy: boolean
   rateLimit: { perSecond: number; burst: number; concurrent: number }
@@ -99,6 +101,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminUsername,
     adminPassword,
     sessionIdleMinutes: int('SESSION_IDLE_MINUTES', 360, 1, 525600),
+    authCacheSeconds: int('AUTH_CACHE_SECONDS', 2, 0, 300),
     logLevel,
     trustProxy: bool('TRUST_PROXY', false),
     rateLimit: {

@@ -6,6 +6,7 @@ import type { Database } from './db/schema.js'
 import { RateLimiter } from './http/rate-limiter.js'
 import { ApiKeyService } from './modules/api-keys/api-key-service.js'
 import { AuthService } from './modules/auth/auth-service.js'
+import { IdentityCache } from './modules/auth/identity-cache.js'
 import { PermissionService } from './modules/permissions/permission-service.js'
 import { SessionService } from './modules/sessions/session-service.js'
 import { type BootstrapResult, bootstrapSite, type SiteRow } from './modules/sites/site-service.js'
@@ -54,11 +55,12 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const { db } = database
     const site = bootstrap.site
     const sessions = new SessionService(db, config, now)
+    const identities = new IdentityCache(config.authCacheSeconds * 1000)
     const services: Services = {
-      auth: new AuthService(db, config, now),
-      apiKeys: new ApiKeyService(db, config, site, now),
+      auth: new AuthService(db, config, now, identities),
+      apiKeys: new ApiKeyService(db, config, site, now, identities),
       sessions,
-      users: new UserService(db, sessions, now),
+      users: new UserService(db, sessions, now, identities),
       permissions: new PermissionService(db, now),
     }
     return {

@@ -1,9 +1,19 @@
 import { ApiError } from './errors.js'
 
+// Records are rendered over and over with the same few times (a key's created_at on every request).
+const formatted = new Map<number, string>()
+
 /** ISO 8601 UTC with seconds precision and a trailing Z (decisions.md, "Formats"). */
 export function formatDateTime(ms: number | null | undefined): string | null {
   if (ms === null || ms === undefined) return null
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z')
+  const seconds = Math.floor(ms / 1000)
+  let s = formatted.get(seconds)
+  if (s === undefined) {
+    s = new Date(seconds * 1000).toISOString().replace('.000Z', 'Z')
+    if (formatted.size >= 10_000) formatted.clear()
+    formatted.set(seconds, s)
+  }
+  return s
 }
 
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/

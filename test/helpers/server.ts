@@ -37,6 +37,7 @@ export interface TestServer {
 export async function startServer(
   dialect: DialectName,
   env: Record<string, string> = {},
+  opts: { now?: () => number } = {},
 ): Promise<TestServer> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-test-'))
   const schema = dialect === 'postgres' ? `t_${crypto.randomBytes(6).toString('hex')}` : undefined
@@ -49,10 +50,15 @@ export async function startServer(
     RATE_LIMIT_PER_SECOND: '100000',
     RATE_LIMIT_BURST: '100000',
     LOGIN_MAX_ATTEMPTS_PER_IP: '100000',
+    // Tests change keys and users straight in the database, as another process would: no reuse.
+    AUTH_CACHE_SECONDS: '0',
     ...(dialect === 'postgres' ? { DATABASE_URL: process.env['TEST_DATABASE_URL']! } : {}),
     ...env,
   })
-  const container = await createContainer(config, schema ? { databaseSchema: schema } : {})
+  const container = await createContainer(config, {
+    ...(schema ? { databaseSchema: schema } : {}),
+    ...(opts.now ? { now: opts.now } : {}),
+  })
   const app = await buildApp(container)
   await app.listen({ host: '127.0.0.1', port: 0 })
   const addr = app.server.address()

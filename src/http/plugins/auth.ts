@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Container } from '../../container.js'
 import { credentialsFrom } from '../../modules/auth/auth-service.js'
 import type { PermissionSet, Principal } from '../../modules/auth/principal.js'
@@ -37,22 +37,28 @@ export function checkAccess(p: Principal, access: Access): void {
   }
 }
 
-/** Authentication, request limits and permission-set checks for every route of the API. */
+/**
+ * Authentication, request limits and permission-set checks for every route of the API. Each route
+ * gets its own hook, built once from its config, so no request pays for reading route options.
+ */
 export function registerAuth(app: FastifyInstance, c: Container): void {
-  app.addHook('onRequest', async (request, reply) => {
-    if (request.is404) return
-    const cfg = request.routeOptions.config
-    if (cfg.auth === false) return
-    const principal = await c.services.auth.authenticate(
-      credentialsFrom(request.headers),
-      request.ip,
-      'restapi',
-    )
-    request.principal = principal
-    const release = c.rateLimiter.acquire(
-      principal.apiKey ? `k${principal.apiKey.id}` : `s${principal.sessionHash}`,
-    )
-    reply.raw.once('close', release)
-    checkAccess(principal, cfg.access ?? 'general')
+  app.addHook('onRoute', (route) => {
+    if (route.config?.auth === false) return
+    const access: Access = route.config?.access ?? 'general'
+    const authenticate = async (request: FastifyRequest, reply: FastifyReply) => {
+      const principal = await c.services.auth.authenticate(
+        credentialsFrom(request.headers),
+        request.ip,
+        'restapi',
+      )
+      request.principal = principal
+      const release = c.rateLimiter.acquire(
+        principal.apiKey ? `k${principal.apiKey.id}` : `s${principal.sessionHash}`,
+      )
+      reply.raw.once('close', release)
+      checkAccess(principal, access)
+    }
+    const own = route.onRequest ? [route.onRequest].flat() : []
+    route.onRequest = [authenticate, ...own] as typeof route.onRequest
   })
 }

@@ -6,6 +6,7 @@ import { ApiError, addModelError, type ModelErrors } from '../../http/errors.js'
 import { applyListQuery, type ListSpec, type Page, parseListQuery, toPage } from '../../http/pagination.js'
 import { randomHex, tokenHash } from '../../security/secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
+import { IdentityCache } from '../auth/identity-cache.js'
 import { isSiteAdmin, PERMISSION_SETS, type PermissionSet, type Principal } from '../auth/principal.js'
 import { normalizePath } from '../paths.js'
 import type { SiteRow } from '../sites/site-service.js'
@@ -62,20 +63,25 @@ export class ApiKeyService {
     private readonly config: Config,
     private readonly site: SiteRow,
     private readonly now: () => number = Date.now,
+    private readonly identities: IdentityCache = new IdentityCache(0),
   ) {}
 
   toJson(row: Row, plainKey?: string): ApiKeyJson {
+    return this.render(row, row.username, plainKey)
+  }
+
+  /** One fixed object shape (no spreads): this runs on every GET /api_key. */
+  private render(row: ApiKeyRow, username: string | null, plainKey?: string): ApiKeyJson {
     const label =
       row.user_id === null
         ? `Site-wide API key (key ID #${row.id})`
-        : `User API key for ${row.username ?? `user #${row.user_id}`} (key ID #${row.id})`
-    return {
+        : `User API key for ${username ?? `user #${row.user_id}`} (key ID #${row.id})`
+    const json: ApiKeyJson = {
       id: row.id,
       descriptive_label: label,
       description: row.description,
       created_at: formatDateTime(row.created_at)!,
       expires_at: formatDateTime(row.expires_at),
-      ...(plainKey !== undefined ? { key: plainKey } : {}),
       last_use_at: formatDateTime(row.last_use_at),
       name: row.name,
       path: row.path,
@@ -84,6 +90,9 @@ export class ApiKeyService {
       url: this.config.baseUrl,
       user_id: row.user_id,
     }
+    // Only the POST that creates a key shows it.
+    if (plainKey !== undefined) json.key = plainKey
+    return json
   }
 
   /** GET /api_keys. `user_id` omitted: a site admin sees every key, anyone else their own. */
@@ -181,10 +190,10 @@ export class ApiKeyService {
     await this.destroy(p, await this.visible(p, id))
   }
 
+  /** GET /api_key: the key (and owner) authentication has just loaded; no second read. */
   async getCurrent(p: Principal): Promise<ApiKeyJson> {
-    const row = await this.rows(p.siteId).where('api_keys.id', '=', currentKeyId(p)).executeTakeFirst()
-    if (!row) throw new ApiError('not-found/api-key-not-found', 'The API key no longer exists')
-    return this.toJson(row)
+    currentKeyId(p)
+    return this.render(p.apiKey!, p.user?.username ?? null)
   }
 
   /** PATCH /api_key. A key that is not `full` may not change its own permission set (no escalation). */
@@ -316,6 +325,7 @@ export class ApiKeyService {
       )
       return this.rows(p.siteId, trx).where('api_keys.id', '=', row.id).executeTakeFirstOrThrow()
     })
+    this.identities.clear()
     return this.toJson(updated)
   }
 
@@ -335,6 +345,7 @@ export class ApiKeyService {
         now,
       )
     })
+    this.identities.clear()
   }
 }
 

@@ -3,7 +3,8 @@ import type { Config } from '../../config.js'
 import type { Database } from '../../db/schema.js'
 import { ApiError } from '../../http/errors.js'
 import { tokenHash } from '../../security/secrets.js'
-import type { Interface, PermissionSet, Principal, UserRow } from './principal.js'
+import { IdentityCache } from './identity-cache.js'
+import type { Interface, PermissionSet, Principal } from './principal.js'
 
 /** last_use_at is written at most once per 3 hours per key (api-spec.md, ApiKey). */
 export const LAST_USE_GRANULARITY_MS = 3 * 60 * 60 * 1000
@@ -43,6 +44,7 @@ export class AuthService {
     private readonly db: Kysely<Database>,
     private readonly config: Config,
     private readonly now: () => number = Date.now,
+    private readonly cache: IdentityCache = new IdentityCache(0),
   ) {}
 
   /** Resolves credentials to a principal, or throws 401 not-authenticated/authentication-required. */
@@ -56,21 +58,31 @@ export class AuthService {
 
   private async byApiKey(key: string, ip: string, iface: Interface): Promise<Principal> {
     if (!/^[0-9a-f]{64}$/i.test(key)) throw unauthenticated('The API key is not valid')
-    const row = await this.db
-      .selectFrom('api_keys')
-      .selectAll()
-      .where('key_hash', '=', tokenHash(key.toLowerCase()))
-      .executeTakeFirst()
+    const hash = tokenHash(key.toLowerCase())
     const now = this.now()
-    if (!row) throw unauthenticated('The API key is not valid')
-    if (row.expires_at !== null && row.expires_at <= now) throw unauthenticated('The API key has expired')
-    let user: UserRow | null = null
-    if (row.user_id !== null) {
-      user =
-        (await this.db.selectFrom('users').selectAll().where('id', '=', row.user_id).executeTakeFirst()) ??
-        null
-      if (!user || user.disabled) throw unauthenticated('The API key belongs to a disabled user')
+    let found = this.cache.get(hash, now)
+    if (!found) {
+      const row = await this.db
+        .selectFrom('api_keys')
+        .selectAll()
+        .where('key_hash', '=', hash)
+        .executeTakeFirst()
+      if (!row) throw unauthenticated('The API key is not valid')
+      const user =
+        row.user_id === null
+          ? null
+          : ((await this.db
+              .selectFrom('users')
+              .selectAll()
+              .where('id', '=', row.user_id)
+              .executeTakeFirst()) ?? null)
+      if (row.user_id !== null && !user) throw unauthenticated('The API key belongs to a deleted user')
+      this.cache.set(hash, row, user, now)
+      found = { row, user, at: now }
     }
+    const { row, user } = found
+    if (row.expires_at !== null && row.expires_at <= now) throw unauthenticated('The API key has expired')
+    if (user?.disabled) throw unauthenticated('The API key belongs to a disabled user')
     if (row.last_use_at === null || now - row.last_use_at >= LAST_USE_GRANULARITY_MS) {
       // Guarded update: of concurrent requests only one writes, and a crash here loses nothing that matters.
       await this.db
@@ -81,6 +93,8 @@ export class AuthService {
           eb.or([eb('last_use_at', 'is', null), eb('last_use_at', '<=', now - LAST_USE_GRANULARITY_MS)]),
         )
         .execute()
+      // The cached row is shared: later requests see the write without reading it back.
+      row.last_use_at = now
     }
     return {
       siteId: row.site_id,

@@ -4,6 +4,7 @@ import { ApiError, type ModelErrors } from '../../http/errors.js'
 import { applyListQuery, type Page, parseListQuery, toPage } from '../../http/pagination.js'
 import { hashPassword } from '../../security/secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
+import { IdentityCache } from '../auth/identity-cache.js'
 import { isSiteAdmin, type Principal, requireSiteAdmin, type UserRow } from '../auth/principal.js'
 import type { SessionService } from '../sessions/session-service.js'
 import {
@@ -58,6 +59,7 @@ export class UserService {
     readonly db: Kysely<Database>,
     readonly sessions: SessionService,
     readonly now: () => number = Date.now,
+    private readonly identities: IdentityCache = new IdentityCache(0),
   ) {}
 
   /** GET /users: a site admin sees every user of the site, anyone else only themselves. */
@@ -233,6 +235,7 @@ export class UserService {
         )
         return trx.selectFrom('users').selectAll().where('id', '=', row.id).executeTakeFirstOrThrow()
       })
+      this.identities.clear()
       return toUserJson(updated)
     } catch (err) {
       if (isUniqueViolation(err)) throw taken()
@@ -264,6 +267,7 @@ export class UserService {
         now,
       )
     })
+    this.identities.clear()
   }
 
   // ---------- internals ----------
