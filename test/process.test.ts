@@ -89,6 +89,11 @@ async function serve(env: NodeJS.ProcessEnv): Promise<Served> {
   return { child, url: `http://127.0.0.1:${port}/api/rest/v1`, stdout: () => out, exited }
 }
 
+/** Waits (up to 10 s) for output a child process writes asynchronously. */
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 50))
+}
+
 async function loginStatus(url: string, username: string, password: string): Promise<number> {
   const r = await fetch(`${url}/sessions`, {
     method: 'POST',
@@ -153,6 +158,10 @@ describe('wharf command line and server process (sqlite)', () => {
     const s = await serve(env)
     expect(s.stdout()).not.toContain('chosen-password-9')
     expect(await loginStatus(s.url, 'root', 'chosen-password-9')).toBe(201)
+    // One JSON access-log line per request.
+    await until(() => s.stdout().includes('"msg":"request"'))
+    const line = s.stdout().split('\n').find((l) => l.includes('"msg":"request"'))!
+    expect(JSON.parse(line)).toMatchObject({ method: 'POST', url: '/api/rest/v1/sessions', status: 201 })
     s.child.kill('SIGTERM')
     expect(await s.exited).toBe(0)
   })

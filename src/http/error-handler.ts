@@ -60,9 +60,9 @@ export function handleError(err: FastifyError, request: FastifyRequest, reply: F
   const instance = newInstanceId()
   let api = toApiError(err)
   if (api) {
-    if (api.status >= 500) request.log.error({ err, instance }, 'request failed')
+    if (api.status >= 500) request.log.error({ err, instance, reqId: request.id }, 'request failed')
   } else {
-    request.log.error({ err, instance }, 'unexpected error')
+    request.log.error({ err, instance, reqId: request.id }, 'unexpected error')
     api = new ApiError(
       'internal-server-error',
       'An unexpected error occurred; quote the instance id when reporting it',
