@@ -36,6 +36,8 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
         useDefaults: true,
         allErrors: false,
         keywords: ['x-nullable'],
+        // Routes document their sort/filter keys by name as well as by pattern (for Swagger).
+        allowMatchingProperties: true,
       },
     },
     rewriteUrl(req) {

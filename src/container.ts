@@ -9,6 +9,7 @@ import { AuthService } from './modules/auth/auth-service.js'
 import { IdentityCache } from './modules/auth/identity-cache.js'
 import { PermissionService } from './modules/permissions/permission-service.js'
 import { SessionService } from './modules/sessions/session-service.js'
+import { SiteSecrets } from './modules/sites/site-secrets.js'
 import { type BootstrapResult, bootstrapSite, type SiteRow } from './modules/sites/site-service.js'
 import { UserService } from './modules/users/user-service.js'
 
@@ -56,12 +57,13 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const site = bootstrap.site
     const sessions = new SessionService(db, config, now)
     const identities = new IdentityCache(config.authCacheSeconds * 1000)
+    const secrets = new SiteSecrets(db)
     const services: Services = {
       auth: new AuthService(db, config, now, identities),
-      apiKeys: new ApiKeyService(db, config, site, now, identities),
+      apiKeys: new ApiKeyService(db, config, secrets, now, identities),
       sessions,
-      users: new UserService(db, sessions, now, identities),
-      permissions: new PermissionService(db, now),
+      users: new UserService(db, sessions, secrets, now, identities),
+      permissions: new PermissionService(db, secrets, now),
     }
     return {
       config,

@@ -160,7 +160,10 @@ describe('wharf command line and server process (sqlite)', () => {
     expect(await loginStatus(s.url, 'root', 'chosen-password-9')).toBe(201)
     // One JSON access-log line per request.
     await until(() => s.stdout().includes('"msg":"request"'))
-    const line = s.stdout().split('\n').find((l) => l.includes('"msg":"request"'))!
+    const line = s
+      .stdout()
+      .split('\n')
+      .find((l) => l.includes('"msg":"request"'))!
     expect(JSON.parse(line)).toMatchObject({ method: 'POST', url: '/api/rest/v1/sessions', status: 201 })
     s.child.kill('SIGTERM')
     expect(await s.exited).toBe(0)

@@ -325,3 +325,9 @@ export function setCursorHeaders(reply: FastifyReply, page: Page<unknown>): void
     reply.header('X-Files-Cursor-Prev', page.prev)
   }
 }
+
+/** Sets the cursor headers and gives the page's records: the body of every list route. */
+export function sendPage<T>(reply: FastifyReply, page: Page<T>): T[] {
+  setCursorHeaders(reply, page)
+  return page.items
+}

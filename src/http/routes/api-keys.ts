@@ -1,7 +1,8 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Container } from '../../container.js'
-import { setCursorHeaders } from '../pagination.js'
+import { API_KEY_LIST } from '../../modules/api-keys/api-key-service.js'
+import { sendPage } from '../pagination.js'
 import { DateTime, EchoId, errorResponses, IdParams, listQuery, Nullable } from '../schemas.js'
 
 const PermissionSetField = Type.String({
@@ -84,9 +85,12 @@ const UpdateCurrentBody = Type.Object(
 
 const DeleteBody = Type.Object({ id: EchoId }, { additionalProperties: false })
 
-const ListQuery = listQuery({
-  user_id: Type.Optional(Type.String({ description: 'User id; 0 = the caller' })),
-})
+const ListQuery = listQuery(
+  {
+    user_id: Type.Optional(Type.String({ description: 'User id; 0 = the caller' })),
+  },
+  API_KEY_LIST,
+)
 
 const tags = ['api_keys']
 const one = { 200: ApiKeySchema, ...errorResponses }
@@ -106,9 +110,7 @@ export function apiKeyRoutes(c: Container) {
         },
       },
       async (request, reply) => {
-        const page = await svc.list(request.principal, request.query)
-        setCursorHeaders(reply, page)
-        return page.items
+        return sendPage(reply, await svc.list(request.principal, request.query))
       },
     )
 

@@ -1,7 +1,8 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Container } from '../../container.js'
-import { setCursorHeaders } from '../pagination.js'
+import { PERMISSION_LIST } from '../../modules/permissions/permission-service.js'
+import { sendPage } from '../pagination.js'
 import { EchoId, errorResponses, IdParams, listQuery, Nullable } from '../schemas.js'
 
 export const PermissionSchema = Type.Object(
@@ -38,12 +39,18 @@ const CreateBody = Type.Object(
 
 const DeleteBody = Type.Object({ id: EchoId }, { additionalProperties: false })
 
-const ListQuery = listQuery({
-  path: Type.Optional(
-    Type.String({ maxLength: 6000, description: 'Permissions that apply to this path (on it or above it)' }),
-  ),
-  user_id: Type.Optional(Type.String({ maxLength: 32, description: 'User id; 0 = the caller' })),
-})
+const ListQuery = listQuery(
+  {
+    path: Type.Optional(
+      Type.String({
+        maxLength: 6000,
+        description: 'Permissions that apply to this path (on it or above it)',
+      }),
+    ),
+    user_id: Type.Optional(Type.String({ maxLength: 32, description: 'User id; 0 = the caller' })),
+  },
+  PERMISSION_LIST,
+)
 
 const tags = ['permissions']
 
@@ -62,9 +69,7 @@ export function permissionRoutes(c: Container) {
         },
       },
       async (request, reply) => {
-        const page = await svc.list(request.principal, request.query)
-        setCursorHeaders(reply, page)
-        return page.items
+        return sendPage(reply, await svc.list(request.principal, request.query))
       },
     )
 

@@ -1,7 +1,8 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Container } from '../../container.js'
-import { setCursorHeaders } from '../pagination.js'
+import { USER_LIST } from '../../modules/users/user-model.js'
+import { sendPage } from '../pagination.js'
 import { DateTime, EchoId, errorResponses, IdParams, listQuery, Nullable } from '../schemas.js'
 
 export const UserSchema = Type.Object(
@@ -74,7 +75,7 @@ const UpdateBody = Type.Object(
 
 const DeleteBody = Type.Object({ id: EchoId }, { additionalProperties: false })
 
-const ListQuery = listQuery({})
+const ListQuery = listQuery({}, USER_LIST)
 
 const tags = ['users']
 const one = { 200: UserSchema, ...errorResponses }
@@ -107,9 +108,7 @@ export function userRoutes(c: Container) {
         },
       },
       async (request, reply) => {
-        const page = await svc.list(request.principal, request.query)
-        setCursorHeaders(reply, page)
-        return page.items
+        return sendPage(reply, await svc.list(request.principal, request.query))
       },
     )
 

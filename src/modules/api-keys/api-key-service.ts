@@ -9,7 +9,7 @@ import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { IdentityCache } from '../auth/identity-cache.js'
 import { isSiteAdmin, PERMISSION_SETS, type PermissionSet, type Principal } from '../auth/principal.js'
 import { normalizePath } from '../paths.js'
-import type { SiteRow } from '../sites/site-service.js'
+import type { SiteSecrets } from '../sites/site-secrets.js'
 
 type ApiKeyRow = Selectable<ApiKeysTable>
 type Row = ApiKeyRow & { username: string | null }
@@ -61,7 +61,7 @@ export class ApiKeyService {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly config: Config,
-    private readonly site: SiteRow,
+    private readonly secrets: SiteSecrets,
     private readonly now: () => number = Date.now,
     private readonly identities: IdentityCache = new IdentityCache(0),
   ) {}
@@ -99,12 +99,13 @@ export class ApiKeyService {
   async list(p: Principal, query: Record<string, unknown>): Promise<Page<ApiKeyJson>> {
     refuseBots(p)
     const userId = this.listOwner(p, query['user_id'])
-    const lq = parseListQuery(API_KEY_LIST, query, this.site.signing_secret, { user_id: userId ?? 'all' })
+    const secret = await this.secrets.signingSecret(p.siteId)
+    const lq = parseListQuery(API_KEY_LIST, query, secret, { user_id: userId ?? 'all' })
     let q = this.rows(p.siteId)
     if (userId === 'site-wide') q = q.where('api_keys.user_id', 'is', null)
     else if (userId !== undefined) q = q.where('api_keys.user_id', '=', userId)
     const rows = await applyListQuery(q, API_KEY_LIST, lq).execute()
-    const page = toPage(rows, API_KEY_LIST, lq, this.site.signing_secret)
+    const page = toPage(rows, API_KEY_LIST, lq, secret)
     return { ...page, items: page.items.map((r) => this.toJson(r)) }
   }
 

@@ -12,6 +12,7 @@ import { applyListQuery, type ListSpec, type Page, parseListQuery, toPage } from
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { isSiteAdmin, type Principal } from '../auth/principal.js'
 import { isWithin, normalizePath } from '../paths.js'
+import type { SiteSecrets } from '../sites/site-secrets.js'
 import { addError, isUniqueViolation } from '../users/user-model.js'
 
 export const PERMISSIONS = ['full', 'readonly', 'writeonly', 'list', 'history', 'admin'] as const
@@ -97,6 +98,7 @@ export function toPermissionJson(row: Row): PermissionJson {
 export class PermissionService {
   constructor(
     readonly db: Kysely<Database>,
+    private readonly secrets: SiteSecrets,
     readonly now: () => number = Date.now,
   ) {}
 
@@ -109,7 +111,7 @@ export class PermissionService {
     const scope = await this.scopeOf(p)
     const userId = this.listUser(p, scope, query['user_id'])
     const path = typeof query['path'] === 'string' && query['path'] !== '' ? normalizePath(query['path']) : ''
-    const secret = await this.secret(p.siteId)
+    const secret = await this.secrets.signingSecret(p.siteId)
     const lq = parseListQuery(PERMISSION_LIST, query, secret, { user_id: userId ?? 'all', path })
     let q = this.rows(p.siteId)
     if (!scope.all) q = q.where((eb) => visibleTo(eb, scope))
@@ -280,15 +282,6 @@ export class PermissionService {
       )
     }
     return user
-  }
-
-  private async secret(siteId: number): Promise<string> {
-    const site = await this.db
-      .selectFrom('sites')
-      .select('signing_secret')
-      .where('id', '=', siteId)
-      .executeTakeFirstOrThrow()
-    return site.signing_secret
   }
 }
 

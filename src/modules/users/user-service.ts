@@ -7,6 +7,7 @@ import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { IdentityCache } from '../auth/identity-cache.js'
 import { isSiteAdmin, type Principal, requireSiteAdmin, type UserRow } from '../auth/principal.js'
 import type { SessionService } from '../sessions/session-service.js'
+import type { SiteSecrets } from '../sites/site-secrets.js'
 import {
   addError,
   blankToNull,
@@ -58,6 +59,7 @@ export class UserService {
   constructor(
     readonly db: Kysely<Database>,
     readonly sessions: SessionService,
+    private readonly secrets: SiteSecrets,
     readonly now: () => number = Date.now,
     private readonly identities: IdentityCache = new IdentityCache(0),
   ) {}
@@ -65,7 +67,7 @@ export class UserService {
   /** GET /users: a site admin sees every user of the site, anyone else only themselves. */
   async list(p: Principal, query: Record<string, unknown>): Promise<Page<UserJson>> {
     const self = isSiteAdmin(p) ? null : p.user!.id
-    const secret = await this.secret(p.siteId)
+    const secret = await this.secrets.signingSecret(p.siteId)
     const lq = parseListQuery(USER_LIST, query, secret, { scope: self ?? 'all' })
     let q = this.db.selectFrom('users').selectAll('users').where('users.site_id', '=', p.siteId)
     if (self !== null) q = q.where('users.id', '=', self)
@@ -319,14 +321,5 @@ export class UserService {
       .where('user_id', '=', userId)
       .where('id_hash', '!=', p.sessionHash)
       .execute()
-  }
-
-  private async secret(siteId: number): Promise<string> {
-    const site = await this.db
-      .selectFrom('sites')
-      .select('signing_secret')
-      .where('id', '=', siteId)
-      .executeTakeFirstOrThrow()
-    return site.signing_secret
   }
 }
