@@ -36,19 +36,18 @@ const fields = {
   disabled: Type.Boolean({ description: 'Disabled users cannot log in or use their keys' }),
 }
 
-const CreateBody = Type.Object(
-  {
-    username: fields.username,
-    password: Type.Optional(fields.password),
-    password_confirmation: Type.Optional(fields.password_confirmation),
-    name: Type.Optional(fields.name),
-    email: Type.Optional(fields.email),
-    site_admin: Type.Optional(fields.site_admin),
-    self_managed: Type.Optional(fields.self_managed),
-    disabled: Type.Optional(fields.disabled),
-  },
-  { additionalProperties: false },
-)
+// Everything but the username is optional on create; on update everything is.
+const optional = {
+  password: Type.Optional(fields.password),
+  password_confirmation: Type.Optional(fields.password_confirmation),
+  name: Type.Optional(fields.name),
+  email: Type.Optional(fields.email),
+  site_admin: Type.Optional(fields.site_admin),
+  self_managed: Type.Optional(fields.self_managed),
+  disabled: Type.Optional(fields.disabled),
+}
+
+const CreateBody = Type.Object({ username: fields.username, ...optional }, { additionalProperties: false })
 
 const Echo = Type.Optional(
   Type.Unknown({ description: 'Read-only: accepted only when equal to the current value' }),
@@ -58,13 +57,7 @@ const UpdateBody = Type.Object(
   {
     id: EchoId,
     username: Type.Optional(fields.username),
-    password: Type.Optional(fields.password),
-    password_confirmation: Type.Optional(fields.password_confirmation),
-    name: Type.Optional(fields.name),
-    email: Type.Optional(fields.email),
-    site_admin: Type.Optional(fields.site_admin),
-    self_managed: Type.Optional(fields.self_managed),
-    disabled: Type.Optional(fields.disabled),
+    ...optional,
     // Read-only: the Files.com SDK's `save()` sends every attribute back, so its own values pass.
     created_at: Echo,
     last_login_at: Echo,

@@ -31,15 +31,7 @@ export interface CreateUserInput {
   disabled?: boolean | undefined
 }
 
-export interface UpdateUserInput {
-  username?: string | undefined
-  password?: string | undefined
-  password_confirmation?: string | undefined
-  name?: string | null | undefined
-  email?: string | null | undefined
-  site_admin?: boolean | undefined
-  self_managed?: boolean | undefined
-  disabled?: boolean | undefined
+export type UpdateUserInput = Partial<CreateUserInput> & {
   /** Read-only: accepted only as an echo of the current value (what the SDKs' `save()` sends). */
   created_at?: unknown
   last_login_at?: unknown
