@@ -144,22 +144,31 @@ function invalidField(kind: string, field: string, valid: string[]): ApiError {
   )
 }
 
+/** Which filters each kind of field takes (the Swagger document lists the same pairings). */
+export const OPS_BY_TYPE: Record<FieldType, FilterOp[]> = {
+  string: ['filter', 'filter_gt', 'filter_gteq', 'filter_lt', 'filter_lteq', 'filter_like'],
+  integer: ['filter', 'filter_gt', 'filter_gteq', 'filter_lt', 'filter_lteq'],
+  datetime: ['filter', 'filter_gt', 'filter_gteq', 'filter_lt', 'filter_lteq'],
+  boolean: ['filter'],
+}
+
 function filterValue(op: FilterOp, field: string, def: ListField, v: string): number | string {
-  const combo = (why: string) =>
-    new ApiError('bad-request/invalid-filter-combination', `${op}[${field}]: ${why}`)
+  if (!OPS_BY_TYPE[def.type].includes(op)) {
+    throw new ApiError(
+      'bad-request/invalid-filter-combination',
+      `${op}[${field}]: a ${def.type} field takes only ${OPS_BY_TYPE[def.type].join(', ')}`,
+    )
+  }
   switch (def.type) {
     case 'string':
       return v
     case 'integer':
-      if (op === 'filter_like') throw combo('filter_like applies to text fields only')
       if (!/^-?\d+$/.test(v))
         throw new ApiError('bad-request/request-params-invalid', `${op}[${field}] must be an integer`)
       return Number(v)
     case 'datetime':
-      if (op === 'filter_like') throw combo('filter_like applies to text fields only')
       return parseDateTime(v, `${op}[${field}]`)
     case 'boolean':
-      if (op !== 'filter') throw combo('a boolean field can only be filtered for equality')
       if (!/^(true|false|1|0)$/.test(v))
         throw new ApiError('bad-request/request-params-invalid', `${op}[${field}] must be true or false`)
       return v === 'true' || v === '1' ? 1 : 0

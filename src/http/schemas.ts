@@ -1,5 +1,5 @@
 import { type TOptional, type TSchema, type TString, Type } from '@sinclair/typebox'
-import type { FieldType, FilterOp } from './pagination.js'
+import { type FieldType, type FilterOp, OPS_BY_TYPE } from './pagination.js'
 
 /** A field that may be null: JSON keeps the null, Swagger 2 marks it x-nullable. */
 export const Nullable = <T extends TSchema>(t: T) =>
@@ -81,14 +81,6 @@ export function listQuery<P extends Record<string, TSchema>>(props: P, spec?: Li
 export interface ListFields {
   sort: Record<string, unknown>
   filter: Record<string, { type: FieldType }>
-}
-
-// The pairings parseListQuery accepts (pagination.ts, filterValue).
-const OPS_BY_TYPE: Record<FieldType, FilterOp[]> = {
-  string: ['filter', 'filter_gt', 'filter_gteq', 'filter_lt', 'filter_lteq', 'filter_like'],
-  integer: ['filter', 'filter_gt', 'filter_gteq', 'filter_lt', 'filter_lteq'],
-  datetime: ['filter', 'filter_gt', 'filter_gteq', 'filter_lt', 'filter_lteq'],
-  boolean: ['filter'],
 }
 
 const OP_MEANING: Record<FilterOp, string> = {

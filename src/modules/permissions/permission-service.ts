@@ -6,14 +6,14 @@ import {
   type SqlBool,
   sql,
 } from 'kysely'
+import { isUniqueViolation } from '../../db/errors.js'
 import type { Database, PermissionsTable } from '../../db/schema.js'
-import { ApiError, type ModelErrors } from '../../http/errors.js'
+import { ApiError, addModelError, type ModelErrors } from '../../http/errors.js'
 import { applyListQuery, type ListSpec, type Page, parseListQuery, toPage } from '../../http/pagination.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { isSiteAdmin, type Principal } from '../auth/principal.js'
 import { isWithin, normalizePath } from '../paths.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
-import { addError, isUniqueViolation } from '../users/user-model.js'
 
 export const PERMISSIONS = ['full', 'readonly', 'writeonly', 'list', 'history', 'admin'] as const
 export type PermissionType = (typeof PERMISSIONS)[number]
@@ -133,13 +133,13 @@ export class PermissionService {
 
     const errors: ModelErrors = {}
     if (path === '')
-      addError(errors, 'path', "can't be the root folder: make the user a site administrator instead")
+      addModelError(errors, 'path', "can't be the root folder: make the user a site administrator instead")
     const permission = input.permission ?? 'full'
     if (!(PERMISSIONS as readonly string[]).includes(permission)) {
-      addError(errors, 'permission', `must be one of ${PERMISSIONS.join(', ')}`)
+      addModelError(errors, 'permission', `must be one of ${PERMISSIONS.join(', ')}`)
     }
     if (input.recursive === false)
-      addError(errors, 'recursive', 'must be true: every permission applies to subfolders')
+      addModelError(errors, 'recursive', 'must be true: every permission applies to subfolders')
     if (Object.keys(errors).length) throw ApiError.modelSave(errors)
 
     const user = await this.resolveUser(p.siteId, input)

@@ -1,5 +1,5 @@
 import { formatDateTime } from '../../http/datetime.js'
-import type { ModelErrors } from '../../http/errors.js'
+import { addModelError, type ModelErrors } from '../../http/errors.js'
 import type { ListSpec } from '../../http/pagination.js'
 import type { UserRow } from '../auth/principal.js'
 
@@ -58,39 +58,33 @@ const USERNAME = /^[A-Za-z0-9@._+-]{1,128}$/
 // A shape check only: one @, something on both sides, a dot in the domain, no spaces.
 const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/
 
-export function addError(errors: ModelErrors, field: string, message: string): void {
-  errors[field] = [...(errors[field] ?? []), message]
-}
-
 export function checkUsername(value: string, errors: ModelErrors): void {
-  if (value === '') addError(errors, 'username', "can't be blank")
+  if (value === '') addModelError(errors, 'username', "can't be blank")
   else if (!USERNAME.test(value)) {
-    addError(errors, 'username', 'may contain only letters, digits and @ . _ + - (at most 128 characters)')
+    addModelError(
+      errors,
+      'username',
+      'may contain only letters, digits and @ . _ + - (at most 128 characters)',
+    )
   }
 }
 
 export function checkPassword(password: string, confirmation: string | undefined, errors: ModelErrors): void {
   if ([...password].length < MIN_PASSWORD_LENGTH) {
-    addError(errors, 'password', `is too short (minimum is ${MIN_PASSWORD_LENGTH} characters)`)
+    addModelError(errors, 'password', `is too short (minimum is ${MIN_PASSWORD_LENGTH} characters)`)
   }
   if (confirmation !== undefined && confirmation !== password)
-    addError(errors, 'password_confirmation', "doesn't match password")
+    addModelError(errors, 'password_confirmation', "doesn't match password")
 }
 
 /** Empty means "none"; anything else must look like an address. */
 export function checkEmail(value: string | null, errors: ModelErrors): string | null {
   if (value === null || value.trim() === '') return null
   const email = value.trim()
-  if (!EMAIL.test(email)) addError(errors, 'email', 'is not a valid e-mail address')
+  if (!EMAIL.test(email)) addModelError(errors, 'email', 'is not a valid e-mail address')
   return email
 }
 
 export function blankToNull(value: string | null): string | null {
   return value === null || value.trim() === '' ? null : value
-}
-
-/** A unique index said no: SQLite (better-sqlite3) and PostgreSQL (pg) name it differently. */
-export function isUniqueViolation(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code
-  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === '23505'
 }

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
+import { isUniqueViolation } from '../../db/errors.js'
 import type { Database } from '../../db/schema.js'
-import { ApiError, type ModelErrors } from '../../http/errors.js'
+import { ApiError, addModelError, type ModelErrors } from '../../http/errors.js'
 import { applyListQuery, type Page, parseListQuery, toPage } from '../../http/pagination.js'
 import { hashPassword } from '../../security/secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
@@ -9,12 +10,10 @@ import { isSiteAdmin, type Principal, requireSiteAdmin, type UserRow } from '../
 import type { SessionService } from '../sessions/session-service.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import {
-  addError,
   blankToNull,
   checkEmail,
   checkPassword,
   checkUsername,
-  isUniqueViolation,
   toUserJson,
   USER_LIST,
   type UserJson,
@@ -186,13 +185,14 @@ export class UserService {
       if (email !== row.email) patch.email = email
     }
     if (input.site_admin !== undefined && bit(input.site_admin) !== row.site_admin) {
-      if (self && !input.site_admin) addError(errors, 'site_admin', 'cannot be removed from your own user')
+      if (self && !input.site_admin)
+        addModelError(errors, 'site_admin', 'cannot be removed from your own user')
       patch.site_admin = bit(input.site_admin)
     }
     if (input.self_managed !== undefined && bit(input.self_managed) !== row.self_managed)
       patch.self_managed = bit(input.self_managed)
     if (input.disabled !== undefined && bit(input.disabled) !== row.disabled) {
-      if (self && input.disabled) addError(errors, 'disabled', 'cannot be set on your own user')
+      if (self && input.disabled) addModelError(errors, 'disabled', 'cannot be set on your own user')
       patch.disabled = bit(input.disabled)
     }
     if (Object.keys(errors).length) throw ApiError.modelSave(errors)
