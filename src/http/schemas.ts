@@ -12,6 +12,13 @@ export const DateTime = (description?: string) =>
 export const Id = (description?: string) =>
   Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, ...(description ? { description } : {}) })
 
+/** `user_id` of list queries: a user id, or 0 for the caller. */
+export const UserIdParam = Type.Integer({
+  minimum: 0,
+  maximum: Number.MAX_SAFE_INTEGER,
+  description: 'User id; 0 = the caller',
+})
+
 export const IdParams = Type.Object({ id: Id('Record id') }, { additionalProperties: false })
 
 /** Every body may repeat the record's id (the Files.com SDKs send it on update and delete). */

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Container } from '../../container.js'
 import { API_KEY_LIST } from '../../modules/api-keys/api-key-service.js'
 import { sendPage } from '../pagination.js'
-import { DateTime, EchoId, errorResponses, IdParams, listQuery, Nullable } from '../schemas.js'
+import { DateTime, EchoId, errorResponses, IdParams, listQuery, Nullable, UserIdParam } from '../schemas.js'
 
 const PermissionSetField = Type.String({
   maxLength: 64,
@@ -87,7 +87,7 @@ const DeleteBody = Type.Object({ id: EchoId }, { additionalProperties: false })
 
 const ListQuery = listQuery(
   {
-    user_id: Type.Optional(Type.String({ description: 'User id; 0 = the caller' })),
+    user_id: Type.Optional(UserIdParam),
   },
   API_KEY_LIST,
 )

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Container } from '../../container.js'
 import { PERMISSION_LIST } from '../../modules/permissions/permission-service.js'
 import { sendPage } from '../pagination.js'
-import { EchoId, errorResponses, IdParams, listQuery, Nullable } from '../schemas.js'
+import { EchoId, errorResponses, IdParams, listQuery, Nullable, UserIdParam } from '../schemas.js'
 
 export const PermissionSchema = Type.Object(
   {
@@ -47,7 +47,7 @@ const ListQuery = listQuery(
         description: 'Permissions that apply to this path (on it or above it)',
       }),
     ),
-    user_id: Type.Optional(Type.String({ maxLength: 32, description: 'User id; 0 = the caller' })),
+    user_id: Type.Optional(UserIdParam),
   },
   PERMISSION_LIST,
 )

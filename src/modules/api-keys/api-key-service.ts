@@ -98,7 +98,7 @@ export class ApiKeyService {
   /** GET /api_keys. `user_id` omitted: a site admin sees every key, anyone else their own. */
   async list(p: Principal, query: Record<string, unknown>): Promise<Page<ApiKeyJson>> {
     refuseBots(p)
-    const userId = this.listOwner(p, query['user_id'])
+    const userId = this.listOwner(p, query['user_id'] as number | undefined)
     const secret = await this.secrets.signingSecret(p.siteId)
     const lq = parseListQuery(API_KEY_LIST, query, secret, { user_id: userId ?? 'all' })
     let q = this.rows(p.siteId)
@@ -244,12 +244,9 @@ export class ApiKeyService {
     return row
   }
 
-  private listOwner(p: Principal, raw: unknown): number | 'site-wide' | undefined {
-    if (raw === undefined || raw === '') return isSiteAdmin(p) ? undefined : p.user!.id
-    const n = Number(raw)
-    if (!/^\d+$/.test(String(raw)) || !Number.isSafeInteger(n)) {
-      throw new ApiError('bad-request/request-params-invalid', 'user_id must be a non-negative integer')
-    }
+  /** `user_id` as the route's schema validated it (an integer ≥ 0), or undefined. */
+  private listOwner(p: Principal, n: number | undefined): number | 'site-wide' | undefined {
+    if (n === undefined) return isSiteAdmin(p) ? undefined : p.user!.id
     if (n === 0) return p.user ? p.user.id : 'site-wide'
     if (n !== p.user?.id && !isSiteAdmin(p)) {
       throw new ApiError(

@@ -109,7 +109,7 @@ export class PermissionService {
    */
   async list(p: Principal, query: Record<string, unknown>): Promise<Page<PermissionJson>> {
     const scope = await this.scopeOf(p)
-    const userId = this.listUser(p, scope, query['user_id'])
+    const userId = this.listUser(p, scope, query['user_id'] as number | undefined)
     const path = typeof query['path'] === 'string' && query['path'] !== '' ? normalizePath(query['path']) : ''
     const secret = await this.secrets.signingSecret(p.siteId)
     const lq = parseListQuery(PERMISSION_LIST, query, secret, { user_id: userId ?? 'all', path })
@@ -239,13 +239,10 @@ export class PermissionService {
     )
   }
 
-  private listUser(p: Principal, scope: Scope, raw: unknown): number | undefined {
-    if (raw === undefined || raw === '') return undefined
-    const s = String(raw)
-    if (!/^\d+$/.test(s) || !Number.isSafeInteger(Number(s))) {
-      throw new ApiError('bad-request/request-params-invalid', 'user_id must be a non-negative integer')
-    }
-    let id = Number(s)
+  /** `user_id` as the route's schema validated it (an integer ≥ 0; 0 = the caller), or undefined. */
+  private listUser(p: Principal, scope: Scope, raw: number | undefined): number | undefined {
+    if (raw === undefined) return undefined
+    let id = raw
     if (id === 0) {
       if (!p.user)
         throw new ApiError(
