@@ -575,6 +575,30 @@ describe.each(dialects)('API keys (%s)', (dialect) => {
       expect((await keyRow(k.id))!.path).toBe('docs')
     })
 
+    it('takes back its read-only fields unchanged (SDK save), and refuses changed ones', async () => {
+      const k = await makeKey(s, alice.id, { path: 'docs', name: 'echo' })
+      const shown = (await call(s, 'GET', `/api_keys/${k.id}`, { key: aliceKey.key })).body
+      const echoed = await call(s, 'PATCH', `/api_keys/${k.id}`, {
+        key: aliceKey.key,
+        body: { ...shown, key: k.key, name: 'echoed' },
+      })
+      expect(echoed.status).toBe(200)
+      expect(echoed.body.name).toBe('echoed')
+      for (const change of [
+        { path: 'other' },
+        { user_id: alice.id + 1000 },
+        { url: 'http://x' },
+        { key: 'f'.repeat(64) },
+      ]) {
+        expectError(
+          await call(s, 'PATCH', `/api_keys/${k.id}`, { key: aliceKey.key, body: change }),
+          400,
+          'bad-request/request-params-invalid',
+        )
+      }
+      expect((await keyRow(k.id))!.path).toBe('docs')
+    })
+
     it('deletes a key, records api_key_destroy, and the key stops working', async () => {
       const k = await makeKey(s, alice.id)
       expectError(

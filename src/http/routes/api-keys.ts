@@ -51,8 +51,10 @@ const CreateBody = Type.Object(
   { additionalProperties: false },
 )
 
-/** A read-only ApiKey field: the Files.com SDK's `save()` sends every attribute back, so it is accepted and ignored. */
-const Ignored = Type.Optional(Type.Unknown({ description: 'Read-only: accepted and ignored' }))
+/** A read-only ApiKey field: the Files.com SDK's `save()` sends every attribute back. */
+const Echo = Type.Optional(
+  Type.Unknown({ description: 'Read-only: accepted only when equal to the current value' }),
+)
 
 const UpdateBody = Type.Object(
   {
@@ -62,14 +64,14 @@ const UpdateBody = Type.Object(
     description: Type.Optional(Nullable(Text(4096))),
     expires_at: Type.Optional(Expiry),
     permission_set: Type.Optional(PermissionSetField),
-    descriptive_label: Ignored,
-    created_at: Ignored,
-    key: Ignored,
-    last_use_at: Ignored,
-    path: Ignored,
-    platform: Ignored,
-    url: Ignored,
-    user_id: Ignored,
+    descriptive_label: Echo,
+    created_at: Echo,
+    key: Echo,
+    last_use_at: Echo,
+    path: Echo,
+    platform: Echo,
+    url: Echo,
+    user_id: Echo,
   },
   { additionalProperties: false },
 )

@@ -9,6 +9,7 @@ import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { IdentityCache } from '../auth/identity-cache.js'
 import { isSiteAdmin, PERMISSION_SETS, type PermissionSet, type Principal } from '../auth/principal.js'
 import { normalizePath } from '../paths.js'
+import { refuseChangedReadOnly } from '../read-only-fields.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 
 type ApiKeyRow = Selectable<ApiKeysTable>
@@ -45,7 +46,20 @@ export interface UpdateApiKeyInput {
   description?: string | null
   expires_at?: string | null
   permission_set?: string
+  /** Read-only fields, accepted only as echoes of the current values (what `save()` sends). */
+  [readOnly: string]: unknown
 }
+
+/** What `PATCH /api_keys/{id}` shows but cannot change (`key` is checked against its hash). */
+const READ_ONLY_FIELDS = [
+  'descriptive_label',
+  'created_at',
+  'last_use_at',
+  'path',
+  'platform',
+  'url',
+  'user_id',
+]
 
 // Keys that never expire sort after every dated key.
 const NEVER = 8_640_000_000_000_000
@@ -183,7 +197,15 @@ export class ApiKeyService {
 
   async update(p: Principal, id: number, input: UpdateApiKeyInput): Promise<ApiKeyJson> {
     refuseBots(p)
-    return this.applyUpdate(p, await this.visible(p, id), input)
+    const row = await this.visible(p, id)
+    refuseChangedReadOnly(input, this.toJson(row), READ_ONLY_FIELDS)
+    if (
+      input['key'] !== undefined &&
+      (typeof input['key'] !== 'string' || tokenHash(input['key']) !== row.key_hash)
+    ) {
+      throw new ApiError('bad-request/request-params-invalid', 'key is read-only')
+    }
+    return this.applyUpdate(p, row, input)
   }
 
   async remove(p: Principal, id: number): Promise<void> {

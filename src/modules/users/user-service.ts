@@ -7,6 +7,7 @@ import { hashPassword } from '../../security/secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { IdentityCache } from '../auth/identity-cache.js'
 import { isSiteAdmin, type Principal, requireSiteAdmin, type UserRow } from '../auth/principal.js'
+import { refuseChangedReadOnly } from '../read-only-fields.js'
 import type { SessionService } from '../sessions/session-service.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import {
@@ -136,11 +137,7 @@ export class UserService {
     const admin = isSiteAdmin(p)
     const row = await this.visible(p, id)
     const shown = toUserJson(row)
-    for (const f of READ_ONLY_FIELDS) {
-      if (input[f] !== undefined && input[f] !== shown[f]) {
-        throw new ApiError('bad-request/request-params-invalid', `${f} is read-only`)
-      }
-    }
+    refuseChangedReadOnly(input, shown, READ_ONLY_FIELDS)
     const self = p.user?.id === row.id
     if (!admin) {
       // Unchanged values pass: the Files.com SDK's `save()` sends every attribute back.
