@@ -340,6 +340,35 @@ describe.each(dialects)('session limits (%s)', (dialect) => {
       await s.close()
     }
   })
+
+  it('clears sessions nobody came back to when anyone logs in', async () => {
+    const s = await startServer(dialect, { SESSION_IDLE_MINUTES: '5' })
+    try {
+      const gone = await makeUser(s)
+      const kept = await makeUser(s)
+      await login(s, gone.username, gone.password)
+      await login(s, kept.username, kept.password)
+      await s.container.db
+        .updateTable('sessions')
+        .set({ last_active_at: Date.now() - 6 * MINUTE })
+        .where('user_id', '=', gone.id)
+        .execute()
+      const count = async (userId: number) =>
+        (
+          await s.container.db
+            .selectFrom('sessions')
+            .select('id_hash')
+            .where('user_id', '=', userId)
+            .execute()
+        ).length
+      expect(await count(gone.id)).toBe(1)
+      await login(s, kept.username, kept.password)
+      expect(await count(gone.id)).toBe(0)
+      expect(await count(kept.id)).toBe(2)
+    } finally {
+      await s.close()
+    }
+  })
 })
 
 describe.each(dialects)('request rate limits (%s)', (dialect) => {

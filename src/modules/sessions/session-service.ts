@@ -90,6 +90,12 @@ export class SessionService {
         })
         .execute()
       await trx.updateTable('users').set({ last_login_at: now }).where('id', '=', user.id).execute()
+      // Sessions nobody came back to would otherwise stay forever: each login clears the site's.
+      await trx
+        .deleteFrom('sessions')
+        .where('site_id', '=', siteId)
+        .where('last_active_at', '<', now - this.config.sessionIdleMinutes * 60_000)
+        .execute()
       await recordAction(trx, userCtx, { action: 'login', display: `${user.username} logged in` }, now)
     })
     return { id }
