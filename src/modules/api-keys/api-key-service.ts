@@ -14,6 +14,7 @@ import type { SiteSecrets } from '../sites/site-secrets.js'
 
 type ApiKeyRow = Selectable<ApiKeysTable>
 type Row = ApiKeyRow & { username: string | null }
+type Owner = { id: number; username: string }
 
 export interface ApiKeyJson {
   id: number
@@ -130,7 +131,7 @@ export class ApiKeyService {
 
   async create(p: Principal, input: CreateApiKeyInput): Promise<ApiKeyJson> {
     const siteWide = input.site_wide === true
-    let ownerId: number | null
+    let owner: Owner | null
     if (siteWide) {
       if (!isSiteAdmin(p))
         throw new ApiError(
@@ -143,9 +144,9 @@ export class ApiKeyService {
           'A site-wide key has no user: leave user_id out',
         )
       }
-      ownerId = null
+      owner = null
     } else {
-      ownerId = await this.resolveOwner(p, input.user_id)
+      owner = await this.resolveOwner(p, input.user_id)
     }
     const errors: ModelErrors = {}
     const permissionSet = checkPermissionSet(input.permission_set ?? 'full', siteWide, errors)
@@ -162,7 +163,7 @@ export class ApiKeyService {
         .insertInto('api_keys')
         .values({
           site_id: p.siteId,
-          user_id: ownerId,
+          user_id: owner?.id ?? null,
           key_hash: tokenHash(key),
           name: input.name ?? null,
           description: input.description ?? null,
@@ -176,9 +177,7 @@ export class ApiKeyService {
         })
         .returningAll()
         .executeTakeFirstOrThrow()
-      const full = await this.rows(p.siteId, trx)
-        .where('api_keys.id', '=', inserted.id)
-        .executeTakeFirstOrThrow()
+      const full: Row = { ...inserted, username: owner?.username ?? null }
       await recordAction(
         trx,
         contextOf(p),
@@ -279,14 +278,15 @@ export class ApiKeyService {
     return n
   }
 
-  private async resolveOwner(p: Principal, userId: number | undefined): Promise<number> {
+  /** The key's owner, with the username its label shows. */
+  private async resolveOwner(p: Principal, userId: number | undefined): Promise<Owner> {
     if (userId === undefined || userId === 0) {
       if (!p.user)
         throw new ApiError(
           'bad-request/user-required',
           'A site-wide key must name user_id, or ask for site_wide: true',
         )
-      return p.user.id
+      return { id: p.user.id, username: p.user.username }
     }
     if (userId !== p.user?.id && !isSiteAdmin(p)) {
       throw new ApiError(
@@ -296,12 +296,12 @@ export class ApiKeyService {
     }
     const user = await this.db
       .selectFrom('users')
-      .select('id')
+      .select(['id', 'username'])
       .where('site_id', '=', p.siteId)
       .where('id', '=', userId)
       .executeTakeFirst()
     if (!user) throw new ApiError('not-found/user-not-found', `User ${userId} not found`)
-    return user.id
+    return user
   }
 
   private expiry(
