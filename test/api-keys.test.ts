@@ -3,9 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   ADMIN_PASSWORD,
   ADMIN_USERNAME,
-  type CallResult,
   call,
   dialects,
+  expectError,
   login,
   makeKey,
   makeUser,
@@ -31,12 +31,6 @@ const KEY_FIELDS = [
   'user_id',
 ]
 const HOUR = 60 * 60 * 1000
-
-function expectError(r: CallResult, status: number, type: string): void {
-  expect({ status: r.status, type: r.body?.type }).toEqual({ status, type })
-  expect(r.body['http-code']).toBe(status)
-  expect(typeof r.body.instance).toBe('string')
-}
 
 const basic = (user: string, password: string) => ({
   Authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`,

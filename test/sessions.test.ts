@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RateLimiter } from '../src/http/rate-limiter.js'
 import {
-  type CallResult,
   call,
   dialects,
+  expectError,
   login,
   makeKey,
   makeUser,
@@ -12,10 +12,6 @@ import {
 } from './helpers/server.js'
 
 const MINUTE = 60_000
-
-function expectError(r: CallResult, status: number, type: string): void {
-  expect({ status: r.status, type: r.body?.type }).toEqual({ status, type })
-}
 
 const attempt = (s: TestServer, username: string, password: string, headers: Record<string, string> = {}) =>
   call(s, 'POST', '/sessions', { body: { username, password }, headers })

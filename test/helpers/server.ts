@@ -4,6 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
+import { expect } from 'vitest'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { type Container, createContainer } from '../../src/container.js'
@@ -198,4 +199,11 @@ export async function login(s: TestServer, username: string, password: string): 
   const r = await call(s, 'POST', '/sessions', { body: { username, password } })
   if (r.status !== 201) throw new Error(`login failed: ${r.status} ${r.text}`)
   return r.body.id as string
+}
+
+/** An API error with exactly this status and type, in the spec's error body. */
+export function expectError(r: CallResult, status: number, type: string): void {
+  expect({ status: r.status, type: r.body?.type }).toEqual({ status, type })
+  expect(r.body['http-code']).toBe(status)
+  expect(typeof r.body.instance).toBe('string')
 }

@@ -1,8 +1,8 @@
 import Files from 'files.com/lib/Files.js'
 import ApiKey from 'files.com/lib/models/ApiKey.js'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { dialects, makeKey, makeUser, startServer, type TestServer } from '../helpers/server.js'
-import { describeError, type Recorder, resetSdk, sdkError, startRecorder } from './sdk.js'
+import { describe, expect, it } from 'vitest'
+import { dialects, makeKey, makeUser, type TestServer } from '../helpers/server.js'
+import { describeError, type Recorder, sdkError, sdkServer } from './sdk.js'
 
 const inDays = (days: number) =>
   new Date(Date.now() + days * 86_400_000).toISOString().replace(/\.\d{3}Z$/, 'Z')
@@ -10,17 +10,9 @@ const inDays = (days: number) =>
 describe.each(dialects)('files.com SDK: API keys (%s)', (dialect) => {
   let s: TestServer
   let rec: Recorder
-  beforeAll(async () => {
-    s = await startServer(dialect)
-    rec = await startRecorder(s.url)
-  })
-  afterAll(async () => {
-    await rec?.close()
-    await s?.close()
-  })
-  beforeEach(() => {
-    resetSdk(rec.url)
-    rec.requests.length = 0
+  sdkServer(dialect, (server, recorder) => {
+    s = server
+    rec = recorder
   })
 
   it('creates a key with ApiKey.create: the plain key comes back once and works', async () => {

@@ -3,6 +3,8 @@ import type { AddressInfo } from 'node:net'
 import type { FilesApiError } from 'files.com/lib/Errors.js'
 import Files from 'files.com/lib/Files.js'
 import { LogLevel } from 'files.com/lib/Logger.js'
+import { afterAll, beforeAll, beforeEach } from 'vitest'
+import { type DialectName, startServer, type TestServer } from '../helpers/server.js'
 
 /**
  * The official SDK keeps its configuration in module globals (base URL, key, session): every test
@@ -96,4 +98,26 @@ export async function startRecorder(target: string): Promise<Recorder> {
         server.close(() => resolve())
       }),
   }
+}
+
+/**
+ * One Wharf server per test file, reached through a recording proxy, with the SDK reset before
+ * each test. `use` receives both once they are up.
+ */
+export function sdkServer(dialect: DialectName, use: (s: TestServer, rec: Recorder) => void): void {
+  let s: TestServer | undefined
+  let rec: Recorder | undefined
+  beforeAll(async () => {
+    s = await startServer(dialect)
+    rec = await startRecorder(s.url)
+    use(s, rec)
+  })
+  afterAll(async () => {
+    await rec?.close()
+    await s?.close()
+  })
+  beforeEach(() => {
+    resetSdk(rec!.url)
+    rec!.requests.length = 0
+  })
 }

@@ -1,31 +1,16 @@
 import Files from 'files.com/lib/Files.js'
 import ApiKey from 'files.com/lib/models/ApiKey.js'
 import Session from 'files.com/lib/models/Session.js'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import {
-  ADMIN_PASSWORD,
-  ADMIN_USERNAME,
-  dialects,
-  makeUser,
-  startServer,
-  type TestServer,
-} from '../helpers/server.js'
-import { describeError, type Recorder, resetSdk, sdkError, startRecorder } from './sdk.js'
+import { describe, expect, it } from 'vitest'
+import { ADMIN_PASSWORD, ADMIN_USERNAME, dialects, makeUser, type TestServer } from '../helpers/server.js'
+import { describeError, type Recorder, sdkError, sdkServer } from './sdk.js'
 
 describe.each(dialects)('files.com SDK: sessions (%s)', (dialect) => {
   let s: TestServer
   let rec: Recorder
-  beforeAll(async () => {
-    s = await startServer(dialect)
-    rec = await startRecorder(s.url)
-  })
-  afterAll(async () => {
-    await rec?.close()
-    await s?.close()
-  })
-  beforeEach(() => {
-    resetSdk(rec.url)
-    rec.requests.length = 0
+  sdkServer(dialect, (server, recorder) => {
+    s = server
+    rec = recorder
   })
 
   it('logs in with Session.create and uses the session id for later calls', async () => {

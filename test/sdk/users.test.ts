@@ -1,34 +1,25 @@
 import Files from 'files.com/lib/Files.js'
 import Session from 'files.com/lib/models/Session.js'
 import User from 'files.com/lib/models/User.js'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
   ADMIN_PASSWORD,
   ADMIN_USERNAME,
   dialects,
   makeKey,
   makeUser,
-  startServer,
   type TestServer,
 } from '../helpers/server.js'
-import { describeError, type Recorder, resetSdk, sdkError, startRecorder } from './sdk.js'
+import { describeError, type Recorder, resetSdk, sdkError, sdkServer } from './sdk.js'
 
 const unique = (prefix: string) => `${prefix}-${Math.random().toString(36).slice(2, 10)}`
 
 describe.each(dialects)('files.com SDK: users (%s)', (dialect) => {
   let s: TestServer
   let rec: Recorder
-  beforeAll(async () => {
-    s = await startServer(dialect)
-    rec = await startRecorder(s.url)
-  })
-  afterAll(async () => {
-    await rec?.close()
-    await s?.close()
-  })
-  beforeEach(() => {
-    resetSdk(rec.url)
-    rec.requests.length = 0
+  sdkServer(dialect, (server, recorder) => {
+    s = server
+    rec = recorder
   })
 
   it('creates a user with User.create, who can then log in with Session.create', async () => {
