@@ -19,6 +19,18 @@ export interface Config {
   rateLimit: { perSecond: number; burst: number; concurrent: number }
   login: { maxFailuresPerUser: number; maxAttemptsPerIp: number; windowMinutes: number }
   bodyLimitBytes: number
+  files: {
+    /** Size of each upload part the server asks for (FileUploadPart.partsize). */
+    partSize: number
+    /** How long a signed part-upload URL stays valid. */
+    uploadUrlSeconds: number
+    /** An upload with no activity for this long is abandoned: its parts are deleted. */
+    uploadExpiryMinutes: number
+    /** How long a signed download_uri stays valid. */
+    downloadUrlSeconds: number
+    /** How often the janitor deletes orphaned blobs and abandoned uploads. */
+    janitorIntervalSeconds: number
+  }
 }
 
 export class ConfigError extends Error {
@@ -115,6 +127,13 @@ export function loadConfig(env: Env = process.env): Config {
       windowMinutes: int('LOGIN_WINDOW_MINUTES', 15, 1, 1440),
     },
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1_048_576, 1024, 1_073_741_824),
+    files: {
+      partSize: int('UPLOAD_PART_SIZE', 5 * 1024 * 1024, 1024, 5 * 1024 * 1024 * 1024),
+      uploadUrlSeconds: int('UPLOAD_URL_SECONDS', 3600, 10, 7 * 86400),
+      uploadExpiryMinutes: int('UPLOAD_EXPIRY_MINUTES', 1440, 1, 30 * 1440),
+      downloadUrlSeconds: int('DOWNLOAD_URL_SECONDS', 3600, 10, 7 * 86400),
+      janitorIntervalSeconds: int('JANITOR_INTERVAL_SECONDS', 300, 1, 86400),
+    },
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config

@@ -1,5 +1,8 @@
+import path from 'node:path'
 import type { Kysely } from 'kysely'
 import type { Logger } from 'pino'
+import type { BlobStore } from './blobs/blob-store.js'
+import { LocalBlobStore } from './blobs/local-blob-store.js'
 import type { Config } from './config.js'
 import { type DatabaseHandle, openDatabase } from './db/database.js'
 import type { Database } from './db/schema.js'
@@ -7,6 +10,7 @@ import { RateLimiter } from './http/rate-limiter.js'
 import { ApiKeyService } from './modules/api-keys/api-key-service.js'
 import { AuthService } from './modules/auth/auth-service.js'
 import { IdentityCache } from './modules/auth/identity-cache.js'
+import { FileAccess } from './modules/files/file-access.js'
 import { PermissionService } from './modules/permissions/permission-service.js'
 import { SessionService } from './modules/sessions/session-service.js'
 import { SiteSecrets } from './modules/sites/site-secrets.js'
@@ -19,6 +23,8 @@ export interface Services {
   sessions: SessionService
   users: UserService
   permissions: PermissionService
+  /** What a caller may do where in the file tree. */
+  fileAccess: FileAccess
 }
 
 /** The composition root: one database, the services on it, and how to close them. */
@@ -26,6 +32,8 @@ export interface Container {
   config: Config
   database: DatabaseHandle
   db: Kysely<Database>
+  /** Where file bytes live (local disk under DATA_DIR/storage). */
+  blobs: BlobStore
   site: SiteRow
   bootstrap: BootstrapResult
   services: Services
@@ -58,17 +66,20 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const sessions = new SessionService(db, config, now)
     const identities = new IdentityCache(config.authCacheSeconds * 1000)
     const secrets = new SiteSecrets(db)
+    const blobs = new LocalBlobStore(path.join(config.dataDir, 'storage'))
     const services: Services = {
       auth: new AuthService(db, config, now, identities),
       apiKeys: new ApiKeyService(db, config, secrets, now, identities),
       sessions,
       users: new UserService(db, sessions, secrets, now, identities),
       permissions: new PermissionService(db, secrets, now),
+      fileAccess: new FileAccess(db),
     }
     return {
       config,
       database,
       db,
+      blobs,
       site,
       bootstrap,
       services,

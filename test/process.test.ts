@@ -123,7 +123,7 @@ describe('wharf command line and server process (sqlite)', () => {
     const env = baseEnv(await tempDir())
     const first = await wharf(['migrate'], env)
     expect(first.code).toBe(0)
-    expect(first.stdout).toContain('applied: 001-platform, 002-session-expiry')
+    expect(first.stdout).toContain('applied: 001-platform, 002-session-expiry, 003-files')
     const second = await wharf(['migrate'], env)
     expect(second.code).toBe(0)
     expect(second.stdout).toContain('database is up to date')

@@ -86,6 +86,57 @@ export interface ActionsTable {
   targets: string
 }
 
+export interface FilesTable {
+  id: Generated<number>
+  site_id: number
+  path: string
+  path_lower: string
+  /** lower-case path of the parent folder ('' for the root). */
+  parent_lower: string
+  name: string
+  type: 'file' | 'directory'
+  size: number
+  /** Key of the bytes in the blob store; null for folders. */
+  blob_key: string | null
+  md5: string | null
+  crc32: string | null
+  /** JSON object text. */
+  custom_metadata: string
+  created_at: number
+  mtime: number
+  provided_mtime: number | null
+  created_by_id: number | null
+  created_by_api_key_id: number | null
+  last_modified_by_id: number | null
+  last_modified_by_api_key_id: number | null
+}
+
+export interface UploadsTable {
+  id: Generated<number>
+  site_id: number
+  ref: string
+  path: string
+  user_id: number | null
+  api_key_id: number | null
+  mkdir_parents: number
+  provided_mtime: number | null
+  created_at: number
+  expires_at: number
+}
+
+export interface UploadPartsTable {
+  upload_id: number
+  part_number: number
+  size: number
+  created_at: number
+}
+
+export interface BlobGarbageTable {
+  id: Generated<number>
+  blob_key: string
+  created_at: number
+}
+
 export interface Database {
   sites: SitesTable
   users: UsersTable
@@ -93,4 +144,8 @@ export interface Database {
   api_keys: ApiKeysTable
   sessions: SessionsTable
   actions: ActionsTable
+  files: FilesTable
+  uploads: UploadsTable
+  upload_parts: UploadPartsTable
+  blob_garbage: BlobGarbageTable
 }

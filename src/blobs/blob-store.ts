@@ -1,0 +1,73 @@
+import type { Readable } from 'node:stream'
+
+/** A stored blob: its key in the store, its size and the checksums the File resource shows. */
+export interface BlobInfo {
+  key: string
+  size: number
+  /** 32 lower-case hex characters. */
+  md5: string
+  /** 8 lower-case hex characters (CRC-32, as zlib computes it). */
+  crc32: string
+}
+
+/** Inclusive byte range, as in an HTTP `Range: bytes=start-end` header. */
+export interface ByteRange {
+  start: number
+  end: number
+}
+
+/** The blob does not exist (never did, or was deleted). */
+export class BlobNotFoundError extends Error {
+  constructor(readonly key: string) {
+    super(`Blob ${key} not found`)
+    this.name = 'BlobNotFoundError'
+  }
+}
+
+/** A part's bytes ran past the limit the caller set; nothing of it was kept. */
+export class BlobTooLargeError extends Error {
+  constructor(readonly limit: number) {
+    super(`More than ${limit} bytes`)
+    this.name = 'BlobTooLargeError'
+  }
+}
+
+/**
+ * Where file bytes live. Callers never see paths or buckets: blobs are immutable, named by an
+ * opaque key the store chooses, and the database says which file uses which blob. Everything
+ * streams; nothing holds a whole file in memory. A local-disk store is the default; an
+ * S3-compatible store can implement the same interface (parts map onto multipart uploads).
+ *
+ * Upload refs and part numbers come from the upload service: refs match /^[A-Za-z0-9_-]{1,64}$/,
+ * part numbers are 1…10000.
+ */
+export interface BlobStore {
+  /** Streams `data` into a new blob (atomic: the blob appears complete or not at all). */
+  put(data: Readable, opts?: { maxBytes?: number }): Promise<BlobInfo>
+  /**
+   * Streams one part of an upload into staging, replacing an earlier copy of the same part only
+   * once this one is complete. A failed or aborted stream leaves the earlier copy (or none).
+   */
+  putPart(
+    ref: string,
+    partNumber: number,
+    data: Readable,
+    opts?: { maxBytes?: number },
+  ): Promise<{ size: number }>
+  /** Concatenates the staged parts, in the order given, into a new blob. The parts stay staged. */
+  assemble(ref: string, partNumbers: number[]): Promise<BlobInfo>
+  /** Deletes every staged part of an upload (idempotent). */
+  discardUpload(ref: string): Promise<void>
+  /** Refs with staged parts and when they last changed (epoch ms), for the janitor. */
+  stagedUploads(): AsyncIterable<{ ref: string; modifiedAt: number }>
+  /** Reads a blob, or the inclusive byte range of it. Throws BlobNotFoundError. */
+  open(key: string, range?: ByteRange): Promise<Readable>
+  /** Size of a blob, or null if it does not exist. */
+  size(key: string): Promise<number | null>
+  /** A new blob with the same bytes (copies are independent: deleting one keeps the other). */
+  copy(key: string): Promise<string>
+  /** Deletes a blob (idempotent). */
+  delete(key: string): Promise<void>
+  /** Deletes temporary files older than the given age left by a crash mid-write. */
+  sweepTemporary(olderThanMs: number): Promise<number>
+}

@@ -1,0 +1,95 @@
+import { type Kysely, PostgresAdapter, sql } from 'kysely'
+
+/**
+ * Files and folders (metadata; the bytes live in the blob store), uploads in progress with their
+ * staged parts, the durable queue of blobs to delete, and the indexes the /history endpoints need.
+ */
+export async function up(db: Kysely<any>): Promise<void> {
+  const isPg = db.getExecutor().adapter instanceof PostgresAdapter
+  const idType = isPg ? 'bigserial' : 'integer'
+  const auto = (c: any) => (isPg ? c.primaryKey() : c.primaryKey().autoIncrement())
+
+  await db.schema
+    .createTable('files')
+    .addColumn('id', idType, auto)
+    .addColumn('site_id', 'bigint', (c) => c.notNull().references('sites.id'))
+    .addColumn('path', 'text', (c) => c.notNull())
+    // Paths are case-insensitive and case-preserving: uniqueness and lookups use the lower form.
+    .addColumn('path_lower', 'text', (c) => c.notNull())
+    .addColumn('parent_lower', 'text', (c) => c.notNull())
+    .addColumn('name', 'text', (c) => c.notNull())
+    .addColumn('type', 'text', (c) => c.notNull())
+    .addColumn('size', 'bigint', (c) => c.notNull().defaultTo(0))
+    .addColumn('blob_key', 'text')
+    .addColumn('md5', 'text')
+    .addColumn('crc32', 'text')
+    .addColumn('custom_metadata', 'text', (c) => c.notNull().defaultTo('{}'))
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .addColumn('mtime', 'bigint', (c) => c.notNull())
+    .addColumn('provided_mtime', 'bigint')
+    .addColumn('created_by_id', 'bigint')
+    .addColumn('created_by_api_key_id', 'bigint')
+    .addColumn('last_modified_by_id', 'bigint')
+    .addColumn('last_modified_by_api_key_id', 'bigint')
+    .execute()
+  await db.schema
+    .createIndex('files_site_path')
+    .on('files')
+    .columns(['site_id', 'path_lower'])
+    .unique()
+    .execute()
+  await db.schema
+    .createIndex('files_site_parent')
+    .on('files')
+    .columns(['site_id', 'parent_lower', 'path_lower'])
+    .execute()
+
+  await db.schema
+    .createTable('uploads')
+    .addColumn('id', idType, auto)
+    .addColumn('site_id', 'bigint', (c) => c.notNull().references('sites.id'))
+    // Random, unguessable: it names the upload in part URLs and in `action=end`.
+    .addColumn('ref', 'text', (c) => c.notNull().unique())
+    .addColumn('path', 'text', (c) => c.notNull())
+    .addColumn('user_id', 'bigint')
+    .addColumn('api_key_id', 'bigint')
+    .addColumn('mkdir_parents', 'integer', (c) => c.notNull().defaultTo(1))
+    .addColumn('provided_mtime', 'bigint')
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .addColumn('expires_at', 'bigint', (c) => c.notNull())
+    .execute()
+  await db.schema.createIndex('uploads_expires').on('uploads').column('expires_at').execute()
+
+  await db.schema
+    .createTable('upload_parts')
+    .addColumn('upload_id', 'bigint', (c) => c.notNull().references('uploads.id').onDelete('cascade'))
+    .addColumn('part_number', 'integer', (c) => c.notNull())
+    .addColumn('size', 'bigint', (c) => c.notNull())
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .addPrimaryKeyConstraint('upload_parts_pk', ['upload_id', 'part_number'])
+    .execute()
+
+  // A blob is deleted only after the change that orphaned it commits: the row is written in that
+  // transaction, and a janitor deletes the blob and then the row (a crash between them is harmless).
+  await db.schema
+    .createTable('blob_garbage')
+    .addColumn('id', idType, auto)
+    .addColumn('blob_key', 'text', (c) => c.notNull())
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .execute()
+
+  // History by file or folder (lower(path) ranges), by user, and file actions by time.
+  // An expression index: both dialects accept this statement as written.
+  await sql`create index actions_site_path on actions (site_id, lower(path), created_at, id)`.execute(db)
+  await db.schema
+    .createIndex('actions_site_user')
+    .on('actions')
+    .columns(['site_id', 'user_id', 'created_at', 'id'])
+    .execute()
+}
+
+export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropIndex('actions_site_user').execute()
+  await db.schema.dropIndex('actions_site_path').execute()
+  for (const t of ['blob_garbage', 'upload_parts', 'uploads', 'files']) await db.schema.dropTable(t).execute()
+}

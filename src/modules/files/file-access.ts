@@ -1,0 +1,141 @@
+import type { Kysely } from 'kysely'
+import type { Database } from '../../db/schema.js'
+import { ApiError } from '../../http/errors.js'
+import { isSiteAdmin, type Principal } from '../auth/principal.js'
+import { isWithin } from '../paths.js'
+
+/**
+ * What a caller may do at a path:
+ * - `read`: download a file, see its metadata;
+ * - `write`: upload, create folders, be the destination of a copy or move;
+ * - `delete`: delete, be the source of a move;
+ * - `list`: list a folder's contents;
+ * - `history`: read the history of a file or folder;
+ * - `admin`: manage the folder's permissions.
+ */
+export type Capability = 'read' | 'write' | 'delete' | 'list' | 'history' | 'admin'
+
+/** What each folder permission grants, there and everywhere inside. */
+const GRANTS: Record<string, Capability[]> = {
+  full: ['read', 'write', 'delete', 'list', 'history'],
+  readonly: ['read', 'list', 'history'],
+  writeonly: ['write'],
+  list: ['list'],
+  history: ['history', 'list'],
+  admin: ['read', 'write', 'delete', 'list', 'history', 'admin'],
+}
+
+const REFUSAL: Record<Capability, ApiError['type']> = {
+  read: 'not-authorized/read-permission-required',
+  list: 'not-authorized/read-permission-required',
+  history: 'not-authorized/read-permission-required',
+  write: 'not-authorized/write-permission-required',
+  delete: 'not-authorized/write-permission-required',
+  admin: 'not-authorized/folder-admin-permission-required',
+}
+
+const VERB: Record<Capability, string> = {
+  read: 'read',
+  list: 'list',
+  history: 'see the history of',
+  write: 'write to',
+  delete: 'delete',
+  admin: 'administer',
+}
+
+/**
+ * One caller's reach over the file tree, loaded once per request. Site admins and site-wide keys
+ * reach everything; other users what their folder permissions grant. A key restricted to a
+ * folder reaches nothing outside it, whoever owns it.
+ */
+export class AccessView {
+  constructor(
+    /** null: every path, every capability (site admin, site-wide key). */
+    private readonly grants: { path: string; caps: Capability[] }[] | null,
+    /** The API key's folder restriction, if any. */
+    readonly keyPath: string | null,
+  ) {}
+
+  /** True when nothing but the key's folder restriction limits the caller. */
+  get unrestricted(): boolean {
+    return this.grants === null
+  }
+
+  can(path: string, cap: Capability): boolean {
+    if (this.keyPath !== null && !isWithin(path, this.keyPath)) return false
+    if (this.grants === null) return true
+    return this.grants.some((g) => g.caps.includes(cap) && isWithin(path, g.path))
+  }
+
+  /** Throws the refusal that names the missing permission (or the key's restriction). */
+  require(path: string, cap: Capability): void {
+    if (this.keyPath !== null && !isWithin(path, this.keyPath)) {
+      throw new ApiError(
+        'not-authorized/api-key-is-path-restricted',
+        `This API key is restricted to the folder ${this.keyPath}`,
+      )
+    }
+    if (!this.can(path, cap)) {
+      throw new ApiError(
+        REFUSAL[cap],
+        `You do not have permission to ${VERB[cap]} ${path === '' ? 'the root folder' : path}`,
+      )
+    }
+  }
+
+  /** Either capability will do (history of a path: `read` or `history`). */
+  requireAny(path: string, caps: Capability[]): void {
+    if (caps.some((c) => this.can(path, c))) return
+    this.require(path, caps[0]!)
+  }
+
+  /**
+   * True when `path` is a folder above something the caller may reach, so it may be entered
+   * (listed) to get there even without the list permission on it.
+   */
+  leadsTo(path: string): boolean {
+    const lower = path.toLowerCase()
+    return this.roots().some((r) => r.toLowerCase() !== lower && isWithin(r, path))
+  }
+
+  /** The topmost folders the caller reaches (permissions cut down to the key's folder). */
+  private roots(): string[] {
+    const key = this.keyPath
+    if (this.grants === null) return [key ?? '']
+    const out: string[] = []
+    for (const g of this.grants) {
+      if (key === null || isWithin(g.path, key)) out.push(g.path)
+      else if (isWithin(key, g.path)) out.push(key)
+    }
+    return out
+  }
+
+  /** Files.com's `permissions` field: `r` read, `w` write, `d` delete, `l` list. */
+  permissionString(path: string): string {
+    return (
+      (this.can(path, 'read') ? 'r' : '') +
+      (this.can(path, 'write') ? 'w' : '') +
+      (this.can(path, 'delete') ? 'd' : '') +
+      (this.can(path, 'list') ? 'l' : '')
+    )
+  }
+}
+
+export class FileAccess {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async of(p: Principal): Promise<AccessView> {
+    const keyPath = p.apiKey?.path ? p.apiKey.path : null
+    if (isSiteAdmin(p)) return new AccessView(null, keyPath)
+    const rows = await this.db
+      .selectFrom('permissions')
+      .select(['path', 'permission'])
+      .where('site_id', '=', p.siteId)
+      .where('user_id', '=', p.user!.id)
+      .execute()
+    return new AccessView(
+      rows.map((r) => ({ path: r.path, caps: GRANTS[r.permission] ?? [] })),
+      keyPath,
+    )
+  }
+}

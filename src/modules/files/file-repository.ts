@@ -1,0 +1,169 @@
+import { type Kysely, type Selectable, sql, type Transaction } from 'kysely'
+import type { Database, FilesTable } from '../../db/schema.js'
+import { ApiError } from '../../http/errors.js'
+import { type ActionContext, recordAction } from '../actions/action-recorder.js'
+import { describeFileAction } from './file-display.js'
+
+/**
+ * The files table: one row per file or folder, addressed by path (case-insensitive, stored as
+ * given) or by id. Shared by the upload, download and folder services.
+ */
+export type FileRow = Selectable<FilesTable>
+type Db = Kysely<Database> | Transaction<Database>
+
+/** Who made a change, for the created_by / last_modified_by columns. */
+export interface Author {
+  userId: number | null
+  apiKeyId: number | null
+}
+
+export function parentOf(path: string): string {
+  const i = path.lastIndexOf('/')
+  return i === -1 ? '' : path.slice(0, i)
+}
+
+export function nameOf(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1)
+}
+
+export async function findByPath(db: Db, siteId: number, path: string): Promise<FileRow | undefined> {
+  return db
+    .selectFrom('files')
+    .selectAll()
+    .where('site_id', '=', siteId)
+    .where('path_lower', '=', path.toLowerCase())
+    .executeTakeFirst()
+}
+
+export async function findById(db: Db, siteId: number, id: number): Promise<FileRow | undefined> {
+  return db
+    .selectFrom('files')
+    .selectAll()
+    .where('site_id', '=', siteId)
+    .where('id', '=', id)
+    .executeTakeFirst()
+}
+
+/** Rows strictly inside a folder (every depth), via the path_lower range `folder/` … `folder0`. */
+export function descendants(db: Db, siteId: number, folderLower: string) {
+  let q = db.selectFrom('files').where('site_id', '=', siteId)
+  if (folderLower !== '') {
+    q = q.where('path_lower', '>', `${folderLower}/`).where('path_lower', '<', `${folderLower}0`)
+  }
+  return q
+}
+
+/**
+ * Serialises writers of one path inside a transaction. PostgreSQL takes a transaction-level
+ * advisory lock; SQLite runs one write transaction at a time anyway.
+ */
+export async function lockPath(
+  trx: Transaction<Database>,
+  dialect: 'sqlite' | 'postgres',
+  siteId: number,
+  path: string,
+): Promise<void> {
+  if (dialect !== 'postgres') return
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`${siteId}:${path.toLowerCase()}`}, 0))`.execute(
+    trx,
+  )
+}
+
+/** Queues a blob for deletion once this transaction commits (the janitor deletes it). */
+export async function queueBlobDeletion(trx: Db, blobKey: string, now: number): Promise<void> {
+  await trx.insertInto('blob_garbage').values({ blob_key: blobKey, created_at: now }).execute()
+}
+
+/**
+ * Makes sure every folder above `path` exists. Missing folders are created (each recorded as a
+ * `create` Action) when `create` is true, else 422 destination-parent-does-not-exist; a file
+ * where a folder should be is 422 destination-parent-conflict.
+ */
+export async function ensureParents(
+  trx: Transaction<Database>,
+  ctx: ActionContext,
+  author: Author,
+  path: string,
+  now: number,
+  create: boolean,
+): Promise<void> {
+  const parts = path.split('/')
+  for (let i = 1; i < parts.length; i++) {
+    const folder = parts.slice(0, i).join('/')
+    const existing = await findByPath(trx, ctx.siteId, folder)
+    if (existing) {
+      if (existing.type !== 'directory') {
+        throw new ApiError(
+          'processing-failure/destination-parent-conflict',
+          `${existing.path} is a file, so it cannot hold ${path}`,
+        )
+      }
+      continue
+    }
+    if (!create) {
+      throw new ApiError(
+        'processing-failure/destination-parent-does-not-exist',
+        `The folder ${folder} does not exist (send mkdir_parents=true to create it)`,
+      )
+    }
+    await insertFolder(trx, ctx, author, folder, now)
+  }
+}
+
+/** Inserts one folder row and records its `create` Action; a concurrent twin is tolerated. */
+export async function insertFolder(
+  trx: Transaction<Database>,
+  ctx: ActionContext,
+  author: Author,
+  path: string,
+  now: number,
+): Promise<FileRow> {
+  const inserted = await trx
+    .insertInto('files')
+    .values({
+      site_id: ctx.siteId,
+      path,
+      path_lower: path.toLowerCase(),
+      parent_lower: parentOf(path).toLowerCase(),
+      name: nameOf(path),
+      type: 'directory',
+      size: 0,
+      custom_metadata: '{}',
+      created_at: now,
+      mtime: now,
+      created_by_id: author.userId,
+      created_by_api_key_id: author.apiKeyId,
+      last_modified_by_id: author.userId,
+      last_modified_by_api_key_id: author.apiKeyId,
+    })
+    .onConflict((oc) => oc.columns(['site_id', 'path_lower']).doNothing())
+    .returningAll()
+    .executeTakeFirst()
+  if (!inserted) {
+    const row = await findByPath(trx, ctx.siteId, path)
+    if (row?.type !== 'directory') {
+      throw new ApiError('processing-failure/destination-parent-conflict', `${path} is a file, not a folder`)
+    }
+    return row
+  }
+  await recordAction(
+    trx,
+    ctx,
+    {
+      action: 'create',
+      display: describeFileAction('create', path, 'directory'),
+      path,
+      targets: fileTargets(inserted),
+    },
+    now,
+  )
+  return inserted
+}
+
+/**
+ * The `targets` of a file Action: the file or folder it concerns. Webhooks read the kind from
+ * here (a `create` of a folder is the "Create Folder" operation).
+ */
+export function fileTargets(row: Pick<FileRow, 'id' | 'type' | 'name'>) {
+  return [{ type: row.type === 'directory' ? 'folder' : 'file', id: row.id, name: row.name }]
+}
