@@ -1,0 +1,235 @@
+// `npm run bench:transfer`: upload and download of one large file through Wharf's API (the
+// Files.com multi-part flow: open the upload, PUT each part to its signed URL, end it; then
+// GET /files/{path} and fetch its download_uri), next to a plain Node stream copy of the same
+// file on the same disk in the same run, and the server's peak resident memory.
+//
+// Settings (environment): BENCH_TRANSFER_MB (1024), BENCH_PARALLEL_PARTS (4),
+// BENCH_PART_MB (part size the server asks for; default: the server's default, 5 MiB),
+// BENCH_DATABASE_URL (also runs against PostgreSQL). See docs/performance.md.
+import crypto from 'node:crypto'
+import fs from 'node:fs'
+import fsp from 'node:fs/promises'
+import http from 'node:http'
+import os from 'node:os'
+import path from 'node:path'
+import { pipeline } from 'node:stream/promises'
+import {
+  abort,
+  cleanups,
+  createPgDatabase,
+  dropPgDatabase,
+  fmt,
+  intSetting,
+  root,
+  runCleanups,
+  startWharf,
+  stopChild,
+  table,
+} from './harness.js'
+
+const MB = intSetting('BENCH_TRANSFER_MB', 1024, 1, 65536)
+const PARALLEL = intSetting('BENCH_PARALLEL_PARTS', 4, 1, 64)
+const PART_MB = intSetting('BENCH_PART_MB', 0, 0, 5120)
+const PG_URL = process.env['BENCH_DATABASE_URL'] || undefined
+const TARGET_RATIO = 0.6
+const TARGET_RSS_MB = 150
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
+
+/** A file of `MB` mebibytes of random bytes (a 64 MiB random block repeated), and its md5. */
+async function makeSource(dir) {
+  const file = path.join(dir, 'source.bin')
+  const block = crypto.randomBytes(Math.min(MB, 64) * 1024 * 1024)
+  const md5 = crypto.createHash('md5')
+  const out = fs.createWriteStream(file)
+  let left = MB * 1024 * 1024
+  while (left > 0) {
+    const chunk = left >= block.length ? block : block.subarray(0, left)
+    md5.update(chunk)
+    if (!out.write(chunk)) await new Promise((r) => out.once('drain', r))
+    left -= chunk.length
+  }
+  await new Promise((r, j) => out.end((e) => (e ? j(e) : r())))
+  return { file, md5: md5.digest('hex'), size: MB * 1024 * 1024 }
+}
+
+/** Plain Node: read stream piped into a write stream on the same disk. */
+async function plainCopy(src, dir) {
+  const dst = path.join(dir, `copy-${crypto.randomBytes(4).toString('hex')}.bin`)
+  const t = process.hrtime.bigint()
+  await pipeline(fs.createReadStream(src.file), fs.createWriteStream(dst))
+  const ms = Number(process.hrtime.bigint() - t) / 1e6
+  await fsp.rm(dst)
+  return ms
+}
+
+function request(url, { method = 'GET', headers = {}, body } = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, headers, agent }, (res) => resolve(res))
+    req.once('error', reject)
+    if (body && typeof body.pipe === 'function') body.pipe(req)
+    else req.end(body)
+  })
+}
+
+async function readJson(res, what) {
+  let text = ''
+  for await (const c of res) text += c
+  if (res.statusCode >= 300) throw new Error(`${what}: HTTP ${res.statusCode} ${text}`)
+  return text === '' ? null : JSON.parse(text)
+}
+
+async function apiJson(w, method, rel, body) {
+  const res = await request(`${w.api}${rel}`, {
+    method,
+    headers: { ...w.headers, 'Content-Type': 'application/json' },
+    body: body ? JSON.stringify(body) : undefined,
+  })
+  return readJson(res, `${method} ${rel}`)
+}
+
+/** The Files.com flow the SDKs use: put → (put part N → PUT upload_uri)… → end. */
+async function upload(w, src, name) {
+  const rel = `/files/${encodeURIComponent(name)}`
+  const t = process.hrtime.bigint()
+  const first = await apiJson(w, 'POST', rel, { action: 'put' })
+  const partSize = first.partsize
+  const parts = Math.ceil(src.size / partSize)
+  let next = 1
+  async function worker() {
+    while (next <= parts) {
+      const n = next++
+      const part = await apiJson(w, 'POST', rel, { action: 'put', part: n, ref: first.ref })
+      const start = (n - 1) * partSize
+      const end = Math.min(src.size, start + partSize) - 1
+      const res = await request(part.upload_uri, {
+        method: 'PUT',
+        headers: { 'Content-Length': String(end - start + 1) },
+        body: fs.createReadStream(src.file, { start, end, highWaterMark: 1024 * 1024 }),
+      })
+      await readJson(res, `PUT part ${n}`)
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(PARALLEL, parts) }, worker))
+  const file = await apiJson(w, 'POST', rel, { action: 'end', ref: first.ref })
+  const ms = Number(process.hrtime.bigint() - t) / 1e6
+  if (file.size !== src.size || file.md5 !== src.md5)
+    throw new Error(`uploaded file differs: ${file.size} bytes, md5 ${file.md5}`)
+  return { ms, parts, partSize }
+}
+
+/** GET /files/{path} for the signed link, then the bytes to a file on the same disk. */
+async function download(w, src, name, dir) {
+  const dst = path.join(dir, `download-${crypto.randomBytes(4).toString('hex')}.bin`)
+  const t = process.hrtime.bigint()
+  const file = await apiJson(w, 'GET', `/files/${encodeURIComponent(name)}`)
+  const res = await request(file.download_uri)
+  if (res.statusCode !== 200) throw new Error(`download: HTTP ${res.statusCode}`)
+  const md5 = crypto.createHash('md5')
+  res.on('data', (c) => md5.update(c))
+  await pipeline(res, fs.createWriteStream(dst))
+  const ms = Number(process.hrtime.bigint() - t) / 1e6
+  await fsp.rm(dst)
+  if (md5.digest('hex') !== src.md5) throw new Error('downloaded bytes differ from the upload')
+  return { ms }
+}
+
+/** Peak and current resident memory of a process (Linux), in MiB. */
+async function memory(pid) {
+  try {
+    const status = await fsp.readFile(`/proc/${pid}/status`, 'utf8')
+    const kb = (k) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? Number.NaN)
+    return { peak: kb('VmHWM') / 1024, now: kb('VmRSS') / 1024 }
+  } catch {
+    return { peak: Number.NaN, now: Number.NaN }
+  }
+}
+
+async function main() {
+  await fsp.access(path.join(root, 'dist', 'cli.js')).catch(() => {
+    throw new Error('dist/cli.js is missing: run `npm run build` first (npm run bench:transfer does)')
+  })
+  const work = await fsp.mkdtemp(path.join(os.tmpdir(), 'wharf-bench-transfer-'))
+  cleanups.push(() => fsp.rm(work, { recursive: true, force: true }))
+  console.log(`Wharf transfer benchmark: ${MB} MiB file, ${PARALLEL} parts in flight`)
+  console.log(`Node ${process.version}, ${os.cpus().length} CPU(s); ${new Date().toISOString()}\n`)
+  const src = await makeSource(work)
+  const env = PART_MB ? { UPLOAD_PART_SIZE: String(PART_MB * 1024 * 1024) } : {}
+  const targets = [{ label: 'SQLite' }]
+  if (PG_URL) targets.push({ label: 'PostgreSQL', pg: true })
+  const rows = [['run', 'MB/s', 'seconds', 'vs plain copy', 'server peak RSS MiB', 'targets']]
+  let allOk = true
+  const mbps = (ms) => src.size / 1024 / 1024 / (ms / 1000)
+  try {
+    for (const t of targets) {
+      let url
+      if (t.pg) {
+        const d = await createPgDatabase(PG_URL)
+        cleanups.push(() => dropPgDatabase(PG_URL, d.name))
+        url = d.url
+      }
+      const w = await startWharf(`Wharf, ${t.label}`, url, env)
+      try {
+        const before = await memory(w.proc.child.pid)
+        // Plain copies before and after each transfer, so disk-cache drift hits both sides.
+        const copy1 = await plainCopy(src, work)
+        const up = await upload(w, src, 'bench/large.bin')
+        const copy2 = await plainCopy(src, work)
+        const down = await download(w, src, 'bench/large.bin', work)
+        const copy3 = await plainCopy(src, work)
+        const mem = await memory(w.proc.child.pid)
+        const copyUp = (copy1 + copy2) / 2
+        const copyDown = (copy2 + copy3) / 2
+        console.log(
+          `  ${t.label}: ${up.parts} parts of ${fmt(up.partSize / 1024 / 1024, 1)} MiB; server RSS ${fmt(before.now)} MiB at start, peak ${fmt(mem.peak)} MiB`,
+        )
+        for (const [what, ms, base] of [
+          ['upload', up.ms, copyUp],
+          ['download', down.ms, copyDown],
+        ]) {
+          const ratio = base / ms
+          const ok = ratio >= TARGET_RATIO && mem.peak < TARGET_RSS_MB
+          allOk &&= ok
+          rows.push([
+            `${what}, ${t.label}`,
+            fmt(mbps(ms)),
+            fmt(ms / 1000, 1),
+            fmt(ratio, 2),
+            fmt(mem.peak),
+            ok ? 'met' : 'MISSED',
+          ])
+        }
+        rows.push([
+          `plain Node stream copy (mean)`,
+          fmt(mbps((copyUp + copyDown) / 2)),
+          fmt((copyUp + copyDown) / 2000, 1),
+          '1.00',
+          '',
+          '',
+        ])
+      } finally {
+        await stopChild(w.proc)
+      }
+    }
+    console.log(`\n${table(rows)}\n`)
+    console.log(
+      `Targets: at least ${TARGET_RATIO * 100}% of the plain copy's MB/s, server peak RSS under ${TARGET_RSS_MB} MiB: ${allOk ? 'met' : 'MISSED'}`,
+    )
+  } finally {
+    await runCleanups()
+    agent.destroy()
+  }
+}
+
+const watchdog = setTimeout(
+  () => {
+    console.error('bench: gave up after the time limit')
+    abort(1)
+  },
+  (120 + MB * 0.5 * (PG_URL ? 2 : 1)) * 1000,
+)
+main()
+  .catch((err) => {
+    console.error(`bench failed: ${err instanceof Error ? err.message : err}`)
+    process.exitCode = 1
+  })
+  .finally(() => clearTimeout(watchdog))
