@@ -39,7 +39,11 @@ export class BlobTooLargeError extends Error {
  * S3-compatible store can implement the same interface (parts map onto multipart uploads).
  *
  * Upload refs and part numbers come from the upload service: refs match /^[A-Za-z0-9_-]{1,64}$/,
- * part numbers are 1…10000.
+ * part numbers are 1…10000; anything else is refused with an Error.
+ *
+ * `put` and `putPart` consume their input stream; when they fail (BlobTooLargeError included) they
+ * destroy it, which for an HTTP request body closes the connection. A route that wants to answer
+ * with an error instead checks Content-Length against the limit before calling them.
  */
 export interface BlobStore {
   /** Streams `data` into a new blob (atomic: the blob appears complete or not at all). */

@@ -15,6 +15,7 @@ import {
 
 const REF = /^[A-Za-z0-9_-]{1,64}$/
 const KEY = /^[0-9a-f]{32}$/
+const MAX_PART = 10_000
 
 /** Counts bytes, computes md5 and CRC-32 on the way through, and stops past a size limit. */
 class Digest extends Transform {
@@ -54,7 +55,8 @@ class Digest extends Transform {
  * - `blobs/ab/cd/<key>`: published blobs (key: 32 random hex characters), never modified;
  * - `parts/<ref>/<n>`: staged parts of uploads in progress;
  * - `tmp/`: files being written. Every write goes to tmp, is flushed to disk, and is renamed into
- *   place, so a reader or a crash never sees half a blob.
+ *   place (and the folder holding it flushed too), so a reader or a crash never sees half a blob
+ *   and a blob reported as stored survives a power cut.
  */
 export class LocalBlobStore implements BlobStore {
   private readonly blobs: string
@@ -69,9 +71,14 @@ export class LocalBlobStore implements BlobStore {
   }
 
   private init(): Promise<void> {
-    this.ready ??= Promise.all(
-      [this.blobs, this.parts, this.tmp].map((d) => fsp.mkdir(d, { recursive: true })),
-    ).then(() => undefined)
+    this.ready ??= Promise.all([this.blobs, this.parts, this.tmp].map(mkdirDurable)).then(
+      () => undefined,
+      (err: unknown) => {
+        // Not cached: a folder that could not be made now (a full disk, say) may be made later.
+        this.ready = null
+        throw err
+      },
+    )
     return this.ready
   }
 
@@ -89,27 +96,14 @@ export class LocalBlobStore implements BlobStore {
     return path.join(this.tmp, `${Date.now()}-${crypto.randomBytes(8).toString('hex')}`)
   }
 
-  /** Writes a stream to a temporary file and flushes it; the caller renames it into place. */
-  private async writeTemp(source: Readable | Readable[], digest: Digest): Promise<string> {
+  /** Writes a stream to a temporary file, flushed to disk; the caller renames it into place. */
+  private async writeTemp(source: Readable, digest: Digest): Promise<string> {
     await this.init()
     const tmp = this.tmpPath()
     try {
-      const out = fs.createWriteStream(tmp, { flags: 'wx' })
-      if (Array.isArray(source)) {
-        // Parts one after another into one file, without ending the file between them.
-        for (const s of source) await pipeline(s, digest, out, { end: false })
-        await new Promise<void>((resolve, reject) => {
-          out.end((err?: Error | null) => (err ? reject(err) : resolve()))
-        })
-      } else {
-        await pipeline(source, digest, out)
-      }
-      const fd = await fsp.open(tmp, 'r+')
-      try {
-        await fd.sync()
-      } finally {
-        await fd.close()
-      }
+      // `flush` fsyncs before the close; pipeline settles only once the file is closed, so the
+      // rm below never races the stream (a failed input leaves no temporary file behind).
+      await pipeline(source, digest, fs.createWriteStream(tmp, { flags: 'wx', flush: true }))
       return tmp
     } catch (err) {
       await fsp.rm(tmp, { force: true })
@@ -117,48 +111,58 @@ export class LocalBlobStore implements BlobStore {
     }
   }
 
-  private async publish(tmp: string, key: string): Promise<void> {
-    const dest = this.blobPath(key)
-    await fsp.mkdir(path.dirname(dest), { recursive: true })
-    await fsp.rename(tmp, dest)
-  }
-
-  async put(data: Readable, opts: { maxBytes?: number } = {}): Promise<BlobInfo> {
-    const digest = new Digest(opts.maxBytes)
-    const tmp = await this.writeTemp(data, digest)
-    const key = crypto.randomBytes(16).toString('hex')
-    await this.publish(tmp, key)
-    return digest.result(key)
-  }
-
-  async putPart(ref: string, partNumber: number, data: Readable, opts: { maxBytes?: number } = {}) {
-    const dir = this.partDir(ref)
-    if (!Number.isInteger(partNumber) || partNumber < 1) throw new Error(`Invalid part number ${partNumber}`)
-    const digest = new Digest(opts.maxBytes, false)
-    const tmp = await this.writeTemp(data, digest)
+  /** Renames a finished temporary file to `dest`, durably; the temporary file never outlives a failure. */
+  private async moveIntoPlace(tmp: string, dest: string): Promise<void> {
     try {
-      await fsp.mkdir(dir, { recursive: true })
-      await fsp.rename(tmp, path.join(dir, String(partNumber)))
+      await mkdirDurable(path.dirname(dest))
+      await fsp.rename(tmp, dest)
     } catch (err) {
       await fsp.rm(tmp, { force: true })
       throw err
     }
+    await syncDir(path.dirname(dest))
+  }
+
+  private async publish(tmp: string): Promise<string> {
+    const key = crypto.randomBytes(16).toString('hex')
+    await this.moveIntoPlace(tmp, this.blobPath(key))
+    return key
+  }
+
+  async put(data: Readable, opts: { maxBytes?: number } = {}): Promise<BlobInfo> {
+    const digest = new Digest(opts.maxBytes)
+    const key = await this.publish(await this.writeTemp(data, digest))
+    return digest.result(key)
+  }
+
+  async putPart(ref: string, partNumber: number, data: Readable, opts: { maxBytes?: number } = {}) {
+    const file = path.join(this.partDir(ref), partName(partNumber))
+    const digest = new Digest(opts.maxBytes, false)
+    // Each writer has its own temporary file and rename replaces atomically: when the same part
+    // arrives twice at once, the last one to finish wins whole.
+    await this.moveIntoPlace(await this.writeTemp(data, digest), file)
     return { size: digest.size }
   }
 
   async assemble(ref: string, partNumbers: number[]): Promise<BlobInfo> {
     const dir = this.partDir(ref)
-    const digest = new Digest()
+    const files = partNumbers.map((n) => path.join(dir, partName(n)))
     // Opened lazily, one at a time, so that a thousand parts do not hold a thousand descriptors.
     async function* concat() {
-      for (const n of partNumbers) {
-        const stream = fs.createReadStream(path.join(dir, String(n)))
-        for await (const chunk of stream) yield chunk as Buffer
+      for (const [i, file] of files.entries()) {
+        const handle = await fsp.open(file, 'r').catch((err: NodeJS.ErrnoException) => {
+          if (err.code === 'ENOENT') throw new Error(`Part ${partNumbers[i]} of upload ${ref} is not staged`)
+          throw err
+        })
+        // The stream closes the handle when it ends or when the loop is left early.
+        for await (const chunk of handle.createReadStream({ highWaterMark: 256 * 1024 }))
+          yield chunk as Buffer
       }
     }
-    const tmp = await this.writeTemp(Readable.from(concat(), { objectMode: false }), digest)
-    const key = crypto.randomBytes(16).toString('hex')
-    await this.publish(tmp, key)
+    const digest = new Digest()
+    const key = await this.publish(
+      await this.writeTemp(Readable.from(concat(), { objectMode: false }), digest),
+    )
     return digest.result(key)
   }
 
@@ -171,6 +175,7 @@ export class LocalBlobStore implements BlobStore {
     const dir = await fsp.opendir(this.parts)
     for await (const entry of dir) {
       if (!entry.isDirectory() || !REF.test(entry.name)) continue
+      // The folder's mtime moves whenever a part is renamed into it.
       const st = await fsp.stat(path.join(this.parts, entry.name)).catch(() => null)
       if (st) yield { ref: entry.name, modifiedAt: st.mtimeMs }
     }
@@ -178,11 +183,13 @@ export class LocalBlobStore implements BlobStore {
 
   async open(key: string, range?: ByteRange): Promise<Readable> {
     const file = this.blobPath(key)
+    if (range) checkRange(range)
     // Open first, so a missing blob is an error here and not in the middle of a response.
     const handle = await fsp.open(file, 'r').catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') throw new BlobNotFoundError(key)
       throw err
     })
+    // The stream owns the handle from here: it closes it on end, error or destroy.
     return handle.createReadStream({
       ...(range ? { start: range.start, end: range.end } : {}),
       highWaterMark: 256 * 1024,
@@ -199,19 +206,19 @@ export class LocalBlobStore implements BlobStore {
   }
 
   async copy(key: string): Promise<string> {
+    const source = this.blobPath(key)
     await this.init()
     const tmp = this.tmpPath()
     try {
       // A reflink where the file system offers one (copy-on-write), a plain copy elsewhere.
-      await fsp.copyFile(this.blobPath(key), tmp, fs.constants.COPYFILE_FICLONE)
+      await fsp.copyFile(source, tmp, fs.constants.COPYFILE_FICLONE | fs.constants.COPYFILE_EXCL)
+      await syncFile(tmp)
     } catch (err) {
       await fsp.rm(tmp, { force: true })
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new BlobNotFoundError(key)
       throw err
     }
-    const copy = crypto.randomBytes(16).toString('hex')
-    await this.publish(tmp, copy)
-    return copy
+    return this.publish(tmp)
   }
 
   async delete(key: string): Promise<void> {
@@ -221,16 +228,68 @@ export class LocalBlobStore implements BlobStore {
 
   async sweepTemporary(olderThanMs: number): Promise<number> {
     await this.init()
+    // File times are wall-clock times, so this compares against the wall clock.
     const cutoff = Date.now() - olderThanMs
     let removed = 0
     for (const name of await fsp.readdir(this.tmp)) {
       const file = path.join(this.tmp, name)
+      // A file still being written has a fresh mtime: every write moves it.
       const st = await fsp.stat(file).catch(() => null)
       if (st && st.mtimeMs < cutoff) {
-        await fsp.rm(file, { force: true })
+        await fsp.rm(file, { recursive: true, force: true })
         removed++
       }
     }
     return removed
+  }
+}
+
+/** The file name of a part; refuses anything but 1…10000, so no number can name another file. */
+function partName(n: number): string {
+  if (!Number.isInteger(n) || n < 1 || n > MAX_PART) throw new Error(`Invalid part number ${n}`)
+  return String(n)
+}
+
+function checkRange({ start, end }: ByteRange): void {
+  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start < 0 || end < start) {
+    throw new RangeError(`Invalid byte range ${start}-${end}`)
+  }
+}
+
+async function syncFile(file: string): Promise<void> {
+  const handle = await fsp.open(file, 'r+')
+  try {
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}
+
+/** Flushes a folder's entries (a rename or a new file in it) to disk. */
+async function syncDir(dir: string): Promise<void> {
+  let handle: fsp.FileHandle
+  try {
+    handle = await fsp.open(dir, 'r')
+  } catch (err) {
+    // Windows cannot open a folder as a file; its file system orders metadata writes itself.
+    if (['EISDIR', 'EPERM', 'EACCES'].includes((err as NodeJS.ErrnoException).code ?? '')) return
+    throw err
+  }
+  try {
+    await handle.sync()
+  } catch (err) {
+    if (!['EINVAL', 'EPERM', 'EBADF'].includes((err as NodeJS.ErrnoException).code ?? '')) throw err
+  } finally {
+    await handle.close()
+  }
+}
+
+/** mkdir -p, then flushes the parent of each folder it created so the new folders survive a crash. */
+async function mkdirDurable(dir: string): Promise<void> {
+  const first = await fsp.mkdir(dir, { recursive: true })
+  if (first === undefined) return
+  for (let d = dir; ; d = path.dirname(d)) {
+    await syncDir(path.dirname(d))
+    if (d === first || path.dirname(d) === d) break
   }
 }
