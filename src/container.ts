@@ -1,6 +1,7 @@
 import path from 'node:path'
 import type { Kysely } from 'kysely'
 import type { Logger } from 'pino'
+import { BlobJanitor } from './blobs/blob-janitor.js'
 import type { BlobStore } from './blobs/blob-store.js'
 import { LocalBlobStore } from './blobs/local-blob-store.js'
 import type { Config } from './config.js'
@@ -34,11 +35,15 @@ export interface Container {
   db: Kysely<Database>
   /** Where file bytes live (local disk under DATA_DIR/storage). */
   blobs: BlobStore
+  /** Deletes orphaned blobs and abandoned uploads; tests call `janitor.runOnce()`. */
+  janitor: BlobJanitor
   site: SiteRow
   bootstrap: BootstrapResult
   services: Services
   rateLimiter: RateLimiter
   now: () => number
+  /** Starts the background timers (the janitor); the server calls it once it listens. */
+  startBackground(): void
   close(): Promise<void>
 }
 
@@ -67,6 +72,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const identities = new IdentityCache(config.authCacheSeconds * 1000)
     const secrets = new SiteSecrets(db)
     const blobs = new LocalBlobStore(path.join(config.dataDir, 'storage'))
+    const janitor = new BlobJanitor(db, blobs, now, { logger: opts.logger })
     const services: Services = {
       auth: new AuthService(db, config, now, identities),
       apiKeys: new ApiKeyService(db, config, secrets, now, identities),
@@ -80,12 +86,18 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       database,
       db,
       blobs,
+      janitor,
       site,
       bootstrap,
       services,
       rateLimiter: new RateLimiter(config.rateLimit, now),
       now,
-      close: () => database.close(),
+      startBackground: () => janitor.start(config.files.janitorIntervalSeconds * 1000),
+      close: async () => {
+        // The janitor first: a run in progress finishes before the database closes under it.
+        await janitor.stop()
+        await database.close()
+      },
     }
   } catch (err) {
     await database.close()
