@@ -7,6 +7,7 @@ import { ApiError } from './http/errors.js'
 import { API_PREFIX, type Format, negotiate, parseXmlBody, splitFormatSuffix, toXml } from './http/format.js'
 import { registerAuth } from './http/plugins/auth.js'
 import { apiKeyRoutes } from './http/routes/api-keys.js'
+import { historyRoutes } from './http/routes/history.js'
 import { permissionRoutes } from './http/routes/permissions.js'
 import { sessionRoutes } from './http/routes/sessions.js'
 import { swaggerRoutes } from './http/routes/swagger.js'
@@ -162,6 +163,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       await api.register(apiKeyRoutes(container))
       await api.register(userRoutes(container))
       await api.register(permissionRoutes(container))
+      await api.register(historyRoutes(container))
       await api.register(swaggerRoutes())
     },
     { prefix: API_PREFIX },

@@ -12,6 +12,7 @@ import { ApiKeyService } from './modules/api-keys/api-key-service.js'
 import { AuthService } from './modules/auth/auth-service.js'
 import { IdentityCache } from './modules/auth/identity-cache.js'
 import { FileAccess } from './modules/files/file-access.js'
+import { HistoryService } from './modules/history/history-service.js'
 import { PermissionService } from './modules/permissions/permission-service.js'
 import { SessionService } from './modules/sessions/session-service.js'
 import { SiteSecrets } from './modules/sites/site-secrets.js'
@@ -26,6 +27,8 @@ export interface Services {
   permissions: PermissionService
   /** What a caller may do where in the file tree. */
   fileAccess: FileAccess
+  /** The /history endpoints: recent actions. */
+  history: HistoryService
 }
 
 /** The composition root: one database, the services on it, and how to close them. */
@@ -72,6 +75,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const identities = new IdentityCache(config.authCacheSeconds * 1000)
     const secrets = new SiteSecrets(db)
     const blobs = new LocalBlobStore(path.join(config.dataDir, 'storage'))
+    const fileAccess = new FileAccess(db)
     const janitor = new BlobJanitor(db, blobs, now, { logger: opts.logger })
     const services: Services = {
       auth: new AuthService(db, config, now, identities),
@@ -79,7 +83,8 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       sessions,
       users: new UserService(db, sessions, secrets, now, identities),
       permissions: new PermissionService(db, secrets, now),
-      fileAccess: new FileAccess(db),
+      fileAccess,
+      history: new HistoryService(db, database.dialect.name, fileAccess, secrets, now),
     }
     return {
       config,

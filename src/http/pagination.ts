@@ -38,6 +38,8 @@ export interface ListSpec {
   filter: Record<string, ListField>
   /** Forward-only lists (export results) never hand out a previous-page cursor. */
   forwardOnly?: boolean
+  /** Order when the request names none (else id ascending); its cursors work as for a named sort. */
+  defaultSort?: { field: string; dir: 'asc' | 'desc' }
 }
 
 export const DEFAULT_PER_PAGE = 1000
@@ -105,6 +107,7 @@ export function parseListQuery(
       }
     }
   }
+  if (!sort && spec.defaultSort) sort = { ...spec.defaultSort }
   filters.sort((a, b) => (a.field + a.op).localeCompare(b.field + b.op))
   const binding = crypto
     .createHash('sha256')
