@@ -128,3 +128,91 @@ declare module 'files.com/lib/models/User.js' {
     static create(params: Record<string, unknown>, options?: RequestOptions): Promise<User>
   }
 }
+
+declare module 'files.com/lib/models/FileAction.js' {
+  export default class FileAction {
+    readonly status: string
+    readonly file_migration_id: number | null
+    readonly attributes: Record<string, unknown>
+    getStatus(): string
+  }
+}
+
+declare module 'files.com/lib/models/File.js' {
+  import type FileAction from 'files.com/lib/models/FileAction.js'
+
+  interface RequestOptions {
+    apiKey?: string
+    sessionId?: string
+    autoPaginate?: boolean
+    headers?: Record<string, string>
+  }
+  export default class File {
+    constructor(attributes?: Record<string, unknown>, options?: RequestOptions)
+    readonly id: number
+    readonly path: string
+    readonly display_name: string
+    readonly type: 'file' | 'directory'
+    readonly size: number
+    readonly md5: string | null
+    readonly crc32: string | null
+    readonly mtime: string | null
+    readonly created_at: string | null
+    readonly mime_type: string | null
+    readonly permissions: string
+    readonly download_uri?: string
+    readonly attributes: Record<string, unknown>
+    getPath(): string
+    getDownloadUri(): string | undefined
+    /** GET /files/{path}: the File with a download_uri (or without, with action: 'stat'). */
+    download(params?: Record<string, unknown>): Promise<File>
+    downloadToString(): Promise<string>
+    downloadToStream(stream: NodeJS.WritableStream): Promise<void>
+    downloadToFile(localPath: string): Promise<void>
+    delete(params?: { recursive?: boolean }): Promise<void>
+    destroy(params?: { recursive?: boolean }): Promise<void>
+    copy(params: { destination: string; overwrite?: boolean; structure?: boolean }): Promise<FileAction>
+    move(params: { destination: string; overwrite?: boolean }): Promise<FileAction>
+    static uploadFile(
+      path: string,
+      localFile: string,
+      params?: Record<string, unknown>,
+      options?: RequestOptions,
+    ): Promise<File>
+    static uploadData(
+      path: string,
+      data: string | Buffer,
+      params?: Record<string, unknown>,
+      options?: RequestOptions,
+    ): Promise<File>
+    static uploadStream(
+      path: string,
+      stream: NodeJS.ReadableStream,
+      params?: Record<string, unknown>,
+      options?: RequestOptions,
+    ): Promise<File>
+    /** GET /file_actions/metadata/{path}: the File without a download_uri. */
+    static find(path: string, params?: Record<string, unknown>, options?: RequestOptions): Promise<File>
+    static get(path: string, params?: Record<string, unknown>, options?: RequestOptions): Promise<File>
+  }
+}
+
+declare module 'files.com/lib/models/Folder.js' {
+  import type File from 'files.com/lib/models/File.js'
+
+  interface RequestOptions {
+    apiKey?: string
+    sessionId?: string
+    autoPaginate?: boolean
+    headers?: Record<string, string>
+  }
+  // biome-ignore lint/complexity/noStaticOnlyClass: typings of the SDK's own class, which is so
+  export default class Folder {
+    static listFor(path: string, params?: Record<string, unknown>, options?: RequestOptions): Promise<File[]>
+    static create(
+      path: string,
+      params?: { mkdir_parents?: boolean; provided_mtime?: string },
+      options?: RequestOptions,
+    ): Promise<File>
+  }
+}

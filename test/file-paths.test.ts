@@ -1,0 +1,204 @@
+import crypto from 'node:crypto'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  download,
+  enc,
+  encAll,
+  rawRequest,
+  req,
+  type Target,
+  upload,
+  uploadRefusal,
+} from './helpers/files.js'
+import { dialects, expectError, startServer, type TestServer } from './helpers/server.js'
+
+/** How paths in URLs are read: encodings, odd characters, limits, case, and files vs folders. */
+describe.each(dialects)('file paths over raw HTTP (%s)', (dialect) => {
+  let s: TestServer
+  let t: Target
+  beforeAll(async () => {
+    s = await startServer(dialect)
+    t = { api: s.api, key: s.adminKey }
+  })
+  afterAll(async () => s?.close())
+
+  const unique = (prefix: string) => `${prefix}-${crypto.randomBytes(4).toString('hex')}`
+  const meta = (p: string) => req(t, 'GET', `/file_actions/metadata/${p}`)
+  const list = async (folder: string) => {
+    const r = await req(t, 'GET', `/folders/${enc(folder)}`)
+    expect(r.status).toBe(200)
+    return (r.body as { display_name: string; path: string }[]).map((f) => f.display_name)
+  }
+
+  it('addresses the same file by a raw path and a fully encoded one', async () => {
+    const root = unique('enc')
+    const made = await upload(t, `${root}/b/c.txt`, 'abc')
+    expect(made.path).toBe(`${root}/b/c.txt`)
+    for (const p of [`${root}/b/c.txt`, encAll(`${root}/b/c.txt`), `${root}%2Fb/c.txt`]) {
+      const r = await meta(p)
+      expect({ p, status: r.status, id: r.body?.id }).toEqual({ p, status: 200, id: made.id })
+      const g = await req(t, 'GET', `/files/${p}`)
+      expect({ p, status: g.status, id: g.body?.id }).toEqual({ p, status: 200, id: made.id })
+    }
+    // Every step of an upload through the encoded form reaches the same file, and replaces it.
+    const encoded: Target = { ...t, encode: encAll }
+    const replaced = await upload(encoded, `${root}/b/c.txt`, 'new')
+    expect(replaced.path).toBe(`${root}/b/c.txt`)
+    expect((await download(encoded, `${root}/b/c.txt`)).toString()).toBe('new')
+    expect((await download(t, `${root}/b/c.txt`)).toString()).toBe('new')
+    expect(await list(`${root}/b`)).toEqual(['c.txt'])
+  })
+
+  it.each([
+    ['accents and CJK', 'résumé/日本語.txt'],
+    ['emoji', '📁 box/😀 smile.txt'],
+    ['spaces', 'with space/a b  c.txt'],
+    ['percent', 'pct/100% sure.txt'],
+    ['hash', 'hash/#1 item.txt'],
+    ['plus', 'plus/a+b.txt'],
+    ['ampersand, equals, question mark', 'q/a&b=c?.txt'],
+  ])('keeps names with %s exactly as given', async (_label, name) => {
+    const p = `${unique('names')}/${name}`
+    const made = await upload(t, p, name)
+    expect(made.path).toBe(p)
+    expect(made.display_name).toBe(p.slice(p.lastIndexOf('/') + 1))
+    expect((await meta(enc(p))).body.path).toBe(p)
+    expect((await meta(encAll(p))).body.path).toBe(p)
+    expect((await download(t, p)).toString()).toBe(name)
+    const parent = p.slice(0, p.lastIndexOf('/'))
+    expect(await list(parent)).toEqual([made.display_name])
+  })
+
+  it('reads "+" in a path as a plus sign, never as a space', async () => {
+    const root = unique('plus')
+    await upload(t, `${root}/a+b.txt`, 'plus')
+    expectError(await meta(`${root}/a%20b.txt`), 404, 'not-found/file-not-found')
+    expect((await meta(`${root}/a+b.txt`)).body.path).toBe(`${root}/a+b.txt`)
+  })
+
+  it.each([
+    ['a ".." segment, raw', (r: string) => `${r}/../x.txt`],
+    ['a ".." segment, encoded', (r: string) => encAll(`${r}/../x.txt`)],
+    ['a "." segment', (r: string) => encAll(`${r}/./x.txt`)],
+    ['an empty segment', (r: string) => encAll(`${r}//x.txt`)],
+    ['a newline', (r: string) => `${r}/a%0Ab.txt`],
+    ['a NUL', (r: string) => `${r}/a%00b.txt`],
+    ['a DEL', (r: string) => `${r}/a%7Fb.txt`],
+  ])('refuses %s with 400 invalid-path, on reads and on uploads', async (_label, make) => {
+    const p = make(unique('bad'))
+    expectError(await rawRequest(t, 'GET', `/files/${p}`), 400, 'bad-request/invalid-path')
+    expectError(await rawRequest(t, 'GET', `/file_actions/metadata/${p}`), 400, 'bad-request/invalid-path')
+    expectError(await rawRequest(t, 'GET', `/folders/${p}`), 400, 'bad-request/invalid-path')
+    expectError(
+      await rawRequest(t, 'POST', `/files/${p}`, { action: 'put' }),
+      400,
+      'bad-request/invalid-path',
+    )
+    expectError(await rawRequest(t, 'POST', `/folders/${p}`, {}), 400, 'bad-request/invalid-path')
+  })
+
+  it('takes a path of exactly 5000 characters and refuses 5001 with 422 path-too-long', async () => {
+    const folder = unique('long')
+    // Random letters, so that no compression makes the length cheap for the database.
+    const name = (n: number) =>
+      crypto
+        .randomBytes(n)
+        .toString('base64')
+        .replace(/[^A-Za-z0-9]/g, 'x')
+        .slice(0, n)
+    const p5000 = `${folder}/${name(5000 - folder.length - 1)}`
+    expect(p5000).toHaveLength(5000)
+    const made = await upload(t, p5000, 'long')
+    expect(made.path).toBe(p5000)
+    expect((await download(t, p5000)).toString()).toBe('long')
+    expect(await list(folder)).toEqual([made.display_name])
+
+    const p5001 = `${p5000}y`
+    expectError(
+      await req(t, 'POST', `/files/${enc(p5001)}`, { action: 'put' }),
+      422,
+      'processing-failure/path-too-long',
+    )
+    expectError(await meta(enc(p5001)), 422, 'processing-failure/path-too-long')
+    expectError(await req(t, 'POST', `/folders/${enc(p5001)}`), 422, 'processing-failure/path-too-long')
+  })
+
+  it('strips leading and trailing slashes', async () => {
+    const root = unique('slash')
+    const made = await upload(t, `${root}/s.txt`, 's')
+    for (const p of [`/${root}/s.txt`, `${root}/s.txt/`, encAll(`/${root}/s.txt/`)]) {
+      const r = await meta(p)
+      expect({ p, status: r.status, path: r.body?.path }).toEqual({ p, status: 200, path: made.path })
+    }
+    const viaSlash = await upload(t, `/${root}/t.txt/`, 't')
+    expect(viaSlash.path).toBe(`${root}/t.txt`)
+  })
+
+  it('finds files whatever the letter case, and lists them in their stored case', async () => {
+    const root = unique('Case')
+    const made = await upload(t, `${root}/Mixed.TXT`, 'case')
+    for (const p of [`${root.toUpperCase()}/MIXED.TXT`, `${root.toLowerCase()}/mixed.txt`]) {
+      const r = await meta(enc(p))
+      expect({ status: r.status, id: r.body?.id, path: r.body?.path }).toEqual({
+        status: 200,
+        id: made.id,
+        path: `${root}/Mixed.TXT`,
+      })
+    }
+    expect((await download(t, `${root.toLowerCase()}/mixed.txt`)).toString()).toBe('case')
+    expect(await list(root.toLowerCase())).toEqual(['Mixed.TXT'])
+    // Another case of the same name is the same file: it is replaced, not doubled.
+    await upload(t, `${root}/mixed.txt`, 'replaced')
+    expect(await list(root)).toHaveLength(1)
+    expect((await download(t, `${root}/MIXED.txt`)).toString()).toBe('replaced')
+  })
+
+  it('refuses a file where a folder is expected', async () => {
+    const root = unique('ff')
+    await upload(t, `${root}/f.txt`, 'f')
+    expectError(
+      await uploadRefusal(t, `${root}/f.txt/inner.txt`, 'x'),
+      422,
+      'processing-failure/destination-parent-conflict',
+    )
+    expectError(
+      await req(t, 'GET', `/folders/${enc(`${root}/f.txt`)}`),
+      400,
+      'bad-request/folder-must-not-be-a-file',
+    )
+    const mk = await req(t, 'POST', `/folders/${enc(`${root}/f.txt/sub`)}`, { mkdir_parents: true })
+    expectError(mk, 422, 'processing-failure/destination-parent-conflict')
+    expect(await list(root)).toEqual(['f.txt'])
+  })
+
+  it('refuses a folder where a file is expected', async () => {
+    const root = unique('df')
+    await upload(t, `${root}/dir/inside.txt`, 'i')
+    expectError(
+      await req(t, 'GET', `/files/${enc(`${root}/dir`)}`),
+      400,
+      'bad-request/cannot-download-directory',
+    )
+    expectError(await uploadRefusal(t, `${root}/dir`, 'x'), 422, 'processing-failure/destination-exists')
+    expect((await meta(enc(`${root}/dir`))).body.type).toBe('directory')
+  })
+
+  it('treats .json and .xml endings as part of the file name, not as a format', async () => {
+    const root = unique('fmt')
+    const json = await upload(t, `${root}/report.json`, '{"a":1}')
+    const xml = await upload(t, `${root}/data.xml`, '<a/>')
+    expect(json.path).toBe(`${root}/report.json`)
+    const r = await req(t, 'GET', `/files/${enc(`${root}/report.json`)}`)
+    expect(r.status).toBe(200)
+    expect(r.headers.get('content-type')).toContain('application/json')
+    expect(r.body.path).toBe(`${root}/report.json`)
+    const m = await meta(enc(`${root}/data.xml`))
+    expect(m.headers.get('content-type')).toContain('application/json')
+    expect(m.body.id).toBe(xml.id)
+    expectError(await meta(enc(`${root}/report`)), 404, 'not-found/file-not-found')
+    expectError(await meta(enc(`${root}/data.json`)), 404, 'not-found/file-not-found')
+    expect((await download(t, `${root}/report.json`)).toString()).toBe('{"a":1}')
+    await req(t, 'POST', `/folders/${enc(`${root}/box.json`)}`)
+    expect(await list(`${root}/box.json`)).toEqual([])
+  })
+})
