@@ -12,6 +12,7 @@ import { ApiKeyService } from './modules/api-keys/api-key-service.js'
 import { AuthService } from './modules/auth/auth-service.js'
 import { IdentityCache } from './modules/auth/identity-cache.js'
 import { FileAccess } from './modules/files/file-access.js'
+import { FolderService } from './modules/files/folder-service.js'
 import { HistoryService } from './modules/history/history-service.js'
 import { PermissionService } from './modules/permissions/permission-service.js'
 import { SessionService } from './modules/sessions/session-service.js'
@@ -27,6 +28,8 @@ export interface Services {
   permissions: PermissionService
   /** What a caller may do where in the file tree. */
   fileAccess: FileAccess
+  /** Folder listings and mkdir. */
+  folders: FolderService
   /** The /history endpoints: recent actions. */
   history: HistoryService
 }
@@ -84,6 +87,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       users: new UserService(db, sessions, secrets, now, identities),
       permissions: new PermissionService(db, secrets, now),
       fileAccess,
+      folders: new FolderService(db, database.dialect.name, fileAccess, secrets, now),
       history: new HistoryService(db, database.dialect.name, fileAccess, secrets, now),
     }
     return {

@@ -1,0 +1,100 @@
+import { type Static, Type } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Container } from '../../container.js'
+import { FOLDER_LIST, type FolderListQuery } from '../../modules/files/folder-service.js'
+import { sendPage } from '../pagination.js'
+import { errorResponses, listQuery } from '../schemas.js'
+import { FileSchema } from './file-schemas.js'
+
+// The Files.com SDKs repeat the path parameter in the query string or body.
+const SdkPath = Type.Optional(Type.String({ description: 'Ignored: the path is in the URL' }))
+const Ignored = (t: string) => ({ description: `Accepted for Files.com compatibility; ${t}` })
+
+const ListQuery = listQuery(
+  {
+    path: SdkPath,
+    search: Type.Optional(
+      Type.String({
+        maxLength: 1000,
+        description: 'Only files and folders whose name contains this (any depth inside the folder)',
+      }),
+    ),
+    search_all: Type.Optional(
+      Type.Boolean({ description: 'With search: look through the whole site (list the root folder)' }),
+    ),
+    type: Type.Optional(Type.String({ enum: ['file', 'folder'], description: 'Only files or only folders' })),
+    modified_at_datetime: Type.Optional(
+      Type.String({ maxLength: 64, description: 'With type: only what was modified after this time' }),
+    ),
+    preview_size: Type.Optional(Type.String({ maxLength: 64, ...Ignored('Wharf makes no previews') })),
+    with_previews: Type.Optional(Type.Boolean(Ignored('Wharf makes no previews'))),
+    with_priority_color: Type.Optional(Type.Boolean(Ignored('priority_color is always null'))),
+    search_custom_metadata_key: Type.Optional(
+      Type.String({ maxLength: 1000, ...Ignored('custom metadata is not searched') }),
+    ),
+  },
+  FOLDER_LIST,
+)
+
+const MkdirBody = Type.Object(
+  {
+    path: SdkPath,
+    mkdir_parents: Type.Optional(
+      Type.Boolean({ description: 'Create missing parent folders too (default false)' }),
+    ),
+    provided_mtime: Type.Optional(
+      Type.String({ maxLength: 64, description: 'Last modified time to record, as the client saw it' }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+const PathParams = Type.Object({ '*': Type.String({ description: 'Folder path (slashes raw or %2F)' }) })
+
+const tags = ['folders']
+
+export function folderRoutes(c: Container) {
+  const svc = c.services.folders
+  return async (app: FastifyInstance) => {
+    const listSchema = {
+      summary: 'List a folder’s contents, or search inside it',
+      tags,
+      querystring: ListQuery,
+      response: { 200: Type.Array(FileSchema), ...errorResponses },
+    }
+    const list = { config: { access: 'files' as const, xml: ['files', 'file'] as [string, string] } }
+
+    app.get<{ Querystring: Static<typeof ListQuery> }>(
+      '/folders',
+      { ...list, schema: { ...listSchema, summary: 'List the root folder, or search the site' } },
+      async (request, reply) =>
+        sendPage(reply, await svc.list(request.principal, '', request.query as FolderListQuery)),
+    )
+
+    app.get<{ Params: Static<typeof PathParams>; Querystring: Static<typeof ListQuery> }>(
+      '/folders/*',
+      { ...list, schema: { ...listSchema, params: PathParams } },
+      async (request, reply) =>
+        sendPage(
+          reply,
+          await svc.list(request.principal, request.params['*'], request.query as FolderListQuery),
+        ),
+    )
+
+    app.post<{ Params: Static<typeof PathParams>; Body: Static<typeof MkdirBody> }>(
+      '/folders/*',
+      {
+        config: { access: 'files', xml: 'file' },
+        schema: {
+          summary: 'Create a folder',
+          tags,
+          params: PathParams,
+          body: MkdirBody,
+          response: { 201: FileSchema, ...errorResponses },
+        },
+      },
+      async (request, reply) =>
+        reply.code(201).send(await svc.mkdir(request.principal, request.params['*'], request.body)),
+    )
+  }
+}

@@ -1,0 +1,178 @@
+import { type Kysely, type SqlBool, sql } from 'kysely'
+import type { Database } from '../../db/schema.js'
+import { parseDateTime } from '../../http/datetime.js'
+import { ApiError } from '../../http/errors.js'
+import { applyListQuery, type ListSpec, type Page, parseListQuery, toPage } from '../../http/pagination.js'
+import { contextOf } from '../actions/action-recorder.js'
+import type { Principal } from '../auth/principal.js'
+import { normalizePath } from '../paths.js'
+import type { SiteSecrets } from '../sites/site-secrets.js'
+import type { FileAccess } from './file-access.js'
+import { type FileJson, toFileJson } from './file-json.js'
+import { ensureParents, findByPath, insertFolder, lockPath } from './file-repository.js'
+import { FolderVisibility } from './folder-visibility.js'
+import { authorOf, normalizeNewPath } from './new-paths.js'
+
+export const FOLDER_LIST: ListSpec = {
+  name: 'folders',
+  idColumn: 'files.id',
+  sort: {
+    path: { column: 'files.path_lower', type: 'string' },
+    size: { column: 'files.size', type: 'integer' },
+    modified_at_datetime: { column: 'files.mtime', type: 'datetime' },
+    provided_modified_at: { column: 'files.provided_mtime', type: 'datetime', nullsAs: 0 },
+  },
+  filter: {},
+  defaultSort: { field: 'path', dir: 'asc' },
+}
+
+export interface FolderListQuery extends Record<string, unknown> {
+  search?: string
+  search_all?: boolean
+  type?: 'file' | 'folder'
+  modified_at_datetime?: string
+}
+
+export interface MkdirInput {
+  mkdir_parents?: boolean
+  provided_mtime?: string
+}
+
+/** `%`, `_` and `\` of a search text are literal characters, not LIKE wildcards. */
+const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
+
+/** Listing folders (GET /folders/{path}) and creating them (POST /folders/{path}). */
+export class FolderService {
+  private readonly visibility: FolderVisibility
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: 'sqlite' | 'postgres',
+    private readonly fileAccess: FileAccess,
+    private readonly secrets: SiteSecrets,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.visibility = new FolderVisibility(db)
+  }
+
+  /**
+   * The direct children of a folder or, with `search`, every file and folder inside it (the whole
+   * site with `search_all`) whose name contains the text. A caller without `list` on the folder
+   * sees only what leads to their own permissions (FolderVisibility); a search by such a caller
+   * looks only inside the folders they may list.
+   */
+  async list(p: Principal, rawPath: string, query: FolderListQuery): Promise<Page<FileJson>> {
+    const path = normalizePath(rawPath, 'path')
+    const search = query.search ?? ''
+    const searchAll = query.search_all === true
+    if (searchAll && path !== '') {
+      throw new ApiError(
+        'bad-request/search-all-on-child-path',
+        'search_all searches the whole site: list the root folder to use it',
+      )
+    }
+    let modifiedAfter: number | null = null
+    if (query.modified_at_datetime !== undefined && query.modified_at_datetime !== '') {
+      if (query.type === undefined) {
+        throw new ApiError(
+          'bad-request/request-params-invalid',
+          'modified_at_datetime can only be used together with type',
+        )
+      }
+      modifiedAfter = parseDateTime(query.modified_at_datetime, 'modified_at_datetime')
+    }
+
+    const access = await this.fileAccess.of(p)
+    const full = access.can(path, 'list')
+    if (!full && !access.leadsTo(path)) access.require(path, 'list')
+    if (path !== '') {
+      const folder = await findByPath(this.db, p.siteId, path)
+      if (!folder) throw new ApiError('not-found/folder-not-found', `Folder ${path} not found`)
+      if (folder.type !== 'directory') {
+        throw new ApiError('bad-request/folder-must-not-be-a-file', `${folder.path} is a file, not a folder`)
+      }
+    }
+
+    const secret = await this.secrets.signingSecret(p.siteId)
+    const lq = parseListQuery(FOLDER_LIST, query, secret, {
+      path: path.toLowerCase(),
+      search,
+      searchAll,
+      type: query.type ?? null,
+      modifiedAfter,
+    })
+
+    const pathLower = path.toLowerCase()
+    let q = this.db.selectFrom('files').selectAll().where('site_id', '=', p.siteId)
+    if (search !== '') {
+      const scope = searchAll ? '' : pathLower
+      if (scope !== '') {
+        q = q.where('path_lower', '>', `${scope}/`).where('path_lower', '<', `${scope}0`)
+      }
+      q = q.where(sql<SqlBool>`lower(name) like ${`%${escapeLike(search.toLowerCase())}%`} escape '\\'`)
+      if (!access.can(scope, 'list')) {
+        const regions = await this.visibility.listableRegions(p, access, scope)
+        if (regions.length === 0) return { items: [], next: null, prev: null }
+        q = q.where((eb) =>
+          eb.or(
+            regions.flatMap((r) => [
+              eb('path_lower', '=', r),
+              eb.and([eb('path_lower', '>', `${r}/`), eb('path_lower', '<', `${r}0`)]),
+            ]),
+          ),
+        )
+      }
+    } else {
+      q = q.where('parent_lower', '=', pathLower)
+      if (!full) {
+        const children = await this.visibility.visibleChildren(p, access, path)
+        if (children.length === 0) return { items: [], next: null, prev: null }
+        q = q.where('path_lower', 'in', children)
+      }
+    }
+    if (query.type !== undefined) q = q.where('type', '=', query.type === 'folder' ? 'directory' : 'file')
+    if (modifiedAfter !== null) q = q.where('mtime', '>', modifiedAfter)
+
+    const rows = await applyListQuery(q, FOLDER_LIST, lq).execute()
+    const page = toPage(rows, FOLDER_LIST, lq, secret)
+    return { ...page, items: page.items.map((r) => toFileJson(r, access)) }
+  }
+
+  /**
+   * Creates a folder. Its parents must exist unless `mkdir_parents`; an existing file or folder
+   * at the path is 422 destination-exists.
+   */
+  async mkdir(p: Principal, rawPath: string, input: MkdirInput): Promise<FileJson> {
+    const path = normalizeNewPath(rawPath, 'path')
+    const providedMtime =
+      input.provided_mtime !== undefined && input.provided_mtime !== ''
+        ? parseDateTime(input.provided_mtime, 'provided_mtime')
+        : null
+    const access = await this.fileAccess.of(p)
+    access.require(path, 'write')
+    const ctx = contextOf(p)
+    const author = authorOf(p)
+    const now = this.now()
+    const row = await this.db.transaction().execute(async (trx) => {
+      await lockPath(trx, this.dialect, p.siteId, path)
+      const existing = await findByPath(trx, p.siteId, path)
+      if (existing) {
+        const kind = existing.type === 'directory' ? 'A folder' : 'A file'
+        throw new ApiError(
+          'processing-failure/destination-exists',
+          `${kind} already exists at ${existing.path}`,
+        )
+      }
+      await ensureParents(trx, ctx, author, path, now, input.mkdir_parents === true)
+      const folder = await insertFolder(trx, ctx, author, path, now)
+      if (providedMtime === null) return folder
+      await trx
+        .updateTable('files')
+        .set({ provided_mtime: providedMtime })
+        .where('id', '=', folder.id)
+        .execute()
+      return { ...folder, provided_mtime: providedMtime }
+    })
+    return toFileJson(row, access)
+  }
+}

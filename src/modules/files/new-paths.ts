@@ -1,0 +1,36 @@
+import { ApiError } from '../../http/errors.js'
+import type { Principal } from '../auth/principal.js'
+import { normalizePath } from '../paths.js'
+import type { Author } from './file-repository.js'
+
+/**
+ * Normalises a path that names something about to exist (a new folder, the destination of a copy
+ * or move). Besides normalizePath's rules, the root cannot be created or replaced, and no segment
+ * may end in whitespace: such names look identical to their trimmed twins in every listing and
+ * are a classic source of "file not found" confusion. Existing paths are looked up as given, so
+ * anything already stored stays reachable.
+ */
+export function normalizeNewPath(raw: string, field: string): string {
+  const path = normalizePath(raw, field)
+  if (path === '') throw new ApiError('bad-request/invalid-path', `${field} must not be the root folder`)
+  if (path.split('/').some((s) => /\s$/u.test(s))) {
+    throw new ApiError(
+      'bad-request/request-param-path-cannot-have-trailing-whitespace',
+      `${field} must not have a name ending in whitespace`,
+    )
+  }
+  return path
+}
+
+/** An existing file or folder to act on: never the root. */
+export function normalizeExistingPath(raw: string): string {
+  const path = normalizePath(raw, 'path')
+  if (path === '')
+    throw new ApiError('bad-request/invalid-path', 'This operation does not apply to the root folder')
+  return path
+}
+
+/** Who is making a change, for the created_by / last_modified_by columns. */
+export function authorOf(p: Principal): Author {
+  return { userId: p.user?.id ?? null, apiKeyId: p.apiKey?.id ?? null }
+}
