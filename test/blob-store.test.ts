@@ -157,6 +157,41 @@ describe('LocalBlobStore', () => {
     expect(reversed.md5).toBe(md5(Buffer.concat([parts[1]!, parts[0]!])))
   })
 
+  it('reads any byte range of an assembled blob across its parts', async () => {
+    const parts = ['abc', '', 'defgh', 'ij']
+    for (const [i, p] of parts.entries()) await store.putPart('seg', i + 1, from(p))
+    const info = await store.assemble('seg', [1, 2, 3, 4])
+    expect(await store.size(info.key)).toBe(10)
+    expect(await read(info.key)).toBe('abcdefghij')
+    for (let start = 0; start < 10; start++) {
+      for (let end = start; end < 10; end++) {
+        expect(await read(info.key, { start, end })).toBe('abcdefghij'.slice(start, end + 1))
+      }
+    }
+    expect(await read(info.key, { start: 8, end: 50 })).toBe('ij')
+  })
+
+  it('keeps an assembled blob unchanged when its upload restages or discards a part', async () => {
+    await store.putPart('own', 1, from('first'))
+    const info = await store.assemble('own', [1])
+    await store.putPart('own', 1, from('second'))
+    expect(await read(info.key)).toBe('first')
+    await store.discardUpload('own')
+    expect(await read(info.key)).toBe('first')
+  })
+
+  it('copies and deletes an assembled blob independently', async () => {
+    await store.putPart('cp', 1, from('one'))
+    await store.putPart('cp', 2, from('two'))
+    const info = await store.assemble('cp', [1, 2])
+    const copy = await store.copy(info.key)
+    await store.delete(info.key)
+    expect(await store.size(info.key)).toBeNull()
+    await expect(store.open(info.key)).rejects.toBeInstanceOf(BlobNotFoundError)
+    expect(await read(copy)).toBe('onetwo')
+    expect(await store.size(copy)).toBe(6)
+  })
+
   it('fails to assemble a part that was never staged and leaves no blob', async () => {
     await store.putPart('up1', 1, from('a'))
     await expect(store.assemble('up1', [1, 2])).rejects.toThrow()
@@ -180,7 +215,7 @@ describe('LocalBlobStore', () => {
     ])
     const info = await store.assemble('up1', [3])
     expect([md5(a), md5(b)]).toContain(info.md5)
-    expect(await files()).toHaveLength(2) // the part and the assembled blob, no temporary file
+    expect(await files()).toHaveLength(3) // the part, the assembled blob's segment and its sizes; no temporary file
   })
 
   it('lists staged uploads and discards them idempotently', async () => {

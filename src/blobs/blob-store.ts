@@ -58,7 +58,10 @@ export interface BlobStore {
     data: Readable,
     opts?: { maxBytes?: number },
   ): Promise<{ size: number }>
-  /** Concatenates the staged parts, in the order given, into a new blob. The parts stay staged. */
+  /**
+   * Makes a new blob of the staged parts, in the order given (their concatenation), with its
+   * checksums. The parts stay staged until discardUpload; restaging one does not alter the blob.
+   */
   assemble(ref: string, partNumbers: number[]): Promise<BlobInfo>
   /** Deletes every staged part of an upload (idempotent). */
   discardUpload(ref: string): Promise<void>

@@ -16,6 +16,8 @@ import {
 const REF = /^[A-Za-z0-9_-]{1,64}$/
 const KEY = /^[0-9a-f]{32}$/
 const MAX_PART = 10_000
+/** The sizes file of an assembled (folder) blob. */
+const SIZES = 'sizes'
 
 /** Counts bytes, computes md5 and CRC-32 on the way through, and stops past a size limit. */
 class Digest extends Transform {
@@ -29,16 +31,22 @@ class Digest extends Transform {
     super()
   }
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.size += chunk.length
-    if (this.size > this.maxBytes) {
-      done(new BlobTooLargeError(this.maxBytes))
+    try {
+      this.add(chunk)
+    } catch (err) {
+      done(err as Error)
       return
     }
+    done(null, chunk)
+  }
+  /** Counts and checksums bytes that are read rather than piped through. */
+  add(chunk: Buffer): void {
+    this.size += chunk.length
+    if (this.size > this.maxBytes) throw new BlobTooLargeError(this.maxBytes)
     if (this.checksums) {
       this.md5.update(chunk)
       this.crc = zlib.crc32(chunk, this.crc)
     }
-    done(null, chunk)
   }
   result(key: string): BlobInfo {
     return {
@@ -52,7 +60,11 @@ class Digest extends Transform {
 
 /**
  * Blobs as files under one folder:
- * - `blobs/ab/cd/<key>`: published blobs (key: 32 random hex characters), never modified;
+ * - `blobs/ab/cd/<key>`: published blobs (key: 32 random hex characters), never modified. A blob
+ *   is one file, or, when assembled from an upload's parts, a folder holding the parts (`1`…`n`)
+ *   and their sizes (`sizes`, JSON), read one after another: assembling then writes no byte twice.
+ *   Parts and copies are hard links where the file system allows (blobs are never written in
+ *   place, so sharing an inode is safe; deleting one name keeps the other);
  * - `parts/<ref>/<n>`: staged parts of uploads in progress;
  * - `tmp/`: files being written. Every write goes to tmp, is flushed to disk, and is renamed into
  *   place (and the folder holding it flushed too), so a reader or a crash never sees half a blob
@@ -146,24 +158,42 @@ export class LocalBlobStore implements BlobStore {
 
   async assemble(ref: string, partNumbers: number[]): Promise<BlobInfo> {
     const dir = this.partDir(ref)
-    const files = partNumbers.map((n) => path.join(dir, partName(n)))
-    // Opened lazily, one at a time, so that a thousand parts do not hold a thousand descriptors.
-    async function* concat() {
-      for (const [i, file] of files.entries()) {
-        const handle = await fsp.open(file, 'r').catch((err: NodeJS.ErrnoException) => {
-          if (err.code === 'ENOENT') throw new Error(`Part ${partNumbers[i]} of upload ${ref} is not staged`)
-          throw err
-        })
-        // The stream closes the handle when it ends or when the loop is left early.
-        for await (const chunk of handle.createReadStream({ highWaterMark: 256 * 1024 }))
-          yield chunk as Buffer
+    const names = partNumbers.map(partName)
+    await this.init()
+    const tmp = this.tmpPath()
+    try {
+      await fsp.mkdir(tmp)
+      // The parts become the blob's segments by link, not by copy: the upload's bytes were
+      // written (and flushed) once, by putPart. The staged names stay until discardUpload.
+      for (const [i, name] of names.entries()) {
+        await linkOrCopy(path.join(dir, name), path.join(tmp, String(i + 1))).catch(
+          (err: NodeJS.ErrnoException) => {
+            if (err.code === 'ENOENT')
+              throw new Error(`Part ${partNumbers[i]} of upload ${ref} is not staged`)
+            throw err
+          },
+        )
       }
+      // One read pass for the checksums and sizes (the parts are usually still in the page cache).
+      const digest = new Digest()
+      const sizes: number[] = []
+      for (let i = 1; i <= names.length; i++) {
+        const before = digest.size
+        for await (const chunk of fs.createReadStream(path.join(tmp, String(i)), {
+          highWaterMark: 1024 * 1024,
+        }))
+          digest.add(chunk as Buffer)
+        sizes.push(digest.size - before)
+      }
+      await fsp.writeFile(path.join(tmp, SIZES), JSON.stringify(sizes), { flush: true })
+      await syncDir(tmp)
+      const key = crypto.randomBytes(16).toString('hex')
+      await this.moveIntoPlace(tmp, this.blobPath(key))
+      return digest.result(key)
+    } catch (err) {
+      await fsp.rm(tmp, { recursive: true, force: true })
+      throw err
     }
-    const digest = new Digest()
-    const key = await this.publish(
-      await this.writeTemp(Readable.from(concat(), { objectMode: false }), digest),
-    )
-    return digest.result(key)
   }
 
   async discardUpload(ref: string): Promise<void> {
@@ -184,9 +214,11 @@ export class LocalBlobStore implements BlobStore {
   async open(key: string, range?: ByteRange): Promise<Readable> {
     const file = this.blobPath(key)
     if (range) checkRange(range)
+    const sizes = await this.segments(key)
+    if (sizes) return readSegments(file, sizes, range)
     // Open first, so a missing blob is an error here and not in the middle of a response.
     const handle = await fsp.open(file, 'r').catch((err: NodeJS.ErrnoException) => {
-      if (err.code === 'ENOENT') throw new BlobNotFoundError(key)
+      if (err.code === 'ENOENT' || err.code === 'EISDIR') throw new BlobNotFoundError(key)
       throw err
     })
     // The stream owns the handle from here: it closes it on end, error or destroy.
@@ -196,8 +228,20 @@ export class LocalBlobStore implements BlobStore {
     })
   }
 
+  /** The segment sizes of an assembled blob, or null for a one-file blob (or a missing one). */
+  private async segments(key: string): Promise<number[] | null> {
+    try {
+      return JSON.parse(await fsp.readFile(path.join(this.blobPath(key), SIZES), 'utf8')) as number[]
+    } catch (err) {
+      if (['ENOENT', 'ENOTDIR'].includes((err as NodeJS.ErrnoException).code ?? '')) return null
+      throw err
+    }
+  }
+
   async size(key: string): Promise<number | null> {
     try {
+      const sizes = await this.segments(key)
+      if (sizes) return sizes.reduce((a, b) => a + b, 0)
       return (await fsp.stat(this.blobPath(key))).size
     } catch (err) {
       if (err instanceof BlobNotFoundError || (err as NodeJS.ErrnoException).code === 'ENOENT') return null
@@ -210,11 +254,18 @@ export class LocalBlobStore implements BlobStore {
     await this.init()
     const tmp = this.tmpPath()
     try {
-      // A reflink where the file system offers one (copy-on-write), a plain copy elsewhere.
-      await fsp.copyFile(source, tmp, fs.constants.COPYFILE_FICLONE | fs.constants.COPYFILE_EXCL)
-      await syncFile(tmp)
+      const sizes = await this.segments(key)
+      if (sizes) {
+        await fsp.mkdir(tmp)
+        for (const name of [...sizes.map((_, i) => String(i + 1)), SIZES]) {
+          await linkOrCopy(path.join(source, name), path.join(tmp, name))
+        }
+        await syncDir(tmp)
+      } else {
+        await linkOrCopy(source, tmp)
+      }
     } catch (err) {
-      await fsp.rm(tmp, { force: true })
+      await fsp.rm(tmp, { recursive: true, force: true })
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new BlobNotFoundError(key)
       throw err
     }
@@ -223,7 +274,7 @@ export class LocalBlobStore implements BlobStore {
 
   async delete(key: string): Promise<void> {
     if (!KEY.test(key)) return
-    await fsp.rm(this.blobPath(key), { force: true })
+    await fsp.rm(this.blobPath(key), { recursive: true, force: true })
   }
 
   async sweepTemporary(olderThanMs: number): Promise<number> {
@@ -292,4 +343,48 @@ async function mkdirDurable(dir: string): Promise<void> {
     await syncDir(path.dirname(d))
     if (d === first || path.dirname(d) === d) break
   }
+}
+
+/**
+ * A hard link (no bytes copied); a flushed copy where the file system has no hard links. Safe
+ * because nothing ever writes into a staged part or a blob after it is in place.
+ */
+async function linkOrCopy(from: string, to: string): Promise<void> {
+  try {
+    await fsp.link(from, to)
+  } catch (err) {
+    if (
+      !['EPERM', 'EXDEV', 'ENOTSUP', 'EOPNOTSUPP', 'EMLINK'].includes(
+        (err as NodeJS.ErrnoException).code ?? '',
+      )
+    )
+      throw err
+    await fsp.copyFile(from, to, fs.constants.COPYFILE_FICLONE | fs.constants.COPYFILE_EXCL)
+    await syncFile(to)
+  }
+}
+
+/** The bytes of an assembled blob (or a range of them), segment after segment. */
+function readSegments(dir: string, sizes: number[], range?: ByteRange): Readable {
+  const total = sizes.reduce((a, b) => a + b, 0)
+  const start = range?.start ?? 0
+  const end = Math.min(range?.end ?? total - 1, total - 1)
+  async function* bytes() {
+    let offset = 0
+    for (const [i, size] of sizes.entries()) {
+      const first = offset
+      offset += size
+      if (size === 0 || offset <= start) continue
+      if (first > end) break
+      const from = Math.max(0, start - first)
+      const to = Math.min(size - 1, end - first)
+      for await (const chunk of fs.createReadStream(path.join(dir, String(i + 1)), {
+        start: from,
+        end: to,
+        highWaterMark: 256 * 1024,
+      }))
+        yield chunk as Buffer
+    }
+  }
+  return Readable.from(bytes(), { objectMode: false })
 }
