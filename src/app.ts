@@ -7,6 +7,7 @@ import { ApiError } from './http/errors.js'
 import { API_PREFIX, type Format, negotiate, parseXmlBody, splitFormatSuffix, toXml } from './http/format.js'
 import { registerAuth } from './http/plugins/auth.js'
 import { apiKeyRoutes } from './http/routes/api-keys.js'
+import { fileOperationRoutes } from './http/routes/file-operations.js'
 import { folderRoutes } from './http/routes/folders.js'
 import { historyRoutes } from './http/routes/history.js'
 import { permissionRoutes } from './http/routes/permissions.js'
@@ -165,6 +166,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       await api.register(userRoutes(container))
       await api.register(permissionRoutes(container))
       await api.register(folderRoutes(container))
+      await api.register(fileOperationRoutes(container))
       await api.register(historyRoutes(container))
       await api.register(swaggerRoutes())
     },

@@ -12,6 +12,7 @@ import { ApiKeyService } from './modules/api-keys/api-key-service.js'
 import { AuthService } from './modules/auth/auth-service.js'
 import { IdentityCache } from './modules/auth/identity-cache.js'
 import { FileAccess } from './modules/files/file-access.js'
+import { FileOperations } from './modules/files/file-operations.js'
 import { FolderService } from './modules/files/folder-service.js'
 import { HistoryService } from './modules/history/history-service.js'
 import { PermissionService } from './modules/permissions/permission-service.js'
@@ -30,6 +31,8 @@ export interface Services {
   fileAccess: FileAccess
   /** Folder listings and mkdir. */
   folders: FolderService
+  /** Delete, copy and move of files and folders. */
+  fileOps: FileOperations
   /** The /history endpoints: recent actions. */
   history: HistoryService
 }
@@ -88,6 +91,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       permissions: new PermissionService(db, secrets, now),
       fileAccess,
       folders: new FolderService(db, database.dialect.name, fileAccess, secrets, now),
+      fileOps: new FileOperations(db, database.dialect.name, blobs, fileAccess, now),
       history: new HistoryService(db, database.dialect.name, fileAccess, secrets, now),
     }
     return {

@@ -1,0 +1,99 @@
+import type { Kysely, Transaction } from 'kysely'
+import type { Database } from '../../db/schema.js'
+import { ApiError } from '../../http/errors.js'
+import { isWithin } from '../paths.js'
+import { type FileRow, findByPath, lockPath, nameOf, parentOf } from './file-repository.js'
+import { normalizeNewPath } from './new-paths.js'
+
+/** What copy and move need from the container. */
+export interface OperationDeps {
+  db: Kysely<Database>
+  dialect: 'sqlite' | 'postgres'
+  now: () => number
+}
+
+/** The `destination` of a copy or move: required, not blank, normalised as a new path. */
+export function destinationOf(raw: string | undefined): string {
+  if (raw === undefined || raw.trim() === '') {
+    throw new ApiError('bad-request/request-params-required', 'Missing required parameter: destination')
+  }
+  return normalizeNewPath(raw, 'destination')
+}
+
+/**
+ * A folder cannot go inside itself: `a` → `a/b` would have to contain its own copy (or, for a
+ * move, become its own child). Checked before the destination's existence, whatever `overwrite`.
+ */
+export function refuseOwnSubtree(source: FileRow, dest: string): void {
+  const destLower = dest.toLowerCase()
+  if (destLower !== source.path_lower && isWithin(destLower, source.path_lower)) {
+    throw new ApiError(
+      'processing-failure/destination-parent-conflict',
+      `${dest} is inside ${source.path}: nothing can be copied or moved into itself`,
+    )
+  }
+}
+
+/**
+ * What may stand at the destination. Nothing, or (with `overwrite`) the same kind of thing: a file
+ * is replaced by a file, a folder merges into a folder. A file against a folder is always
+ * destination-exists. A folder cannot merge into a folder that contains it (`a/b` → `a`): the
+ * result would depend on the order rows are visited in.
+ */
+export function checkDestination(source: FileRow, existing: FileRow | undefined, overwrite: boolean): void {
+  if (!existing) return
+  const what = existing.type === 'directory' ? 'A folder' : 'A file'
+  if (!overwrite) {
+    throw new ApiError(
+      'processing-failure/destination-exists',
+      `${what} already exists at ${existing.path} (send overwrite=true to replace it)`,
+    )
+  }
+  if (existing.type !== source.type) {
+    throw new ApiError(
+      'processing-failure/destination-exists',
+      `${what} exists at ${existing.path}: a ${source.type === 'directory' ? 'folder' : 'file'} cannot replace it`,
+    )
+  }
+  if (source.type === 'directory' && isWithin(source.path_lower, existing.path_lower)) {
+    throw new ApiError(
+      'processing-failure/destination-parent-conflict',
+      `${existing.path} contains ${source.path}: a folder cannot be merged into a folder above it`,
+    )
+  }
+}
+
+/** Locks several paths in one order, so two operations on the same pair cannot deadlock. */
+export async function lockPaths(
+  trx: Transaction<Database>,
+  dialect: 'sqlite' | 'postgres',
+  siteId: number,
+  paths: string[],
+): Promise<void> {
+  const sorted = [...new Set(paths.map((p) => p.toLowerCase()))].sort()
+  for (const p of sorted) await lockPath(trx, dialect, siteId, p)
+}
+
+/**
+ * The path a new row at `dest` gets: the name as the caller wrote it, under the parent folder as
+ * it is stored, so a folder's children share its spelling (`Docs/x`, not `docs/x`).
+ */
+export async function storedSpelling(
+  trx: Transaction<Database>,
+  siteId: number,
+  dest: string,
+): Promise<string> {
+  const parent = parentOf(dest)
+  if (parent === '') return dest
+  const row = await findByPath(trx, siteId, parent)
+  return row ? `${row.path}/${nameOf(dest)}` : dest
+}
+
+/** `old/x/y` with `old` (any spelling) replaced by `base`, segment-wise. */
+export function rebase(path: string, sourceDepth: number, base: string): string {
+  const rest = path.split('/').slice(sourceDepth)
+  return rest.length === 0 ? base : `${base}/${rest.join('/')}`
+}
+
+/** Characters as SQL counts them (code points), not UTF-16 units as JavaScript does. */
+export const sqlLength = (s: string) => [...s].length

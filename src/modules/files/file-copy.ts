@@ -1,0 +1,255 @@
+import type { Insertable, Transaction } from 'kysely'
+import { BlobNotFoundError, type BlobStore } from '../../blobs/blob-store.js'
+import type { Database, FilesTable } from '../../db/schema.js'
+import { ApiError } from '../../http/errors.js'
+import { contextOf, recordAction } from '../actions/action-recorder.js'
+import type { Principal } from '../auth/principal.js'
+import {
+  checkDestination,
+  destinationOf,
+  lockPaths,
+  type OperationDeps,
+  rebase,
+  refuseOwnSubtree,
+  storedSpelling,
+} from './destination-rules.js'
+import type { FileAccess } from './file-access.js'
+import { describeFileAction } from './file-display.js'
+import {
+  type Author,
+  descendants,
+  ensureParents,
+  type FileRow,
+  fileTargets,
+  findByPath,
+  nameOf,
+  parentOf,
+  queueBlobDeletion,
+} from './file-repository.js'
+import { authorOf, normalizeExistingPath } from './new-paths.js'
+
+export interface CopyInput {
+  destination?: string
+  overwrite?: boolean
+  /** Copy a folder's subfolders only, no files. */
+  structure?: boolean
+}
+
+type Deps = OperationDeps & { blobs: BlobStore; fileAccess: FileAccess }
+
+/** A new blob made for one source file, and its blob_garbage row until the copy commits. */
+interface BlobCopy {
+  key: string
+  garbageId: number
+}
+
+/** Blob copies running at once: enough to overlap disk latency, few enough to leave I/O for others. */
+const PARALLEL_COPIES = 4
+/** Rows per INSERT (SQLite allows 32,766 parameters; a row has 17 columns). */
+const BATCH = 500
+
+/**
+ * POST /file_actions/copy/{path}. The bytes are copied first, outside any transaction, each new
+ * blob queued for deletion the moment it exists; then one transaction writes the new rows and
+ * takes the blobs off the queue. A failure anywhere leaves the copies queued, so nothing leaks
+ * and nothing is deleted inline. The source is copied as it was when the copy started.
+ */
+export async function copyPath(d: Deps, p: Principal, rawPath: string, input: CopyInput): Promise<void> {
+  const src = normalizeExistingPath(rawPath)
+  const dest = destinationOf(input.destination)
+  const overwrite = input.overwrite === true
+  const access = await d.fileAccess.of(p)
+  access.require(src, 'read')
+  access.require(dest, 'write')
+  if (src.toLowerCase() === dest.toLowerCase()) {
+    throw new ApiError('bad-request/destination-same', 'The destination is the source itself')
+  }
+  const source = await findByPath(d.db, p.siteId, src)
+  if (!source) throw new ApiError('not-found/file-not-found', `${src} not found`)
+  if (source.type === 'directory') access.require(src, 'list')
+  else if (input.structure === true) {
+    throw new ApiError('bad-request/request-params-invalid', 'structure=true copies folders only')
+  }
+  refuseOwnSubtree(source, dest)
+  // Checked again in the transaction; here it spares copying bytes for nothing.
+  checkDestination(source, await findByPath(d.db, p.siteId, dest), overwrite)
+
+  let rows = [source]
+  if (source.type === 'directory') {
+    const inside = await descendants(d.db, p.siteId, source.path_lower)
+      .selectAll()
+      .orderBy('path_lower')
+      .execute()
+    rows = rows.concat(input.structure === true ? inside.filter((r) => r.type === 'directory') : inside)
+  }
+  const copies = await copyBlobs(d, rows)
+
+  const ctx = contextOf(p)
+  const author = authorOf(p)
+  const now = d.now()
+  await d.db.transaction().execute(async (trx) => {
+    await lockPaths(trx, d.dialect, p.siteId, [source.path, dest])
+    const existing = await findByPath(trx, p.siteId, dest)
+    checkDestination(source, existing, overwrite)
+    if (!existing) await ensureParents(trx, ctx, author, dest, now, true)
+    const base = existing ? existing.path : await storedSpelling(trx, p.siteId, dest)
+    const present = new Map<string, FileRow>()
+    if (existing) {
+      present.set(existing.path_lower, existing)
+      if (existing.type === 'directory') {
+        for (const r of await descendants(trx, p.siteId, existing.path_lower).selectAll().execute()) {
+          present.set(r.path_lower, r)
+        }
+      }
+    }
+
+    const depth = source.path.split('/').length
+    const inserts: Insertable<FilesTable>[] = []
+    const used: number[] = []
+    for (const r of rows) {
+      const target = rebase(r.path, depth, base)
+      const copy = copies.get(r.id)
+      if (copy) used.push(copy.garbageId)
+      const there = present.get(target.toLowerCase())
+      if (!there) {
+        inserts.push(newRow(p.siteId, r, target, copy?.key ?? null, author, now))
+        continue
+      }
+      if (there.type !== r.type) {
+        throw new ApiError(
+          'processing-failure/destination-exists',
+          `${there.path} exists as a ${there.type === 'directory' ? 'folder' : 'file'}: the copied ${r.type === 'directory' ? 'folder' : 'file'} cannot replace it`,
+        )
+      }
+      if (r.type === 'directory') continue // folders merge
+      await replaceFile(trx, there, r, copy?.key ?? null, author, now)
+    }
+    for (let i = 0; i < inserts.length; i += BATCH) {
+      await trx
+        .insertInto('files')
+        .values(inserts.slice(i, i + BATCH))
+        .execute()
+    }
+    await claimBlobs(trx, used)
+    const root = await findByPath(trx, p.siteId, base)
+    await recordAction(
+      trx,
+      ctx,
+      {
+        action: 'copy',
+        display: describeFileAction('copy', base, source.type, { source: source.path, destination: base }),
+        path: base,
+        source: source.path,
+        destination: base,
+        targets: fileTargets(root!),
+      },
+      now,
+    )
+  })
+}
+
+function newRow(
+  siteId: number,
+  r: FileRow,
+  path: string,
+  blobKey: string | null,
+  author: Author,
+  now: number,
+): Insertable<FilesTable> {
+  return {
+    site_id: siteId,
+    path,
+    path_lower: path.toLowerCase(),
+    parent_lower: parentOf(path).toLowerCase(),
+    name: nameOf(path),
+    type: r.type,
+    size: r.type === 'file' ? r.size : 0,
+    blob_key: blobKey,
+    md5: r.md5,
+    crc32: r.crc32,
+    custom_metadata: r.custom_metadata,
+    created_at: now,
+    mtime: now,
+    provided_mtime: r.provided_mtime,
+    created_by_id: author.userId,
+    created_by_api_key_id: author.apiKeyId,
+    last_modified_by_id: author.userId,
+    last_modified_by_api_key_id: author.apiKeyId,
+  }
+}
+
+/** A file replaced by a copy keeps its id and creation; its old bytes go to the janitor. */
+async function replaceFile(
+  trx: Transaction<Database>,
+  there: FileRow,
+  r: FileRow,
+  blobKey: string | null,
+  author: Author,
+  now: number,
+): Promise<void> {
+  await trx
+    .updateTable('files')
+    .set({
+      blob_key: blobKey,
+      size: r.size,
+      md5: r.md5,
+      crc32: r.crc32,
+      custom_metadata: r.custom_metadata,
+      mtime: now,
+      provided_mtime: r.provided_mtime,
+      last_modified_by_id: author.userId,
+      last_modified_by_api_key_id: author.apiKeyId,
+    })
+    .where('id', '=', there.id)
+    .execute()
+  if (there.blob_key) await queueBlobDeletion(trx, there.blob_key, now)
+}
+
+/** Copies the blob of every file among `rows`, a few at a time; stops at the first failure. */
+async function copyBlobs(d: Deps, rows: FileRow[]): Promise<Map<number, BlobCopy>> {
+  const files = rows.filter((r) => r.type === 'file' && r.blob_key !== null)
+  const out = new Map<number, BlobCopy>()
+  let next = 0
+  let failure: unknown = null
+  const worker = async () => {
+    while (failure === null && next < files.length) {
+      const r = files[next++]!
+      try {
+        const key = await d.blobs.copy(r.blob_key!)
+        const g = await d.db
+          .insertInto('blob_garbage')
+          .values({ blob_key: key, created_at: d.now() })
+          .returning('id')
+          .executeTakeFirstOrThrow()
+        out.set(r.id, { key, garbageId: g.id })
+      } catch (err) {
+        failure ??=
+          err instanceof BlobNotFoundError
+            ? new ApiError('not-found/file-not-found', `${r.path} was deleted while it was being copied`)
+            : err
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: Math.min(PARALLEL_COPIES, files.length) }, worker))
+  if (failure !== null) throw failure
+  return out
+}
+
+/**
+ * Takes the new blobs off the deletion queue in the transaction that makes them files. A row
+ * already gone means the janitor collected that blob (a copy slower than its grace period): the
+ * copy fails rather than commit files without bytes.
+ */
+async function claimBlobs(trx: Transaction<Database>, garbageIds: number[]): Promise<void> {
+  let claimed = 0
+  for (let i = 0; i < garbageIds.length; i += BATCH) {
+    const res = await trx
+      .deleteFrom('blob_garbage')
+      .where('id', 'in', garbageIds.slice(i, i + BATCH))
+      .executeTakeFirst()
+    claimed += Number(res.numDeletedRows)
+  }
+  if (claimed !== garbageIds.length) {
+    throw new Error('Copied blobs were collected before the copy could commit; try the copy again')
+  }
+}

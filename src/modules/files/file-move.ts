@@ -1,0 +1,175 @@
+import { sql, type Transaction } from 'kysely'
+import type { Database } from '../../db/schema.js'
+import { ApiError } from '../../http/errors.js'
+import { contextOf, recordAction } from '../actions/action-recorder.js'
+import type { Principal } from '../auth/principal.js'
+import {
+  checkDestination,
+  destinationOf,
+  lockPaths,
+  type OperationDeps,
+  rebase,
+  refuseOwnSubtree,
+  sqlLength,
+  storedSpelling,
+} from './destination-rules.js'
+import type { FileAccess } from './file-access.js'
+import { describeFileAction } from './file-display.js'
+import {
+  descendants,
+  ensureParents,
+  type FileRow,
+  fileTargets,
+  findByPath,
+  nameOf,
+  parentOf,
+  queueBlobDeletion,
+} from './file-repository.js'
+import { authorOf, normalizeExistingPath } from './new-paths.js'
+
+export interface MoveInput {
+  destination?: string
+  overwrite?: boolean
+}
+
+type Deps = OperationDeps & { fileAccess: FileAccess }
+
+const BATCH = 500
+
+/**
+ * POST /file_actions/move/{path}: rename or move in one transaction. The row keeps its id; the
+ * paths of everything inside a folder are rewritten by one UPDATE (`new || substr(path, n)`), so
+ * moving a folder costs the same number of statements whatever it holds. A case-only rename
+ * (`a.txt` → `A.txt`) is allowed: the lower-case path, and with it every lookup, stays the same.
+ */
+export async function movePath(d: Deps, p: Principal, rawPath: string, input: MoveInput): Promise<void> {
+  const src = normalizeExistingPath(rawPath)
+  const dest = destinationOf(input.destination)
+  const overwrite = input.overwrite === true
+  const access = await d.fileAccess.of(p)
+  access.require(src, 'delete')
+  access.require(dest, 'write')
+  if (src === dest) throw new ApiError('bad-request/destination-same', 'The destination is the source itself')
+  const ctx = contextOf(p)
+  const now = d.now()
+  await d.db.transaction().execute(async (trx) => {
+    await lockPaths(trx, d.dialect, p.siteId, [src, dest])
+    const source = await findByPath(trx, p.siteId, src)
+    if (!source) throw new ApiError('not-found/file-not-found', `${src} not found`)
+    refuseOwnSubtree(source, dest)
+    const caseOnly = dest.toLowerCase() === source.path_lower
+    const existing = caseOnly ? undefined : await findByPath(trx, p.siteId, dest)
+    checkDestination(source, existing, overwrite)
+    if (!existing && !caseOnly) await ensureParents(trx, ctx, authorOf(p), dest, now, true)
+    const base = existing ? existing.path : await storedSpelling(trx, p.siteId, dest)
+    if (base === source.path) {
+      throw new ApiError('bad-request/destination-same', 'The destination is the source itself')
+    }
+
+    let target: FileRow
+    if (existing?.type === 'directory') {
+      await mergeInto(trx, p.siteId, source, existing, now)
+      target = existing
+    } else {
+      if (existing) {
+        // A file replaced by a moved file: the moved one keeps its id, the old one's bytes go.
+        await trx.deleteFrom('files').where('id', '=', existing.id).execute()
+        if (existing.blob_key) await queueBlobDeletion(trx, existing.blob_key, now)
+      }
+      await trx
+        .updateTable('files')
+        .set({
+          path: base,
+          path_lower: base.toLowerCase(),
+          parent_lower: parentOf(base).toLowerCase(),
+          name: nameOf(base),
+        })
+        .where('id', '=', source.id)
+        .execute()
+      target = { ...source, name: nameOf(base) }
+    }
+    if (source.type === 'directory') await rewriteInside(trx, p.siteId, source, base)
+    await recordAction(
+      trx,
+      ctx,
+      {
+        action: 'move',
+        display: describeFileAction('move', base, source.type, { source: source.path, destination: base }),
+        path: base,
+        source: source.path,
+        destination: base,
+        targets: fileTargets(target),
+      },
+      now,
+    )
+  })
+}
+
+/**
+ * Moves the folder `source` into the existing folder `existing` (overwrite): folders that exist
+ * on both sides merge (the source's row goes), a file replaces a file (the old one's bytes are
+ * queued), a file against a folder is destination-exists. What is left of the source is then
+ * rewritten under the destination by rewriteInside.
+ */
+async function mergeInto(
+  trx: Transaction<Database>,
+  siteId: number,
+  source: FileRow,
+  existing: FileRow,
+  now: number,
+): Promise<void> {
+  const present = new Map<string, FileRow>()
+  for (const r of await descendants(trx, siteId, existing.path_lower).selectAll().execute()) {
+    present.set(r.path_lower, r)
+  }
+  const depth = source.path.split('/').length
+  const drop = [source.id]
+  for (const r of await descendants(trx, siteId, source.path_lower).selectAll().execute()) {
+    const there = present.get(rebase(r.path_lower, depth, existing.path_lower))
+    if (!there) continue
+    if (there.type !== r.type) {
+      throw new ApiError(
+        'processing-failure/destination-exists',
+        `${there.path} exists as a ${there.type === 'directory' ? 'folder' : 'file'}: the moved ${r.type === 'directory' ? 'folder' : 'file'} cannot replace it`,
+      )
+    }
+    if (r.type === 'directory') {
+      drop.push(r.id)
+    } else {
+      drop.push(there.id)
+      if (there.blob_key) await queueBlobDeletion(trx, there.blob_key, now)
+    }
+  }
+  for (let i = 0; i < drop.length; i += BATCH) {
+    await trx
+      .deleteFrom('files')
+      .where('id', 'in', drop.slice(i, i + BATCH))
+      .execute()
+  }
+}
+
+/** Rewrites the paths of everything inside `source` to lie under `base` instead. */
+async function rewriteInside(
+  trx: Transaction<Database>,
+  siteId: number,
+  source: FileRow,
+  base: string,
+): Promise<void> {
+  const oldLower = source.path_lower
+  const baseLower = base.toLowerCase()
+  // Positions count characters, as SQL's substr does; the stored spelling of a folder's children
+  // has as many characters as the folder's own path.
+  const from = sqlLength(source.path) + 1
+  const fromLower = sqlLength(oldLower) + 1
+  await trx
+    .updateTable('files')
+    .set({
+      path: sql<string>`cast(${base} as text) || substr(path, cast(${from} as integer))`,
+      path_lower: sql<string>`cast(${baseLower} as text) || substr(path_lower, cast(${fromLower} as integer))`,
+      parent_lower: sql<string>`cast(${baseLower} as text) || substr(parent_lower, cast(${fromLower} as integer))`,
+    })
+    .where('site_id', '=', siteId)
+    .where('path_lower', '>', `${oldLower}/`)
+    .where('path_lower', '<', `${oldLower}0`)
+    .execute()
+}

@@ -1,0 +1,129 @@
+import { type Kysely, sql } from 'kysely'
+import type { BlobStore } from '../../blobs/blob-store.js'
+import type { Database } from '../../db/schema.js'
+import { ApiError } from '../../http/errors.js'
+import { contextOf, recordAction } from '../actions/action-recorder.js'
+import type { Principal } from '../auth/principal.js'
+import type { OperationDeps } from './destination-rules.js'
+import type { FileAccess } from './file-access.js'
+import { type CopyInput, copyPath } from './file-copy.js'
+import { describeFileAction } from './file-display.js'
+import { type MoveInput, movePath } from './file-move.js'
+import {
+  descendants,
+  fileTargets,
+  findById,
+  findByPath,
+  lockPath,
+  queueBlobDeletion,
+} from './file-repository.js'
+import { normalizeExistingPath } from './new-paths.js'
+
+export interface DeleteInput {
+  recursive?: boolean
+}
+
+/**
+ * Deleting, copying and moving files and folders. Every change is one transaction with its one
+ * Action; bytes are never deleted inline but queued in blob_garbage for the janitor.
+ */
+export class FileOperations {
+  private readonly deps: OperationDeps & { blobs: BlobStore; fileAccess: FileAccess }
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: 'sqlite' | 'postgres',
+    blobs: BlobStore,
+    private readonly fileAccess: FileAccess,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.deps = { db, dialect, blobs, fileAccess, now }
+  }
+
+  /** DELETE /files/{path}. */
+  async delete(p: Principal, rawPath: string, input: DeleteInput): Promise<void> {
+    const path = normalizeExistingPath(rawPath)
+    const access = await this.fileAccess.of(p)
+    access.require(path, 'delete')
+    await this.remove(p, path, input.recursive === true)
+  }
+
+  /** DELETE /resource/{id}: the same, for the file or folder with this id. */
+  async deleteById(p: Principal, id: number, input: DeleteInput): Promise<void> {
+    const row = await findById(this.db, p.siteId, id)
+    if (!row) throw new ApiError('not-found/file-not-found', `No file or folder has the id ${id}`)
+    const access = await this.fileAccess.of(p)
+    access.require(row.path, 'delete')
+    await this.remove(p, row.path, input.recursive === true, id)
+  }
+
+  copy(p: Principal, rawPath: string, input: CopyInput): Promise<void> {
+    return copyPath(this.deps, p, rawPath, input)
+  }
+
+  move(p: Principal, rawPath: string, input: MoveInput): Promise<void> {
+    return movePath(this.deps, p, rawPath, input)
+  }
+
+  /**
+   * Deletes a file, or a folder with (when `recursive`) everything inside it, in one transaction.
+   * Only the named path gets a `destroy` Action: one Action per deleted descendant would make a
+   * large recursive delete one huge transaction, and the history of a folder already covers
+   * everything inside it. The blobs of every deleted file are queued by one INSERT … SELECT, so
+   * the number of files inside does not change the number of statements.
+   */
+  private async remove(p: Principal, path: string, recursive: boolean, expectedId?: number): Promise<void> {
+    const siteId = p.siteId
+    const now = this.now()
+    await this.db.transaction().execute(async (trx) => {
+      await lockPath(trx, this.dialect, siteId, path)
+      const row = await findByPath(trx, siteId, path)
+      if (!row || (expectedId !== undefined && row.id !== expectedId)) {
+        throw new ApiError('not-found/file-not-found', `${path} not found`)
+      }
+      if (row.type === 'directory') {
+        const inside = await descendants(trx, siteId, row.path_lower).select('id').limit(1).executeTakeFirst()
+        if (inside && !recursive) {
+          throw new ApiError(
+            'processing-failure/folder-not-empty',
+            `${row.path} is not empty (send recursive=true to delete it with its contents)`,
+          )
+        }
+        if (inside) {
+          await trx
+            .insertInto('blob_garbage')
+            .columns(['blob_key', 'created_at'])
+            .expression(
+              descendants(trx, siteId, row.path_lower)
+                .where('blob_key', 'is not', null)
+                .select([
+                  sql<string>`blob_key`.as('blob_key'),
+                  sql<number>`${sql.lit(now)}`.as('created_at'),
+                ]),
+            )
+            .execute()
+          await trx
+            .deleteFrom('files')
+            .where('site_id', '=', siteId)
+            .where('path_lower', '>', `${row.path_lower}/`)
+            .where('path_lower', '<', `${row.path_lower}0`)
+            .execute()
+        }
+      } else if (row.blob_key) {
+        await queueBlobDeletion(trx, row.blob_key, now)
+      }
+      await trx.deleteFrom('files').where('id', '=', row.id).execute()
+      await recordAction(
+        trx,
+        contextOf(p),
+        {
+          action: 'destroy',
+          display: describeFileAction('destroy', row.path, row.type),
+          path: row.path,
+          targets: fileTargets(row),
+        },
+        now,
+      )
+    })
+  }
+}
