@@ -623,3 +623,40 @@ describe.each(dialects)('file operations (%s)', (dialect) => {
     })
   })
 })
+
+describe.each(dialects)('a long copy and the janitor (%s)', (dialect) => {
+  let s: TestServer
+  let t = Date.now()
+  beforeAll(async () => {
+    s = await startServer(dialect, {}, { now: () => t })
+  })
+  afterAll(async () => s?.close())
+
+  it('keeps its copied blobs from the janitor until it commits', async () => {
+    for (let i = 0; i < 10; i++) await makeFile(s, `slow/src/f${i}.txt`, `bytes ${i}`)
+    // Each blob copy takes ten minutes and the janitor runs after each: the whole copy takes well
+    // over the janitor's hour of grace.
+    const blobs = s.container.blobs
+    const original = blobs.copy.bind(blobs)
+    blobs.copy = async (key: string) => {
+      const copied = await original(key)
+      t += 10 * 60_000
+      await s.container.janitor.runOnce()
+      return copied
+    }
+    try {
+      const r = await call(s, 'POST', '/file_actions/copy/slow/src', {
+        key: s.adminKey,
+        body: { destination: 'slow/dst' },
+      })
+      expect(r.status).toBe(201)
+    } finally {
+      blobs.copy = original
+    }
+    for (let i = 0; i < 10; i++) {
+      const row = (await findRow(s, `slow/dst/f${i}.txt`))!
+      expect(await blobText(s, row.blob_key!)).toBe(`bytes ${i}`)
+    }
+    expect(await garbageKeys(s)).toEqual([])
+  })
+})

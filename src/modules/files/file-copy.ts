@@ -45,6 +45,8 @@ interface BlobCopy {
 
 /** Blob copies running at once: enough to overlap disk latency, few enough to leave I/O for others. */
 const PARALLEL_COPIES = 4
+/** How often a long copy renews its queued blobs (the janitor's grace is an hour). */
+const TOUCH_EVERY_MS = 5 * 60_000
 /** Rows per INSERT (SQLite allows 32,766 parameters; a row has 17 columns). */
 const BATCH = 500
 
@@ -205,12 +207,17 @@ async function replaceFile(
   if (there.blob_key) await queueBlobDeletion(trx, there.blob_key, now)
 }
 
-/** Copies the blob of every file among `rows`, a few at a time; stops at the first failure. */
+/**
+ * Copies the blob of every file among `rows`, a few at a time; stops at the first failure. The
+ * queue rows of a long copy are touched every few minutes, so the janitor (which waits an hour
+ * after a row is written) never collects a blob this copy is still about to use.
+ */
 async function copyBlobs(d: Deps, rows: FileRow[]): Promise<Map<number, BlobCopy>> {
   const files = rows.filter((r) => r.type === 'file' && r.blob_key !== null)
   const out = new Map<number, BlobCopy>()
   let next = 0
   let failure: unknown = null
+  let touched = d.now()
   const worker = async () => {
     while (failure === null && next < files.length) {
       const r = files[next++]!
@@ -222,6 +229,14 @@ async function copyBlobs(d: Deps, rows: FileRow[]): Promise<Map<number, BlobCopy
           .returning('id')
           .executeTakeFirstOrThrow()
         out.set(r.id, { key, garbageId: g.id })
+        if (d.now() - touched > TOUCH_EVERY_MS) {
+          touched = d.now()
+          await touch(
+            d,
+            [...out.values()].map((c) => c.garbageId),
+            touched,
+          )
+        }
       } catch (err) {
         failure ??=
           err instanceof BlobNotFoundError
@@ -235,10 +250,20 @@ async function copyBlobs(d: Deps, rows: FileRow[]): Promise<Map<number, BlobCopy
   return out
 }
 
+async function touch(d: Deps, garbageIds: number[], now: number): Promise<void> {
+  for (let i = 0; i < garbageIds.length; i += BATCH) {
+    await d.db
+      .updateTable('blob_garbage')
+      .set({ created_at: now })
+      .where('id', 'in', garbageIds.slice(i, i + BATCH))
+      .execute()
+  }
+}
+
 /**
  * Takes the new blobs off the deletion queue in the transaction that makes them files. A row
- * already gone means the janitor collected that blob (a copy slower than its grace period): the
- * copy fails rather than commit files without bytes.
+ * already gone means the janitor collected that blob after all (a single blob copy slower than
+ * its grace period): the copy fails rather than commit files without bytes.
  */
 async function claimBlobs(trx: Transaction<Database>, garbageIds: number[]): Promise<void> {
   let claimed = 0
