@@ -8,11 +8,13 @@ import { API_PREFIX, type Format, negotiate, parseXmlBody, splitFormatSuffix, to
 import { registerAuth } from './http/plugins/auth.js'
 import { apiKeyRoutes } from './http/routes/api-keys.js'
 import { fileOperationRoutes } from './http/routes/file-operations.js'
+import { fileRoutes } from './http/routes/files.js'
 import { folderRoutes } from './http/routes/folders.js'
 import { historyRoutes } from './http/routes/history.js'
 import { permissionRoutes } from './http/routes/permissions.js'
 import { sessionRoutes } from './http/routes/sessions.js'
 import { swaggerRoutes } from './http/routes/swagger.js'
+import { transferRoutes } from './http/routes/transfers.js'
 import { userRoutes } from './http/routes/users.js'
 import { redactUrl } from './logger.js'
 import './http/request-context.js'
@@ -32,6 +34,8 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
     return503OnClosing: true,
+    // Signed download tokens and file names are path segments longer than find-my-way's default 100.
+    routerOptions: { maxParamLength: 8192 },
     ajv: {
       customOptions: {
         coerceTypes: 'array',
@@ -165,6 +169,8 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       await api.register(apiKeyRoutes(container))
       await api.register(userRoutes(container))
       await api.register(permissionRoutes(container))
+      await api.register(fileRoutes(container))
+      await api.register(transferRoutes(container))
       await api.register(folderRoutes(container))
       await api.register(fileOperationRoutes(container))
       await api.register(historyRoutes(container))

@@ -11,9 +11,12 @@ import { RateLimiter } from './http/rate-limiter.js'
 import { ApiKeyService } from './modules/api-keys/api-key-service.js'
 import { AuthService } from './modules/auth/auth-service.js'
 import { IdentityCache } from './modules/auth/identity-cache.js'
+import { DownloadService } from './modules/files/download-service.js'
 import { FileAccess } from './modules/files/file-access.js'
 import { FileOperations } from './modules/files/file-operations.js'
 import { FolderService } from './modules/files/folder-service.js'
+import { UploadParts } from './modules/files/upload-parts.js'
+import { UploadService } from './modules/files/upload-service.js'
 import { HistoryService } from './modules/history/history-service.js'
 import { PermissionService } from './modules/permissions/permission-service.js'
 import { SessionService } from './modules/sessions/session-service.js'
@@ -29,6 +32,10 @@ export interface Services {
   permissions: PermissionService
   /** What a caller may do where in the file tree. */
   fileAccess: FileAccess
+  /** Uploads: action=put/end and the signed part URLs. */
+  uploads: UploadService
+  /** File metadata, signed download links and the bytes behind them. */
+  downloads: DownloadService
   /** Folder listings and mkdir. */
   folders: FolderService
   /** Delete, copy and move of files and folders. */
@@ -89,6 +96,15 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       sessions,
       users: new UserService(db, sessions, secrets, now, identities),
       permissions: new PermissionService(db, secrets, now),
+      uploads: new UploadService(
+        db,
+        database.dialect.name,
+        blobs,
+        new UploadParts(db, blobs, secrets, config, now),
+        fileAccess,
+        now,
+      ),
+      downloads: new DownloadService(db, blobs, secrets, fileAccess, config, now),
       fileAccess,
       folders: new FolderService(db, database.dialect.name, fileAccess, secrets, now),
       fileOps: new FileOperations(db, database.dialect.name, blobs, fileAccess, now),

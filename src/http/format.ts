@@ -9,7 +9,14 @@ export const API_PREFIX = '/api/rest/v1'
  * Routes whose last path segments are a file path: there a `.json` or `.xml` ending is part of
  * the file's name, never a format suffix (the Files.com SDKs send no suffix on these).
  */
-const FILE_PATH_PREFIXES = ['/files/', '/folders/', '/file_actions/', '/history/files/', '/history/folders/']
+const FILE_PATH_PREFIXES = [
+  '/files/',
+  '/folders/',
+  '/file_actions/',
+  '/history/files/',
+  '/history/folders/',
+  '/downloads/',
+]
 
 export interface SuffixResult {
   url: string

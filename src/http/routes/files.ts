@@ -1,0 +1,222 @@
+import { type Static, Type } from '@sinclair/typebox'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Container } from '../../container.js'
+import type { UploadOptions } from '../../modules/files/upload-rules.js'
+import { parseDateTime } from '../datetime.js'
+import { ApiError } from '../errors.js'
+import { sendFileBytes } from '../file-bytes.js'
+import { toXml } from '../format.js'
+import { errorResponses, Id } from '../schemas.js'
+import { FileSchema, FileUploadPartSchema } from './file-schemas.js'
+
+// The file path is the rest of the URL, raw (`a/b.txt`) or encoded as the SDKs send it (`a%2Fb.txt`).
+const PathParams = Type.Object({ '*': Type.String({ description: 'File path' }) })
+type PathParams = Static<typeof PathParams>
+
+/** The SDKs repeat the path as a parameter; the one in the URL is the one used. */
+const EchoPath = Type.Optional(
+  Type.String({ maxLength: 6000, description: 'Ignored: the path is the URL’s' }),
+)
+
+const uploadFields = {
+  ref: Type.Optional(
+    Type.String({ maxLength: 128, description: 'The upload, from the first FileUploadPart' }),
+  ),
+  part: Type.Optional(Type.Integer({ minimum: 1, description: 'Part number, 1 to 10000 (default 1)' })),
+  parts: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+  size: Type.Optional(Type.Integer({ minimum: 0, description: 'Accepted and ignored' })),
+  length: Type.Optional(Type.Integer({ minimum: 0, description: 'Accepted and ignored' })),
+  restart: Type.Optional(Type.Integer({ description: 'Only 0 is supported' })),
+  mkdir_parents: Type.Optional(Type.Boolean({ description: 'Create missing parent folders (default true)' })),
+  provided_mtime: Type.Optional(
+    Type.String({ maxLength: 64, description: 'Last modified, as the client says' }),
+  ),
+  with_rename: Type.Optional(Type.Boolean({ description: 'If the path is taken, save as "name (1).ext"…' })),
+  etags: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
+  path: EchoPath,
+}
+
+const UploadBody = Type.Object(
+  { action: Type.Optional(Type.String({ maxLength: 64, description: 'put or end' })), ...uploadFields },
+  { additionalProperties: false },
+)
+const BeginUploadBody = Type.Object(uploadFields, { additionalProperties: false })
+
+const ignoredQuery = {
+  preview_size: Type.Optional(Type.String({ maxLength: 32, description: 'Accepted and ignored' })),
+  with_previews: Type.Optional(Type.Boolean({ description: 'Accepted and ignored' })),
+  with_priority_color: Type.Optional(Type.Boolean({ description: 'Accepted and ignored' })),
+  path: EchoPath,
+}
+const DownloadQuery = Type.Object(
+  {
+    action: Type.Optional(
+      Type.Unsafe<'' | 'stat' | 'redirect'>({
+        type: 'string',
+        enum: ['', 'stat', 'redirect'],
+        description: 'stat: no download_uri; redirect: 302 to the download_uri',
+      }),
+    ),
+    ...ignoredQuery,
+  },
+  { additionalProperties: false },
+)
+const MetadataQuery = Type.Object(ignoredQuery, { additionalProperties: false })
+
+const ResourceDownloadBody = Type.Object(
+  {
+    path: Type.Optional(Type.String({ maxLength: 6000, description: 'Give path or id' })),
+    id: Type.Optional(Id('Give path or id')),
+  },
+  { additionalProperties: false },
+)
+
+const Bytes = Type.String({ format: 'binary', description: 'The file’s bytes (206: the range asked for)' })
+const tags = ['files']
+
+function uploadOptions(b: Static<typeof BeginUploadBody>): UploadOptions {
+  return {
+    part: b.part,
+    parts: b.parts,
+    restart: b.restart,
+    mkdirParents: b.mkdir_parents,
+    withRename: b.with_rename,
+    providedMtime:
+      b.provided_mtime === undefined ? undefined : parseDateTime(b.provided_mtime, 'provided_mtime'),
+  }
+}
+
+/** The file's XML root on a route whose XML root is otherwise a FileUploadPart. */
+function asFile(request: FastifyRequest, reply: FastifyReply): void {
+  if (request.format === 'xml') reply.serializer((payload: unknown) => toXml(payload, 'file'))
+}
+
+export function fileRoutes(c: Container) {
+  const uploads = c.services.uploads
+  const downloads = c.services.downloads
+  return async (app: FastifyInstance) => {
+    app.post<{ Params: PathParams; Body: Static<typeof UploadBody> }>(
+      '/files/*',
+      {
+        config: { access: 'files', xml: 'file-upload-part' },
+        schema: {
+          summary:
+            'Upload a file: action=put opens an upload or gives the URL of a part, action=end finishes it',
+          tags,
+          params: PathParams,
+          body: UploadBody,
+          response: {
+            200: FileUploadPartSchema,
+            201: Type.Union([FileUploadPartSchema, FileSchema]),
+            ...errorResponses,
+          },
+        },
+      },
+      async (request, reply) => {
+        const { action, ref, ...rest } = request.body
+        const path = request.params['*']
+        const opts = { ...uploadOptions(rest), parts: undefined }
+        if (action === 'put' && ref === undefined) {
+          const [first] = await uploads.begin(request.principal, path, opts)
+          return reply.code(201).send(first)
+        }
+        if (action === 'put') {
+          const [part] = await uploads.continue(request.principal, path, ref!, opts)
+          return reply.code(200).send(part)
+        }
+        if (action === 'end') {
+          if (ref === undefined)
+            throw new ApiError('bad-request/request-params-required', 'action=end needs the ref')
+          const file = await uploads.end(request.principal, path, ref, opts)
+          asFile(request, reply)
+          return reply.code(201).send(file)
+        }
+        throw new ApiError('bad-request/request-params-invalid', 'action must be put or end')
+      },
+    )
+
+    app.post<{ Params: PathParams; Body: Static<typeof BeginUploadBody> }>(
+      '/file_actions/begin_upload/*',
+      {
+        config: { access: 'files', xml: ['file-upload-parts', 'file-upload-part'] },
+        schema: {
+          summary: 'Open an upload (or continue one, given its ref) and get the URLs of its first parts',
+          tags,
+          params: PathParams,
+          body: BeginUploadBody,
+          response: { 201: Type.Array(FileUploadPartSchema), ...errorResponses },
+        },
+      },
+      async (request, reply) => {
+        const { ref, ...rest } = request.body
+        const path = request.params['*']
+        const opts = uploadOptions(rest)
+        const parts =
+          ref === undefined
+            ? await uploads.begin(request.principal, path, opts)
+            : await uploads.continue(request.principal, path, ref, opts)
+        return reply.code(201).send(parts)
+      },
+    )
+
+    app.get<{ Params: PathParams; Querystring: Static<typeof DownloadQuery> }>(
+      '/files/*',
+      {
+        config: { access: 'files', xml: 'file' },
+        schema: {
+          summary: 'A file with a signed, expiring download_uri (action=redirect: 302 to it)',
+          tags,
+          params: PathParams,
+          querystring: DownloadQuery,
+          response: { 200: FileSchema, 302: Type.Null(), ...errorResponses },
+        },
+      },
+      async (request, reply) => {
+        const action = request.query.action ?? ''
+        const file = await downloads.find(request.principal, request.params['*'], action !== 'stat')
+        if (action === 'redirect') return reply.redirect(file.download_uri!, 302)
+        return file
+      },
+    )
+
+    app.get<{ Params: PathParams; Querystring: Static<typeof MetadataQuery> }>(
+      '/file_actions/metadata/*',
+      {
+        config: { access: 'files', xml: 'file' },
+        schema: {
+          summary: 'A file’s or folder’s metadata (no download_uri)',
+          tags,
+          params: PathParams,
+          querystring: MetadataQuery,
+          response: { 200: FileSchema, ...errorResponses },
+        },
+      },
+      async (request) => downloads.metadata(request.principal, request.params['*']),
+    )
+
+    app.post<{ Body: Static<typeof ResourceDownloadBody> }>(
+      '/resources/download',
+      {
+        config: { access: 'files' },
+        schema: {
+          summary: 'Download a file by path or id: the bytes themselves, with Range support',
+          tags,
+          body: ResourceDownloadBody,
+          produces: ['application/octet-stream'],
+          response: { 200: Bytes, 206: Bytes, ...errorResponses },
+        },
+      },
+      async (request, reply) => {
+        const { path, id } = request.body
+        if (path !== undefined && id !== undefined) {
+          throw new ApiError('bad-request/request-params-invalid', 'Give either path or id, not both')
+        }
+        if (path === undefined && id === undefined) {
+          throw new ApiError('bad-request/request-params-required', 'Give the path or the id of the file')
+        }
+        const d = await downloads.forCaller(request.principal, { path, id })
+        return sendFileBytes(request, reply, downloads, d)
+      },
+    )
+  }
+}

@@ -1,0 +1,112 @@
+import { type Static, Type } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Container } from '../../container.js'
+import { ApiError } from '../errors.js'
+import { sendFileBytes } from '../file-bytes.js'
+import { ErrorSchema } from '../schemas.js'
+
+const PartParams = Type.Object(
+  {
+    ref: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'The upload' }),
+    part: Type.Integer({ minimum: 1, maximum: 10_000, description: 'Part number' }),
+  },
+  { additionalProperties: false },
+)
+const PartQuery = Type.Object(
+  {
+    expires: Type.Optional(Type.String({ maxLength: 20, description: 'Epoch seconds' })),
+    signature: Type.Optional(Type.String({ maxLength: 128 })),
+  },
+  { additionalProperties: false },
+)
+const LinkParams = Type.Object(
+  {
+    token: Type.String({ maxLength: 2048, description: 'Signed, expiring token' }),
+    name: Type.String({ maxLength: 5000, description: 'The file’s name (for the browser; not checked)' }),
+  },
+  { additionalProperties: false },
+)
+
+const linkErrors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema }
+const tags = ['files']
+
+/**
+ * The two routes reached without credentials, by signed URLs that the authenticated routes hand
+ * out: `upload_uri` (PUT a part's bytes) and `download_uri` (GET the bytes, with Range).
+ */
+export function transferRoutes(c: Container) {
+  const parts = c.services.uploads.parts
+  const downloads = c.services.downloads
+  return async (app: FastifyInstance) => {
+    // A part is raw bytes of any Content-Type, up to 5 GiB: nothing may read it before the
+    // handler has checked the link, and then it is streamed to disk, never buffered.
+    app.removeAllContentTypeParsers()
+    app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined))
+
+    app.put<{ Params: Static<typeof PartParams>; Querystring: Static<typeof PartQuery> }>(
+      '/upload_parts/:ref/:part',
+      {
+        config: { auth: false },
+        schema: {
+          summary: 'Send the bytes of one upload part to its signed upload_uri (no credentials)',
+          tags,
+          security: [],
+          consumes: ['application/octet-stream'],
+          params: PartParams,
+          querystring: PartQuery,
+          response: {
+            200: Type.String({ maxLength: 0, description: 'Empty: the part is stored (ETag names it)' }),
+            ...linkErrors,
+          },
+        },
+      },
+      async (request, reply) => {
+        const { ref, part } = request.params
+        const declared = request.headers['content-length']
+        try {
+          await parts.receive(
+            ref,
+            part,
+            request.query,
+            request.raw,
+            declared === undefined ? undefined : Number(declared),
+          )
+        } catch (err) {
+          // A client that hangs up mid-part is not a server failure: nothing was kept.
+          if (!(err instanceof ApiError) && !request.raw.complete) {
+            throw new ApiError(
+              'bad-request/invalid-body',
+              'The part upload was interrupted; nothing was kept',
+            )
+          }
+          throw err
+        }
+        return reply.code(200).header('ETag', `"${ref}-${part}"`).send()
+      },
+    )
+
+    app.get<{ Params: Static<typeof LinkParams> }>(
+      '/downloads/:token/:name',
+      {
+        config: { auth: false },
+        schema: {
+          summary: 'The bytes behind a download_uri (no credentials; Range and HEAD supported)',
+          tags,
+          security: [],
+          produces: ['application/octet-stream'],
+          params: LinkParams,
+          response: {
+            200: Type.String({ format: 'binary' }),
+            206: Type.String({ format: 'binary' }),
+            ...linkErrors,
+            416: ErrorSchema,
+          },
+        },
+      },
+      async (request, reply) => {
+        const d = await downloads.forLink(request.params.token)
+        return sendFileBytes(request, reply, downloads, d)
+      },
+    )
+  }
+}

@@ -1,0 +1,167 @@
+import type { Readable } from 'node:stream'
+import type { Kysely } from 'kysely'
+import { BlobNotFoundError, type BlobStore, type ByteRange } from '../../blobs/blob-store.js'
+import type { Config } from '../../config.js'
+import type { Database } from '../../db/schema.js'
+import { ApiError } from '../../http/errors.js'
+import { type ActionContext, contextOf, recordAction } from '../actions/action-recorder.js'
+import type { Principal } from '../auth/principal.js'
+import { normalizePath } from '../paths.js'
+import type { SiteSecrets } from '../sites/site-secrets.js'
+import type { AccessView, FileAccess } from './file-access.js'
+import { describeFileAction } from './file-display.js'
+import { type FileJson, toFileJson } from './file-json.js'
+import { type FileRow, fileTargets, findById, findByPath } from './file-repository.js'
+import { readDownloadToken, signDownloadToken, verifyDownloadToken } from './signed-link.js'
+
+/** A file whose bytes are about to be served, and whom to record the read for. */
+export interface Download {
+  row: FileRow
+  /** Who reads, for the `read` Action (ip filled in by the route). */
+  reader: Omit<ActionContext, 'ip'>
+}
+
+const fileNotFound = (message: string) => new ApiError('not-found/file-not-found', message)
+const noSuchFile = (path: string) => fileNotFound(`No file at ${path}`)
+
+/**
+ * Reading files: metadata, signed download links, and the bytes behind them. Metadata lookups
+ * record nothing; a `read` Action is recorded when bytes are served (decisions.md).
+ */
+export class DownloadService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly blobs: BlobStore,
+    private readonly secrets: SiteSecrets,
+    private readonly fileAccess: FileAccess,
+    private readonly config: Config,
+    private readonly now: () => number,
+  ) {}
+
+  /** GET /files/{path}: the File, with a fresh download_uri unless `stat` only was asked for. */
+  async find(p: Principal, rawPath: string, withLink: boolean): Promise<FileJson> {
+    const path = normalizePath(rawPath)
+    const access = await this.fileAccess.of(p)
+    access.require(path, 'read')
+    const row = await findByPath(this.db, p.siteId, path)
+    const file = this.downloadable(row, path)
+    return toFileJson(file, access, withLink ? await this.downloadUri(p, file) : undefined)
+  }
+
+  /** GET /file_actions/metadata/{path}: a file or a folder, without a link. */
+  async metadata(p: Principal, rawPath: string): Promise<FileJson> {
+    const path = normalizePath(rawPath)
+    const access = await this.fileAccess.of(p)
+    access.requireAny(path, ['read', 'list'])
+    const row = path === '' ? undefined : await findByPath(this.db, p.siteId, path)
+    if (!row) throw path === '' ? fileNotFound('The root folder has no metadata record') : noSuchFile(path)
+    return toFileJson(row, access)
+  }
+
+  /** POST /resources/download: a file named by path or id, read by the caller. */
+  async forCaller(
+    p: Principal,
+    by: { path?: string | undefined; id?: number | undefined },
+  ): Promise<Download> {
+    let access: AccessView
+    let row: FileRow | undefined
+    let path: string
+    if (by.id !== undefined) {
+      row = await findById(this.db, p.siteId, by.id)
+      if (!row) throw fileNotFound(`No file with id ${by.id}`)
+      path = row.path
+      access = await this.fileAccess.of(p)
+      access.require(path, 'read')
+    } else {
+      path = normalizePath(by.path ?? '')
+      access = await this.fileAccess.of(p)
+      access.require(path, 'read')
+      row = await findByPath(this.db, p.siteId, path)
+    }
+    const { ip: _ip, ...reader } = contextOf(p)
+    return { row: this.downloadable(row, path), reader }
+  }
+
+  /**
+   * GET /downloads/{token}/{name}: the link must be signed by the site, unexpired, and still name
+   * the bytes it was made for; a file replaced or deleted since is 404.
+   */
+  async forLink(token: string): Promise<Download> {
+    const t = readDownloadToken(token)
+    verifyDownloadToken(await this.secrets.signingSecret(t.claims.s), t, this.now())
+    const { claims } = t
+    const row = await findById(this.db, claims.s, claims.f)
+    if (row?.type !== 'file' || row.blob_key !== claims.b) {
+      throw fileNotFound('The file has changed or been deleted since this link was made')
+    }
+    const user =
+      claims.u === null
+        ? undefined
+        : await this.db
+            .selectFrom('users')
+            .select('username')
+            .where('site_id', '=', claims.s)
+            .where('id', '=', claims.u)
+            .executeTakeFirst()
+    return {
+      row,
+      reader: {
+        siteId: claims.s,
+        userId: claims.u,
+        username: user?.username ?? null,
+        interface: claims.i,
+      },
+    }
+  }
+
+  /** The file's bytes, or a range of them. */
+  async open(row: FileRow, range?: ByteRange): Promise<Readable> {
+    try {
+      return await this.blobs.open(row.blob_key ?? '', range)
+    } catch (err) {
+      // Replaced or deleted between the lookup and now: the janitor took the old bytes.
+      if (err instanceof BlobNotFoundError) throw noSuchFile(row.path)
+      throw err
+    }
+  }
+
+  /** The `read` Action of a download, in its own transaction (nothing else changes). */
+  async recordRead(d: Download, ip: string): Promise<void> {
+    const now = this.now()
+    await this.db.transaction().execute((trx) =>
+      recordAction(
+        trx,
+        { ...d.reader, ip },
+        {
+          action: 'read',
+          display: describeFileAction('read', d.row.path, 'file'),
+          path: d.row.path,
+          targets: fileTargets(d.row),
+        },
+        now,
+      ),
+    )
+  }
+
+  private downloadable(row: FileRow | undefined, path: string): FileRow {
+    if (path === '' || row?.type === 'directory') {
+      throw new ApiError('bad-request/cannot-download-directory', `${path || 'The root'} is a folder`)
+    }
+    if (!row) throw noSuchFile(path)
+    return row
+  }
+
+  /** `${BASE_URL}/api/rest/v1/downloads/<token>/<name>`, valid DOWNLOAD_URL_SECONDS. */
+  private async downloadUri(p: Principal, row: FileRow): Promise<string> {
+    const token = signDownloadToken(await this.secrets.signingSecret(p.siteId), {
+      s: p.siteId,
+      f: row.id,
+      b: row.blob_key ?? '',
+      u: p.user?.id ?? null,
+      k: p.apiKey?.id ?? null,
+      i: p.interface,
+      e: Math.floor(this.now() / 1000) + this.config.files.downloadUrlSeconds,
+    })
+    return `${this.config.baseUrl}/api/rest/v1/downloads/${token}/${encodeURIComponent(row.name)}`
+  }
+}

@@ -1,0 +1,149 @@
+import type { Readable } from 'node:stream'
+import type { Kysely, Selectable } from 'kysely'
+import { type BlobStore, BlobTooLargeError } from '../../blobs/blob-store.js'
+import type { Config } from '../../config.js'
+import type { Database, UploadsTable } from '../../db/schema.js'
+import { formatDateTime } from '../../http/datetime.js'
+import { ApiError } from '../../http/errors.js'
+import type { SiteSecrets } from '../sites/site-secrets.js'
+import { checkUploadPartSignature, parseExpiry, uploadPartUrl } from './signed-link.js'
+
+export type UploadRow = Selectable<UploadsTable>
+
+/** Files.com's limits: parts are numbered 1…10000, and one part holds at most 5 GiB. */
+export const MAX_PARTS = 10_000
+export const MAX_PART_BYTES = 5 * 1024 ** 3
+
+/** The FileUploadPart resource: where and how to send one part. */
+export interface FileUploadPartJson {
+  send: Record<string, string>
+  action: string
+  ask_about_overwrites: boolean
+  available_parts: number
+  expires: string
+  headers: Record<string, string>
+  http_method: string
+  next_partsize: number
+  parallel_parts: boolean
+  retry_parts: boolean
+  parameters: Record<string, string>
+  part_number: number
+  partsize: number
+  path: string
+  ref: string
+  upload_uri: string
+}
+
+export const uploadNotFound = () =>
+  new ApiError(
+    'not-found/file-upload-not-found',
+    'No such upload in progress: it was finished, abandoned, or started by someone else',
+  )
+
+/**
+ * The unauthenticated half of an upload: signed part URLs and the bytes sent to them. Parts may
+ * arrive in any order and in parallel; each is staged by the blob store and recorded in
+ * upload_parts, and `action=end` assembles them.
+ */
+export class UploadParts {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly blobs: BlobStore,
+    private readonly secrets: SiteSecrets,
+    private readonly config: Config,
+    private readonly now: () => number,
+  ) {}
+
+  /** How long an upload lives without activity; every request about it pushes this back. */
+  expiresAt(now: number): number {
+    return now + this.config.files.uploadExpiryMinutes * 60_000
+  }
+
+  async describe(
+    upload: Pick<UploadRow, 'site_id' | 'ref' | 'path'>,
+    part: number,
+    askAboutOverwrites: boolean,
+  ): Promise<FileUploadPartJson> {
+    const { partSize, uploadUrlSeconds } = this.config.files
+    const expires = Math.floor(this.now() / 1000) + uploadUrlSeconds
+    const secret = await this.secrets.signingSecret(upload.site_id)
+    return {
+      send: {},
+      action: 'put/write',
+      ask_about_overwrites: askAboutOverwrites,
+      available_parts: MAX_PARTS,
+      expires: formatDateTime(expires * 1000)!,
+      headers: {},
+      http_method: 'PUT',
+      next_partsize: partSize,
+      parallel_parts: true,
+      retry_parts: true,
+      parameters: {},
+      part_number: part,
+      partsize: partSize,
+      path: upload.path,
+      ref: upload.ref,
+      upload_uri: uploadPartUrl(this.config.baseUrl, secret, upload.site_id, upload.ref, part, expires),
+    }
+  }
+
+  /**
+   * `PUT upload_uri`: checks the link before reading a byte, stages the part (an aborted or
+   * oversized body leaves nothing behind), then records it.
+   */
+  async receive(
+    ref: string,
+    part: number,
+    link: { expires?: string | undefined; signature?: string | undefined },
+    data: Readable,
+    declaredLength: number | undefined,
+  ): Promise<void> {
+    const now = this.now()
+    const expires = parseExpiry(link.expires, now)
+    const upload = await this.db
+      .selectFrom('uploads')
+      .select(['id', 'site_id', 'expires_at'])
+      .where('ref', '=', ref)
+      .executeTakeFirst()
+    if (!upload || upload.expires_at <= now) throw uploadNotFound()
+    const secret = await this.secrets.signingSecret(upload.site_id)
+    checkUploadPartSignature(secret, upload.site_id, ref, part, expires, link.signature ?? '')
+    if (declaredLength !== undefined && declaredLength > MAX_PART_BYTES) throw partTooLarge()
+
+    let size: number
+    try {
+      ;({ size } = await this.blobs.putPart(ref, part, data, { maxBytes: MAX_PART_BYTES }))
+    } catch (err) {
+      if (err instanceof BlobTooLargeError) throw partTooLarge()
+      throw err
+    }
+
+    const done = this.now()
+    const recorded = await this.db.transaction().execute(async (trx) => {
+      // Touching the upload first also makes a concurrent `end` wait for this part (PostgreSQL).
+      const touched = await trx
+        .updateTable('uploads')
+        .set({ expires_at: this.expiresAt(done) })
+        .where('id', '=', upload.id)
+        .executeTakeFirst()
+      if (Number(touched.numUpdatedRows) === 0) return false
+      await trx
+        .insertInto('upload_parts')
+        .values({ upload_id: upload.id, part_number: part, size, created_at: done })
+        .onConflict((oc) => oc.columns(['upload_id', 'part_number']).doUpdateSet({ size, created_at: done }))
+        .execute()
+      return true
+    })
+    if (!recorded) {
+      // Ended or abandoned while the bytes were arriving: nothing will ever assemble them.
+      await this.blobs.discardUpload(ref).catch(() => undefined)
+      throw uploadNotFound()
+    }
+  }
+}
+
+const partTooLarge = () =>
+  new ApiError(
+    'bad-request/invalid-upload-part-size',
+    `An upload part may hold at most ${MAX_PART_BYTES} bytes (5 GiB)`,
+  )

@@ -1,0 +1,89 @@
+import type { Kysely } from 'kysely'
+import type { Database } from '../../db/schema.js'
+import { ApiError } from '../../http/errors.js'
+import { nameOf, parentOf } from './file-repository.js'
+import { MAX_PARTS } from './upload-parts.js'
+
+/** Options of `action=put` / `action=end` / begin_upload, as the routes pass them on. */
+export interface UploadOptions {
+  /** First part to describe (default 1). */
+  part?: number | undefined
+  /** How many parts to describe (begin_upload; default 1). */
+  parts?: number | undefined
+  restart?: number | undefined
+  mkdirParents?: boolean | undefined
+  /** Epoch ms. */
+  providedMtime?: number | undefined
+  withRename?: boolean | undefined
+}
+
+/**
+ * Refuses what would fail at `end` anyway, before any byte is sent: a folder at the path, a
+ * file where a folder should be, a missing folder when mkdir_parents is false.
+ */
+export async function refuseEarly(
+  db: Kysely<Database>,
+  siteId: number,
+  path: string,
+  mkdirParents: boolean,
+  withRename: boolean,
+) {
+  const segments = path.split('/')
+  const lowers = segments.map((_, i) =>
+    segments
+      .slice(0, i + 1)
+      .join('/')
+      .toLowerCase(),
+  )
+  const rows = await db
+    .selectFrom('files')
+    .select(['path', 'path_lower', 'type'])
+    .where('site_id', '=', siteId)
+    .where('path_lower', 'in', lowers)
+    .execute()
+  const byLower = new Map(rows.map((r) => [r.path_lower, r]))
+  for (const lower of lowers.slice(0, -1)) {
+    const row = byLower.get(lower)
+    if (row?.type === 'file') {
+      throw new ApiError(
+        'processing-failure/destination-parent-conflict',
+        `${row.path} is a file, so it cannot hold ${path}`,
+      )
+    }
+    if (!row && !mkdirParents) {
+      throw new ApiError(
+        'processing-failure/destination-parent-does-not-exist',
+        `The folder ${parentOf(path)} does not exist (send mkdir_parents=true to create it)`,
+      )
+    }
+  }
+  const target = byLower.get(path.toLowerCase())
+  if (target?.type === 'directory' && !withRename) {
+    throw new ApiError('processing-failure/destination-exists', `${target.path} is a folder`)
+  }
+  return target
+}
+
+/** Part numbers 1…10000 and no resuming from an offset. Returns the first part number. */
+export function checkParts(opts: UploadOptions): number {
+  if (opts.restart !== undefined && opts.restart !== 0) {
+    throw new ApiError(
+      'bad-request/invalid-upload-offset',
+      'Uploads cannot restart at an offset: send restart=0',
+    )
+  }
+  const first = opts.part ?? 1
+  if (first + (opts.parts ?? 1) - 1 > MAX_PARTS) {
+    throw new ApiError('bad-request/part-number-too-large', `Part numbers go up to ${MAX_PARTS}`)
+  }
+  return first
+}
+
+/** `report.pdf` → `report (1).pdf`; `notes` → `notes (1)`. */
+export function numbered(path: string, n: number): string {
+  const dir = parentOf(path)
+  const name = nameOf(path)
+  const dot = name.lastIndexOf('.')
+  const renamed = dot > 0 ? `${name.slice(0, dot)} (${n})${name.slice(dot)}` : `${name} (${n})`
+  return dir === '' ? renamed : `${dir}/${renamed}`
+}

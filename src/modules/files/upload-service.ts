@@ -1,0 +1,272 @@
+import { Readable } from 'node:stream'
+import type { Kysely, Transaction } from 'kysely'
+import type { BlobInfo, BlobStore } from '../../blobs/blob-store.js'
+import { isUniqueViolation } from '../../db/errors.js'
+import type { Database } from '../../db/schema.js'
+import { ApiError } from '../../http/errors.js'
+import { randomHex } from '../../security/secrets.js'
+import { contextOf, recordAction } from '../actions/action-recorder.js'
+import type { Principal } from '../auth/principal.js'
+import { normalizePath } from '../paths.js'
+import type { FileAccess } from './file-access.js'
+import { describeFileAction } from './file-display.js'
+import { type FileJson, toFileJson } from './file-json.js'
+import {
+  type Author,
+  ensureParents,
+  type FileRow,
+  fileTargets,
+  findByPath,
+  lockPath,
+  nameOf,
+  parentOf,
+  queueBlobDeletion,
+} from './file-repository.js'
+import { type FileUploadPartJson, type UploadParts, type UploadRow, uploadNotFound } from './upload-parts.js'
+import { checkParts, numbered, refuseEarly, type UploadOptions } from './upload-rules.js'
+
+export type { UploadOptions }
+
+// The uploads table has no column of its own for with_rename (the SDK gives it when the upload
+// starts, not when it ends), so it rides as a second bit of the mkdir_parents integer.
+const MKDIR_PARENTS = 1
+const WITH_RENAME = 2
+
+/**
+ * Files.com-style uploads: `action=put` opens an upload (or describes more of its parts), the
+ * parts go to signed URLs (UploadParts), and `action=end` turns the staged parts into a file.
+ */
+export class UploadService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dialect: 'sqlite' | 'postgres',
+    private readonly blobs: BlobStore,
+    /** The part URLs and the bytes sent to them (PUT /upload_parts). */
+    readonly parts: UploadParts,
+    private readonly fileAccess: FileAccess,
+    private readonly now: () => number,
+  ) {}
+
+  /** `action=put` without a ref, and begin_upload: checks the destination, opens an upload. */
+  async begin(p: Principal, rawPath: string, opts: UploadOptions): Promise<FileUploadPartJson[]> {
+    const first = checkParts(opts)
+    const path = normalizePath(rawPath)
+    if (path === '') throw new ApiError('bad-request/invalid-path', 'Give the path of the file to upload')
+    const access = await this.fileAccess.of(p)
+    access.require(path, 'write')
+    const mkdirParents = opts.mkdirParents ?? true
+    const withRename = opts.withRename ?? false
+    const target = await refuseEarly(this.db, p.siteId, path, mkdirParents, withRename)
+
+    const now = this.now()
+    const upload = {
+      site_id: p.siteId,
+      ref: randomHex(16),
+      path,
+      user_id: p.user?.id ?? null,
+      api_key_id: p.apiKey?.id ?? null,
+      mkdir_parents: (mkdirParents ? MKDIR_PARENTS : 0) | (withRename ? WITH_RENAME : 0),
+      provided_mtime: opts.providedMtime ?? null,
+      created_at: now,
+      expires_at: this.parts.expiresAt(now),
+    }
+    await this.db.insertInto('uploads').values(upload).execute()
+    const out: FileUploadPartJson[] = []
+    for (let n = first; n < first + (opts.parts ?? 1); n++) {
+      out.push(await this.parts.describe(upload, n, target?.type === 'file'))
+    }
+    return out
+  }
+
+  /** `action=put` with a ref (and begin_upload with one): where to send more parts. */
+  async continue(
+    p: Principal,
+    rawPath: string,
+    ref: string,
+    opts: UploadOptions,
+  ): Promise<FileUploadPartJson[]> {
+    const first = checkParts(opts)
+    const upload = await this.ownUpload(p, normalizePath(rawPath), ref)
+    const existing = await findByPath(this.db, p.siteId, upload.path)
+    const out: FileUploadPartJson[] = []
+    for (let n = first; n < first + (opts.parts ?? 1); n++) {
+      out.push(await this.parts.describe(upload, n, existing?.type === 'file'))
+    }
+    return out
+  }
+
+  /**
+   * `action=end`: assembles parts 1…N into a new blob outside any transaction, then makes it the
+   * file's content in one transaction. Until that commits the new blob is queued for deletion,
+   * so a failure or crash at any point leaves no blob that nothing points to and nobody deletes.
+   */
+  async end(p: Principal, rawPath: string, ref: string, opts: UploadOptions): Promise<FileJson> {
+    checkParts(opts)
+    const upload = await this.ownUpload(p, normalizePath(rawPath), ref)
+    const access = await this.fileAccess.of(p)
+    access.require(upload.path, 'write')
+    const numbers = await this.partNumbers(upload.id)
+    const blob = await this.assemble(ref, numbers)
+    const garbage = await this.db
+      .insertInto('blob_garbage')
+      .values({ blob_key: blob.key, created_at: this.now() })
+      .returning('id')
+      .executeTakeFirstOrThrow()
+
+    const row = await this.db
+      .transaction()
+      .execute((trx) => this.commit(trx, p, upload, blob, garbage.id, opts))
+      .catch((err: unknown) => {
+        if (isUniqueViolation(err)) {
+          throw new ApiError('processing-failure/destination-exists', `${upload.path} was created meanwhile`)
+        }
+        throw err
+      })
+    // The staged parts are copies of what the file now holds; the janitor would get them anyway.
+    await this.blobs.discardUpload(ref).catch(() => undefined)
+    return toFileJson(row, access)
+  }
+
+  private async commit(
+    trx: Transaction<Database>,
+    p: Principal,
+    upload: UploadRow,
+    blob: BlobInfo,
+    garbageId: number,
+    opts: UploadOptions,
+  ): Promise<FileRow> {
+    const now = this.now()
+    const ctx = contextOf(p)
+    const author: Author = { userId: p.user?.id ?? null, apiKeyId: p.apiKey?.id ?? null }
+    await lockPath(trx, this.dialect, p.siteId, upload.path)
+    const deleted = await trx.deleteFrom('uploads').where('id', '=', upload.id).executeTakeFirst()
+    if (Number(deleted.numDeletedRows) === 0) throw uploadNotFound()
+    await trx.deleteFrom('upload_parts').where('upload_id', '=', upload.id).execute()
+    const mkdirParents = (upload.mkdir_parents & MKDIR_PARENTS) !== 0
+    const withRename = opts.withRename ?? (upload.mkdir_parents & WITH_RENAME) !== 0
+    await ensureParents(trx, ctx, author, upload.path, now, mkdirParents)
+
+    let path = upload.path
+    let existing = await findByPath(trx, p.siteId, path)
+    for (let n = 1; existing && withRename; n++) {
+      path = numbered(upload.path, n)
+      await lockPath(trx, this.dialect, p.siteId, path)
+      existing = await findByPath(trx, p.siteId, path)
+    }
+    if (existing?.type === 'directory') {
+      throw new ApiError('processing-failure/destination-exists', `${existing.path} is a folder`)
+    }
+    const providedMtime = opts.providedMtime ?? upload.provided_mtime
+    const content = {
+      blob_key: blob.key,
+      size: blob.size,
+      md5: blob.md5,
+      crc32: blob.crc32,
+      mtime: now,
+      provided_mtime: providedMtime,
+      last_modified_by_id: author.userId,
+      last_modified_by_api_key_id: author.apiKeyId,
+    }
+    let row: FileRow
+    if (existing) {
+      row = await trx
+        .updateTable('files')
+        .set(content)
+        .where('id', '=', existing.id)
+        .returningAll()
+        .executeTakeFirstOrThrow()
+      if (existing.blob_key) await queueBlobDeletion(trx, existing.blob_key, now)
+    } else {
+      row = await trx
+        .insertInto('files')
+        .values({
+          ...content,
+          site_id: p.siteId,
+          path,
+          path_lower: path.toLowerCase(),
+          parent_lower: parentOf(path).toLowerCase(),
+          name: nameOf(path),
+          type: 'file',
+          custom_metadata: '{}',
+          created_at: now,
+          created_by_id: author.userId,
+          created_by_api_key_id: author.apiKeyId,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow()
+    }
+    const action = existing ? 'update' : 'create'
+    await recordAction(
+      trx,
+      ctx,
+      {
+        action,
+        display: describeFileAction(action, row.path, 'file'),
+        path: row.path,
+        targets: fileTargets(row),
+      },
+      now,
+    )
+    // The new blob is the file's now: it leaves the deletion queue in the same commit.
+    await trx.deleteFrom('blob_garbage').where('id', '=', garbageId).execute()
+    return row
+  }
+
+  /** The caller's own upload of this path (same user, or the same site-wide key), kept alive. */
+  private async ownUpload(p: Principal, path: string, ref: string): Promise<UploadRow> {
+    const now = this.now()
+    const upload = await this.db
+      .selectFrom('uploads')
+      .selectAll()
+      .where('site_id', '=', p.siteId)
+      .where('ref', '=', ref)
+      .executeTakeFirst()
+    const mine = p.user
+      ? upload?.user_id === p.user.id
+      : upload?.user_id === null && upload.api_key_id !== null && upload.api_key_id === p.apiKey?.id
+    if (!upload || !mine || upload.expires_at <= now || upload.path.toLowerCase() !== path.toLowerCase()) {
+      throw uploadNotFound()
+    }
+    // Pushed back, so that the janitor leaves it alone while its parts are sent or assembled.
+    await this.db
+      .updateTable('uploads')
+      .set({ expires_at: this.parts.expiresAt(now) })
+      .where('id', '=', upload.id)
+      .execute()
+    return upload
+  }
+
+  /** Parts 1…N, without a gap (N = 0: an empty file). */
+  private async partNumbers(uploadId: number): Promise<number[]> {
+    const rows = await this.db
+      .selectFrom('upload_parts')
+      .select('part_number')
+      .where('upload_id', '=', uploadId)
+      .orderBy('part_number')
+      .execute()
+    return rows.map((r, i) => {
+      if (r.part_number !== i + 1) {
+        throw new ApiError(
+          'bad-request/invalid-upload-part-gap',
+          `Part ${i + 1} was never uploaded, but part ${r.part_number} was`,
+        )
+      }
+      return r.part_number
+    })
+  }
+
+  private async assemble(ref: string, numbers: number[]): Promise<BlobInfo> {
+    if (numbers.length === 0) return this.blobs.put(Readable.from([]))
+    try {
+      return await this.blobs.assemble(ref, numbers)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+        throw new ApiError(
+          'processing-failure/file-not-uploaded',
+          'A part of this upload is missing: send it again',
+        )
+      }
+      throw err
+    }
+  }
+}
