@@ -359,9 +359,19 @@ describe.each(dialects)('folders (%s)', (dialect) => {
         'bad-request/request-param-path-cannot-have-trailing-whitespace',
       )
       expectError(
-        await mkdir(encAll('made/tab\t/x')),
+        await mkdir(encAll('made/tab\t/x'), { mkdir_parents: true }),
         400,
-        'bad-request/invalid-path', // a control character
+        'bad-request/request-param-path-cannot-have-trailing-whitespace',
+      )
+      expectError(
+        await mkdir(encAll('made/ta\tb')),
+        400,
+        'bad-request/invalid-path', // a control character inside a name
+      )
+      expectError(
+        await mkdir(encAll('made/nbsp\u00a0')),
+        400,
+        'bad-request/request-param-path-cannot-have-trailing-whitespace',
       )
       expectError(
         await mkdir(encAll('made/mid /x'), { mkdir_parents: true }),

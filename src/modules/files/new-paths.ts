@@ -11,14 +11,16 @@ import type { Author } from './file-repository.js'
  * anything already stored stays reachable.
  */
 export function normalizeNewPath(raw: string, field: string): string {
-  const path = normalizePath(raw, field)
-  if (path === '') throw new ApiError('bad-request/invalid-path', `${field} must not be the root folder`)
-  if (path.split('/').some((s) => /\s$/u.test(s))) {
+  // Before normalizePath, so that a name ending in a tab gets this more telling refusal rather
+  // than the one for control characters.
+  if (raw.split('/').some((s) => /\s$/u.test(s))) {
     throw new ApiError(
       'bad-request/request-param-path-cannot-have-trailing-whitespace',
       `${field} must not have a name ending in whitespace`,
     )
   }
+  const path = normalizePath(raw, field)
+  if (path === '') throw new ApiError('bad-request/invalid-path', `${field} must not be the root folder`)
   return path
 }
 
