@@ -1,4 +1,5 @@
 import swagger from '@fastify/swagger'
+import { Type } from '@sinclair/typebox'
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import type { Logger } from 'pino'
 import type { Container } from './container.js'
@@ -20,6 +21,9 @@ import { redactUrl } from './logger.js'
 import './http/request-context.js'
 
 const FORMAT = Symbol('wharf.format')
+const FilePathParams = Type.Object({
+  path: Type.String({ description: 'File or folder path: raw slashes, or encoded as %2F' }),
+})
 const BAD_SUFFIX = Symbol('wharf.badSuffix')
 
 /** Builds the HTTP application around a container; it neither listens nor reads the environment. */
@@ -55,6 +59,13 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     },
   }) as unknown as FastifyInstance
 
+  // Every route as registered (method, URL), for the Swagger test: Fastify's printRoutes cannot
+  // show wildcard routes faithfully.
+  const routeTable: { method: string; url: string }[] = []
+  app.decorate('routeTable', routeTable)
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) routeTable.push({ method, url: route.url })
+  })
   app.decorateRequest('principal', null as any)
   app.decorateRequest('format', 'json' as Format)
   app.setErrorHandler(handleError)
@@ -156,10 +167,12 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       },
       security: [{ api_key: [] }, { session: [] }],
     },
-    transform: ({ schema, url }) => ({
-      schema: schema as any,
-      url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url,
-    }),
+    transform: ({ schema, url }) => {
+      const rel = url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url
+      if (!rel.endsWith('*')) return { schema: schema as any, url: rel }
+      // File routes end in a wildcard (the file path, slashes and all): Swagger names it `path`.
+      return { schema: { ...(schema as any), params: FilePathParams }, url: `${rel.slice(0, -1)}{path}` }
+    },
   })
 
   await app.register(

@@ -18,6 +18,10 @@ declare module 'fastify' {
     /** XML root element: the singular root of a record, or [plural, item] for a list. */
     xml?: string | [string, string]
   }
+  interface FastifyInstance {
+    /** Every route as registered: method and URL (HEAD routes included). */
+    routeTable: { method: string; url: string }[]
+  }
   interface FastifyRequest {
     principal: Principal
     format: Format
