@@ -34,7 +34,7 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
   }
   const start = Number(m[1])
   const end = m[2] === '' ? size - 1 : Number(m[2])
-  if (end < start) return null
+  if (m[2] !== '' && end < start) return null
   if (start >= size) throw new RangeNotSatisfiable(size)
   return { start, end: Math.min(end, size - 1) }
 }

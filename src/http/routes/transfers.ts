@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Container } from '../../container.js'
 import { ApiError } from '../errors.js'
 import { sendFileBytes } from '../file-bytes.js'
@@ -26,6 +26,8 @@ const LinkParams = Type.Object(
   },
   { additionalProperties: false },
 )
+
+type LinkParams = Static<typeof LinkParams>
 
 const linkErrors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema }
 const tags = ['files']
@@ -85,28 +87,39 @@ export function transferRoutes(c: Container) {
       },
     )
 
-    app.get<{ Params: Static<typeof LinkParams> }>(
+    const serveLink = async (request: FastifyRequest<{ Params: LinkParams }>, reply: FastifyReply) => {
+      const d = await downloads.forLink(request.params.token)
+      return sendFileBytes(request, reply, downloads, d)
+    }
+    const linkSchema = {
+      params: LinkParams,
+      response: {
+        200: Type.String({ format: 'binary' }),
+        206: Type.String({ format: 'binary' }),
+        ...linkErrors,
+        416: ErrorSchema,
+      },
+    }
+    app.get<{ Params: LinkParams }>(
       '/downloads/:token/:name',
       {
         config: { auth: false },
+        // HEAD is its own route below: Fastify's automatic one would announce a length of 0.
+        exposeHeadRoute: false,
         schema: {
           summary: 'The bytes behind a download_uri (no credentials; Range and HEAD supported)',
           tags,
           security: [],
           produces: ['application/octet-stream'],
-          params: LinkParams,
-          response: {
-            200: Type.String({ format: 'binary' }),
-            206: Type.String({ format: 'binary' }),
-            ...linkErrors,
-            416: ErrorSchema,
-          },
+          ...linkSchema,
         },
       },
-      async (request, reply) => {
-        const d = await downloads.forLink(request.params.token)
-        return sendFileBytes(request, reply, downloads, d)
-      },
+      serveLink,
+    )
+    app.head<{ Params: LinkParams }>(
+      '/downloads/:token/:name',
+      { config: { auth: false }, schema: { hide: true, ...linkSchema } },
+      serveLink,
     )
   }
 }
