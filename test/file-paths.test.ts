@@ -134,6 +134,27 @@ describe.each(dialects)('file paths over raw HTTP (%s)', (dialect) => {
     expect(viaSlash.path).toBe(`${root}/t.txt`)
   })
 
+  it('refuses new folder names and copy or move destinations that end in whitespace', async () => {
+    const root = unique('ws')
+    await upload(t, `${root}/a.txt`, 'a')
+    const trailing = 'bad-request/request-param-path-cannot-have-trailing-whitespace'
+    for (const bad of [`${root}/name `, `${root}/tab\t`, `${root}/dir /inner`, `${root}/nbsp\u00a0`]) {
+      const r = await req(t, 'POST', `/folders/${enc(bad)}`, { mkdir_parents: true })
+      expect({ bad, status: r.status, type: r.body?.type }).toEqual({ bad, status: 400, type: trailing })
+    }
+    for (const op of ['copy', 'move']) {
+      const r = await req(t, 'POST', `/file_actions/${op}/${enc(`${root}/a.txt`)}`, {
+        destination: `${root}/b.txt `,
+      })
+      expectError(r, 400, trailing)
+    }
+    // Leading and inner spaces are names like any other.
+    const ok = await req(t, 'POST', `/folders/${enc(`${root}/ lead  inner`)}`)
+    expect(ok.status).toBe(201)
+    expect(ok.body.path).toBe(`${root}/ lead  inner`)
+    expect(await list(root)).toEqual([' lead  inner', 'a.txt'])
+  })
+
   it('finds files whatever the letter case, and lists them in their stored case', async () => {
     const root = unique('Case')
     const made = await upload(t, `${root}/Mixed.TXT`, 'case')
