@@ -52,11 +52,14 @@ async function makeSource(dir) {
   return { file, md5: md5.digest('hex'), size: MB * 1024 * 1024 }
 }
 
-/** Plain Node: read stream piped into a write stream on the same disk. */
+/**
+ * Plain Node: a read stream piped into a write stream on the same disk, flushed to disk at the
+ * end (`flush`), as Wharf flushes what it stores and the download below flushes what it saves.
+ */
 async function plainCopy(src, dir) {
   const dst = path.join(dir, `copy-${crypto.randomBytes(4).toString('hex')}.bin`)
   const t = process.hrtime.bigint()
-  await pipeline(fs.createReadStream(src.file), fs.createWriteStream(dst))
+  await pipeline(fs.createReadStream(src.file), fs.createWriteStream(dst, { flush: true }))
   const ms = Number(process.hrtime.bigint() - t) / 1e6
   await fsp.rm(dst)
   return ms
@@ -126,7 +129,7 @@ async function download(w, src, name, dir) {
   if (res.statusCode !== 200) throw new Error(`download: HTTP ${res.statusCode}`)
   const md5 = crypto.createHash('md5')
   res.on('data', (c) => md5.update(c))
-  await pipeline(res, fs.createWriteStream(dst))
+  await pipeline(res, fs.createWriteStream(dst, { flush: true }))
   const ms = Number(process.hrtime.bigint() - t) / 1e6
   await fsp.rm(dst)
   if (md5.digest('hex') !== src.md5) throw new Error('downloaded bytes differ from the upload')

@@ -1,8 +1,9 @@
 import fs from 'node:fs'
+import { createRequire } from 'node:module'
 import path from 'node:path'
-import SQLite from 'better-sqlite3'
+import type SQLite from 'better-sqlite3'
 import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely'
-import pg from 'pg'
+import type pg from 'pg'
 import { migrations } from './migrations/index.js'
 import type { Database } from './schema.js'
 
@@ -29,11 +30,16 @@ export interface DatabaseOptions {
   sqliteFile?: string
 }
 
+// Each process loads only the driver it uses (the other one would cost ~10 MiB of memory).
+const load = createRequire(import.meta.url)
+const loadPg = () => load('pg') as typeof pg
+const loadSqlite = () => load('better-sqlite3') as typeof SQLite
+
 // int8 (bigint) columns hold ids and epoch-millisecond times: both fit a JS number exactly.
 const pgTypes = {
   getTypeParser(oid: number, format?: any) {
     if (oid === 20) return (v: string) => Number(v)
-    return pg.types.getTypeParser(oid, format)
+    return loadPg().types.getTypeParser(oid, format)
   },
 }
 
@@ -49,7 +55,8 @@ function openSqlite(opts: DatabaseOptions): DatabaseHandle {
     fs.mkdirSync(opts.dataDir, { recursive: true })
     target = path.join(opts.dataDir, file)
   }
-  const sqlite = new SQLite(target)
+  const Sqlite = loadSqlite()
+  const sqlite = new Sqlite(target)
   sqlite.pragma('journal_mode = WAL')
   sqlite.pragma('synchronous = NORMAL')
   sqlite.pragma('foreign_keys = ON')
@@ -82,6 +89,7 @@ function withStatementCache(sqlite: SQLite.Database, max = 500) {
 function openPostgres(url: string, schema: string | undefined): DatabaseHandle {
   if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema))
     throw new Error(`bad schema name ${schema}`)
+  const pg = loadPg()
   const pool = new pg.Pool({
     connectionString: url,
     max: 10,
