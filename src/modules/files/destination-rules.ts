@@ -2,7 +2,7 @@ import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import { ApiError } from '../../http/errors.js'
 import { isWithin } from '../paths.js'
-import { type FileRow, findByPath, lockPath, nameOf, parentOf } from './file-repository.js'
+import { type FileRow, findByPath, nameOf, parentOf } from './file-repository.js'
 import { normalizeNewPath } from './new-paths.js'
 
 /** What copy and move need from the container. */
@@ -61,17 +61,6 @@ export function checkDestination(source: FileRow, existing: FileRow | undefined,
       `${existing.path} contains ${source.path}: a folder cannot be merged into a folder above it`,
     )
   }
-}
-
-/** Locks several paths in one order, so two operations on the same pair cannot deadlock. */
-export async function lockPaths(
-  trx: Transaction<Database>,
-  dialect: 'sqlite' | 'postgres',
-  siteId: number,
-  paths: string[],
-): Promise<void> {
-  const sorted = [...new Set(paths.map((p) => p.toLowerCase()))].sort()
-  for (const p of sorted) await lockPath(trx, dialect, siteId, p)
 }
 
 /**

@@ -7,7 +7,6 @@ import type { Principal } from '../auth/principal.js'
 import {
   checkDestination,
   destinationOf,
-  lockPaths,
   type OperationDeps,
   rebase,
   refuseOwnSubtree,
@@ -22,6 +21,7 @@ import {
   type FileRow,
   fileTargets,
   findByPath,
+  lockPaths,
   nameOf,
   parentOf,
   queueBlobDeletion,

@@ -6,7 +6,6 @@ import type { Principal } from '../auth/principal.js'
 import {
   checkDestination,
   destinationOf,
-  lockPaths,
   type OperationDeps,
   rebase,
   refuseOwnSubtree,
@@ -21,6 +20,7 @@ import {
   type FileRow,
   fileTargets,
   findByPath,
+  lockPaths,
   nameOf,
   parentOf,
   queueBlobDeletion,

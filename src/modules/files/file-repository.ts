@@ -1,3 +1,4 @@
+import crypto from 'node:crypto'
 import { type Kysely, type Selectable, sql, type Transaction } from 'kysely'
 import type { Database, FilesTable } from '../../db/schema.js'
 import { ApiError } from '../../http/errors.js'
@@ -54,8 +55,10 @@ export function descendants(db: Db, siteId: number, folderLower: string) {
 }
 
 /**
- * Serialises writers of one path inside a transaction. PostgreSQL takes a transaction-level
- * advisory lock; SQLite runs one write transaction at a time anyway.
+ * Serialises writers of a path inside a transaction: an exclusive lock on the path and a shared
+ * one on every folder above it, so a change inside a folder and the deletion or move of that
+ * folder wait for each other while two uploads into one folder do not. PostgreSQL takes
+ * transaction-level advisory locks; SQLite runs one write transaction at a time anyway.
  */
 export async function lockPath(
   trx: Transaction<Database>,
@@ -63,10 +66,41 @@ export async function lockPath(
   siteId: number,
   path: string,
 ): Promise<void> {
+  await lockPaths(trx, dialect, siteId, [path])
+}
+
+/**
+ * Locks several paths (and their folders) at once, always in one global order, so two
+ * operations over the same paths (a move from a to b and one from b to a) cannot deadlock.
+ */
+export async function lockPaths(
+  trx: Transaction<Database>,
+  dialect: 'sqlite' | 'postgres',
+  siteId: number,
+  paths: string[],
+): Promise<void> {
   if (dialect !== 'postgres') return
-  await sql`select pg_advisory_xact_lock(hashtextextended(${`${siteId}:${path.toLowerCase()}`}, 0))`.execute(
-    trx,
-  )
+  const modes = new Map<string, 'shared' | 'exclusive'>()
+  for (const path of paths) {
+    const parts = path.toLowerCase().split('/')
+    for (let i = 1; i < parts.length; i++) {
+      const folder = parts.slice(0, i).join('/')
+      if (!modes.has(folder)) modes.set(folder, 'shared')
+    }
+    modes.set(parts.join('/'), 'exclusive')
+  }
+  const locks = [...modes].map(([p, mode]) => ({ key: lockKey(siteId, p), mode }))
+  locks.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+  for (const { key, mode } of locks) {
+    if (mode === 'exclusive') await sql`select pg_advisory_xact_lock(${key})`.execute(trx)
+    else await sql`select pg_advisory_xact_lock_shared(${key})`.execute(trx)
+  }
+}
+
+/** A signed 64-bit advisory-lock key for a site's path (as a decimal string, for pg's int8). */
+function lockKey(siteId: number, pathLower: string): string {
+  const digest = crypto.createHash('sha256').update(`${siteId}:${pathLower}`).digest()
+  return digest.readBigInt64BE(0).toString()
 }
 
 /** Queues a blob for deletion once this transaction commits (the janitor deletes it). */
