@@ -8,6 +8,7 @@ export async function up(db: Kysely<any>): Promise<void> {
   const isPg = db.getExecutor().adapter instanceof PostgresAdapter
   const idType = isPg ? 'bigserial' : 'integer'
   const auto = (c: any) => (isPg ? c.primaryKey() : c.primaryKey().autoIncrement())
+  const pathType = isPg ? sql`text collate "C"` : 'text'
 
   await db.schema
     .createTable('files')
@@ -15,8 +16,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('site_id', 'bigint', (c) => c.notNull().references('sites.id'))
     .addColumn('path', 'text', (c) => c.notNull())
     // Paths are case-insensitive and case-preserving: uniqueness and lookups use the lower form.
-    .addColumn('path_lower', 'text', (c) => c.notNull())
-    .addColumn('parent_lower', 'text', (c) => c.notNull())
+    // Byte order on PostgreSQL whatever the database's collation: "everything inside a folder"
+    // is the range `folder/` … `folder0`, which only byte order keeps contiguous.
+    .addColumn('path_lower', pathType, (c) => c.notNull())
+    .addColumn('parent_lower', pathType, (c) => c.notNull())
     .addColumn('name', 'text', (c) => c.notNull())
     .addColumn('type', 'text', (c) => c.notNull())
     .addColumn('size', 'bigint', (c) => c.notNull().defaultTo(0))
