@@ -315,6 +315,19 @@ describe.each(dialects)('uploads (%s)', (dialect) => {
       expect(await download('multi/four.bin')).toEqual(whole)
     })
 
+    it('answers the File in XML with the file root', async () => {
+      const first = await open('xml/done.txt')
+      const r = await call(s, 'POST', filesUrl('xml/done.txt'), {
+        key: s.adminKey,
+        body: { action: 'end', ref: first.body.ref, path: 'xml/done.txt' },
+        accept: 'application/xml',
+      })
+      expect(r.status).toBe(201)
+      expect(r.text).toContain('<file>')
+      expect(r.text).toContain('<size type="integer">0</size>')
+      expect(r.text).not.toContain('<file-upload-part>')
+    })
+
     it('stores an empty file when no part was sent', async () => {
       const { end: r } = await uploadFile(s, 'empty.txt', [])
       expect(r.status).toBe(201)
