@@ -28,6 +28,11 @@ export interface ListField {
   type: FieldType
   /** Sort position of NULL: keyset pagination needs a total order, so NULLs sort as this value. */
   nullsAs?: number | string
+  /**
+   * Sort and page on this instead of the bare column (whose value the rows still carry): e.g.
+   * sql`+created_at`, so that SQLite keeps to the index the query's own conditions call for.
+   */
+  expression?: Expression<any>
 }
 
 export interface ListSpec {
@@ -224,6 +229,7 @@ function decodeCursor(
 // ---------- query building ----------
 
 function sortExpr(def: ListField): Expression<any> {
+  if (def.expression) return def.expression
   return def.nullsAs === undefined
     ? sql.ref(def.column)
     : sql`coalesce(${sql.ref(def.column)}, ${def.nullsAs})`
@@ -273,7 +279,11 @@ export function applyListQuery<DB, TB extends keyof DB, O>(
     const key = lq.cursor.key
     if (sortDef && lq.sort?.field !== 'id') {
       const e = sortExpr(sortDef)
-      q = q.where((eb: any) => eb.or([eb(e, cmp, key[0]), eb.and([eb(e, '=', key[0]), eb(id, cmp, key[1])])]))
+      // The first bound repeats what the OR says: alone, it lets the index seek to the cursor
+      // (neither SQLite with bound parameters nor PostgreSQL reads a range out of the OR).
+      q = q
+        .where(e, `${cmp}=`, key[0])
+        .where((eb: any) => eb.or([eb(e, cmp, key[0]), eb.and([eb(e, '=', key[0]), eb(id, cmp, key[1])])]))
     } else {
       q = q.where(id, cmp, key[0])
     }
