@@ -106,7 +106,7 @@ export class UploadService {
     const access = await this.fileAccess.of(p)
     access.require(upload.path, 'write')
     const numbers = await this.partNumbers(upload.id)
-    const blob = await this.assemble(ref, numbers)
+    const blob = await this.assemble(upload, numbers)
     const garbage = await this.db
       .insertInto('blob_garbage')
       .values({ blob_key: blob.key, created_at: this.now() })
@@ -122,7 +122,7 @@ export class UploadService {
         }
         throw err
       })
-    // The staged parts are copies of what the file now holds; the janitor would get them anyway.
+    // The new blob holds its own links to (or copy of) the bytes: the staged parts can go.
     await this.blobs.discardUpload(ref).catch(() => undefined)
     return toFileJson(row, access)
   }
@@ -255,18 +255,23 @@ export class UploadService {
     })
   }
 
-  private async assemble(ref: string, numbers: number[]): Promise<BlobInfo> {
+  private async assemble(upload: UploadRow, numbers: number[]): Promise<BlobInfo> {
     if (numbers.length === 0) return this.blobs.put(Readable.from([]))
     try {
-      return await this.blobs.assemble(ref, numbers)
+      return await this.blobs.assemble(upload.ref, numbers)
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-        throw new ApiError(
-          'processing-failure/file-not-uploaded',
-          'A part of this upload is missing: send it again',
-        )
-      }
-      throw err
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+      // Its parts went away: a concurrent `end` of the same upload finished first, or a part is lost.
+      const still = await this.db
+        .selectFrom('uploads')
+        .select('id')
+        .where('id', '=', upload.id)
+        .executeTakeFirst()
+      if (!still) throw uploadNotFound()
+      throw new ApiError(
+        'processing-failure/file-not-uploaded',
+        'A part of this upload is missing: send it again',
+      )
     }
   }
 }
