@@ -667,6 +667,28 @@ describe.each(dialects)('uploads (%s)', (dialect) => {
     })
   })
 
+  describe('concurrency with with_rename', () => {
+    it('gives each of several uploads ending at once a name of its own', async () => {
+      const staged = await Promise.all(
+        [1, 2, 3, 4].map(async (i) => {
+          const first = await open('renames/same.txt', { with_rename: true })
+          expect((await putPart(first.body.upload_uri, Buffer.from(`copy ${i}`))).status).toBe(200)
+          return first.body.ref as string
+        }),
+      )
+      const ends = await Promise.all(staged.map((ref) => end('renames/same.txt', ref)))
+      expect(ends.map((e) => e.status)).toEqual([201, 201, 201, 201])
+      expect(ends.map((e) => e.body.path).sort()).toEqual([
+        'renames/same (1).txt',
+        'renames/same (2).txt',
+        'renames/same (3).txt',
+        'renames/same.txt',
+      ])
+      const texts = await Promise.all(ends.map(async (e) => (await download(e.body.path)).toString()))
+      expect(texts.sort()).toEqual(['copy 1', 'copy 2', 'copy 3', 'copy 4'])
+    })
+  })
+
   describe('files.com SDK', () => {
     it('uploads with File.uploadData in parallel parts and reads back with File.find + download', async () => {
       // The SDK's download helpers use https.get: the links must lead to an HTTPS front.

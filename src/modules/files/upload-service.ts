@@ -113,15 +113,21 @@ export class UploadService {
       .returning('id')
       .executeTakeFirstOrThrow()
 
-    const row = await this.db
-      .transaction()
-      .execute((trx) => this.commit(trx, p, upload, blob, garbage.id, opts))
-      .catch((err: unknown) => {
-        if (isUniqueViolation(err)) {
+    let row: FileRow | undefined
+    for (let attempt = 1; !row; attempt++) {
+      try {
+        row = await this.db
+          .transaction()
+          .execute((trx) => this.commit(trx, p, upload, blob, garbage.id, opts))
+      } catch (err) {
+        // The free name chosen for with_rename was taken before its lock was: choose again.
+        if (err instanceof NameTaken && attempt < 10) continue
+        if (err instanceof NameTaken || isUniqueViolation(err)) {
           throw new ApiError('processing-failure/destination-exists', `${upload.path} was created meanwhile`)
         }
         throw err
-      })
+      }
+    }
     // The new blob holds its own links to (or copy of) the bytes: the staged parts can go.
     await this.blobs.discardUpload(ref).catch(() => undefined)
     return toFileJson(row, access)
@@ -138,21 +144,18 @@ export class UploadService {
     const now = this.now()
     const ctx = contextOf(p)
     const author: Author = { userId: p.user?.id ?? null, apiKeyId: p.apiKey?.id ?? null }
-    await lockPath(trx, this.dialect, p.siteId, upload.path)
+    const withRename = opts.withRename ?? (upload.mkdir_parents & WITH_RENAME) !== 0
+    // One lock, taken once, keeps the global lock order (file-repository.ts): with_rename picks
+    // its name first and takes the lock of that name only.
+    const path = withRename ? await freeName(trx, p.siteId, upload.path) : upload.path
+    await lockPath(trx, this.dialect, p.siteId, path)
     const deleted = await trx.deleteFrom('uploads').where('id', '=', upload.id).executeTakeFirst()
     if (Number(deleted.numDeletedRows) === 0) throw uploadNotFound()
     await trx.deleteFrom('upload_parts').where('upload_id', '=', upload.id).execute()
     const mkdirParents = (upload.mkdir_parents & MKDIR_PARENTS) !== 0
-    const withRename = opts.withRename ?? (upload.mkdir_parents & WITH_RENAME) !== 0
-    await ensureParents(trx, ctx, author, upload.path, now, mkdirParents)
-
-    let path = upload.path
-    let existing = await findByPath(trx, p.siteId, path)
-    for (let n = 1; existing && withRename; n++) {
-      path = numbered(upload.path, n)
-      await lockPath(trx, this.dialect, p.siteId, path)
-      existing = await findByPath(trx, p.siteId, path)
-    }
+    await ensureParents(trx, ctx, author, path, now, mkdirParents)
+    const existing = await findByPath(trx, p.siteId, path)
+    if (existing && withRename) throw new NameTaken()
     if (existing?.type === 'directory') {
       throw new ApiError('processing-failure/destination-exists', `${existing.path} is a folder`)
     }
@@ -275,3 +278,20 @@ export class UploadService {
     }
   }
 }
+
+/** with_rename's name was taken between choosing it and locking it (PostgreSQL only). */
+class NameTaken extends Error {}
+
+/** The path itself if free, else the first free `name (n).ext`. */
+async function freeName(trx: Transaction<Database>, siteId: number, path: string): Promise<string> {
+  for (let n = 0; n <= MAX_RENAMES; n++) {
+    const candidate = n === 0 ? path : numbered(path, n)
+    if (!(await findByPath(trx, siteId, candidate))) return candidate
+  }
+  throw new ApiError(
+    'processing-failure/destination-exists',
+    `${path} and ${MAX_RENAMES} renamed copies exist`,
+  )
+}
+
+const MAX_RENAMES = 1000
