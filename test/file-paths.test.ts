@@ -219,6 +219,13 @@ describe.each(dialects)('file paths over raw HTTP (%s)', (dialect) => {
     expectError(await meta(enc(`${root}/report`)), 404, 'not-found/file-not-found')
     expectError(await meta(enc(`${root}/data.json`)), 404, 'not-found/file-not-found')
     expect((await download(t, `${root}/report.json`)).toString()).toBe('{"a":1}')
+    // The format comes from Accept there: XML about a file whose name ends in .json.
+    const asXml = await fetch(`${s.api}/file_actions/metadata/${enc(`${root}/report.json`)}`, {
+      headers: { 'X-FilesAPI-Key': s.adminKey, Accept: 'application/xml' },
+    })
+    expect(asXml.status).toBe(200)
+    expect(asXml.headers.get('content-type')).toContain('application/xml')
+    expect(await asXml.text()).toContain(`<path>${root}/report.json</path>`)
     await req(t, 'POST', `/folders/${enc(`${root}/box.json`)}`)
     expect(await list(`${root}/box.json`)).toEqual([])
   })

@@ -34,6 +34,7 @@ export function filesSdkServer(dialect: DialectName, use: (ctx: FilesSdkContext)
   let rec: Recorder | undefined
   let tls: TlsFront | undefined
   let tmp: string | undefined
+  const defaultCa = https.globalAgent.options.ca
   beforeAll(async () => {
     s = await startServer(dialect, { UPLOAD_PART_SIZE: String(PART_SIZE) })
     rec = await startRecorder(s.url)
@@ -45,6 +46,7 @@ export function filesSdkServer(dialect: DialectName, use: (ctx: FilesSdkContext)
     use({ s, rec, tmp })
   })
   afterAll(async () => {
+    https.globalAgent.options.ca = defaultCa
     await tls?.close()
     await rec?.close()
     await s?.close()
