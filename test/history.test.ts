@@ -4,10 +4,12 @@ import {
   call,
   dialects,
   expectError,
+  login,
   makeKey,
   makeUser,
   startServer,
   type TestServer,
+  type TestUser,
 } from './helpers/server.js'
 
 const HOUR = 3_600_000
@@ -34,7 +36,7 @@ describe.each(dialects)('GET /history… (%s)', (dialect) => {
   const made: Made[] = []
   const clockKeys: string[] = []
   let old: Made
-  const u = {} as Record<'alice' | 'bob' | 'carol' | 'root', { id: number; username: string }>
+  const u = {} as Record<'alice' | 'bob' | 'carol' | 'root', TestUser>
   const k = {} as Record<'alice' | 'bob' | 'carol' | 'root' | 'restricted' | 'none' | 'desktop', string>
 
   async function record(at: number, who: keyof typeof u | null, a: NewAction): Promise<Made> {
@@ -491,6 +493,36 @@ describe.each(dialects)('GET /history… (%s)', (dialect) => {
       for (const url of ['/history/files/docs/a.txt', '/history/folders/docs', '/history/folders/']) {
         expectError(await get(url, k.restricted), 403, 'not-authorized/api-key-is-path-restricted')
       }
+    })
+
+    it('takes sessions as well as keys', async () => {
+      const sessions = {} as Record<'root' | 'bob', string>
+      for (const who of ['root', 'bob'] as const) {
+        sessions[who] = await login(s, u[who].username, u[who].password)
+        // The login itself is now one of the actions of the last 24 hours.
+        const row = await s.container.db
+          .selectFrom('actions')
+          .select(['id', 'created_at'])
+          .where('action', '=', 'login')
+          .where('user_id', '=', u[who].id)
+          .executeTakeFirstOrThrow()
+        made.push({
+          id: row.id,
+          at: row.created_at,
+          action: 'login',
+          path: '',
+          source: null,
+          userId: u[who].id,
+        })
+      }
+      const as = (who: 'root' | 'bob', url: string) => call(s, 'GET', url, { session: sessions[who] })
+      expect(ids(await as('root', '/history/login'))).toEqual(
+        expected((m) => m.action === 'login' || m.action === 'failedlogin'),
+      )
+      expect((await as('root', '/history/files/docs/a.txt')).status).toBe(200)
+      expect((await as('bob', '/history/folders/docs')).status).toBe(200)
+      expectError(await as('bob', '/history/login'), 403, 'not-authorized/site-admin-required')
+      expectError(await as('bob', '/history/folders/other'), 403, 'not-authorized/read-permission-required')
     })
 
     it('refuses a request without credentials', async () => {
