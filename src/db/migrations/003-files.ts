@@ -35,17 +35,26 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('last_modified_by_id', 'bigint')
     .addColumn('last_modified_by_api_key_id', 'bigint')
     .execute()
-  await db.schema
-    .createIndex('files_site_path')
-    .on('files')
-    .columns(['site_id', 'path_lower'])
-    .unique()
-    .execute()
-  await db.schema
-    .createIndex('files_site_parent')
-    .on('files')
-    .columns(['site_id', 'parent_lower', 'path_lower'])
-    .execute()
+  if (isPg) {
+    // A B-tree entry holds at most ~2.7 kB, and a path may be 5000 characters (20 kB of UTF-8):
+    // uniqueness goes through a digest, lookups through hash indexes (no size limit). Ranges of
+    // paths (everything inside a folder) scan, within the site.
+    await sql`create unique index files_site_path on files (site_id, md5(path_lower))`.execute(db)
+    await sql`create index files_path on files using hash (path_lower)`.execute(db)
+    await sql`create index files_parent on files using hash (parent_lower)`.execute(db)
+  } else {
+    await db.schema
+      .createIndex('files_site_path')
+      .on('files')
+      .columns(['site_id', 'path_lower'])
+      .unique()
+      .execute()
+    await db.schema
+      .createIndex('files_site_parent')
+      .on('files')
+      .columns(['site_id', 'parent_lower', 'path_lower'])
+      .execute()
+  }
 
   await db.schema
     .createTable('uploads')
@@ -81,9 +90,10 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .execute()
 
-  // History by file or folder (lower(path) ranges), by user, and file actions by time.
-  // An expression index: both dialects accept this statement as written.
-  await sql`create index actions_site_path on actions (site_id, lower(path), created_at, id)`.execute(db)
+  // History by file or folder (lower(path) ranges), by user, and file actions by time. On
+  // PostgreSQL a hash index, as above: a B-tree could not hold a 5000-character path.
+  if (isPg) await sql`create index actions_site_path on actions using hash (lower(path))`.execute(db)
+  else await sql`create index actions_site_path on actions (site_id, lower(path), created_at, id)`.execute(db)
   await db.schema
     .createIndex('actions_site_user')
     .on('actions')

@@ -170,7 +170,8 @@ export async function insertFolder(
       last_modified_by_id: author.userId,
       last_modified_by_api_key_id: author.apiKeyId,
     })
-    .onConflict((oc) => oc.columns(['site_id', 'path_lower']).doNothing())
+    // No conflict target: on PostgreSQL uniqueness is an index on md5(path_lower).
+    .onConflict((oc) => oc.doNothing())
     .returningAll()
     .executeTakeFirst()
   if (!inserted) {
