@@ -88,6 +88,24 @@ describe.each(dialects)('uploads (%s)', (dialect) => {
   afterAll(async () => s?.close())
 
   describe('POST /files/{path} action=put', () => {
+    it('refuses a new name ending in whitespace, as new folders and destinations are', async () => {
+      const r = await open('notes /a.txt')
+      expectError(r, 400, 'bad-request/request-param-path-cannot-have-trailing-whitespace')
+      expectError(
+        await open('notes/a.txt\u00a0'),
+        400,
+        'bad-request/request-param-path-cannot-have-trailing-whitespace',
+      )
+    })
+
+    it('files a new upload under its folder as the folder is spelled', async () => {
+      const made = await call(s, 'POST', '/folders/Spelled', { key: s.adminKey })
+      expect(made.status, made.text).toBe(201)
+      const file = await uploaded(s, 'spelled/Inner.txt', 'x')
+      expect(file.path).toBe('Spelled/Inner.txt')
+      expect((await fileRow('SPELLED/inner.TXT'))?.path).toBe('Spelled/Inner.txt')
+    })
+
     it('opens an upload and describes part 1 as a FileUploadPart', async () => {
       const r = await open('docs/report.pdf')
       expect(r.status).toBe(201)

@@ -8,6 +8,7 @@ import { randomHex } from '../../security/secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
 import { normalizePath } from '../paths.js'
+import { storedSpelling } from './destination-rules.js'
 import type { FileAccess } from './file-access.js'
 import { describeFileAction } from './file-display.js'
 import { type FileJson, toFileJson } from './file-json.js'
@@ -22,6 +23,7 @@ import {
   parentOf,
   queueBlobDeletion,
 } from './file-repository.js'
+import { normalizeNewPath } from './new-paths.js'
 import { type FileUploadPartJson, type UploadParts, type UploadRow, uploadNotFound } from './upload-parts.js'
 import { checkParts, numbered, refuseEarly, type UploadOptions } from './upload-rules.js'
 
@@ -50,8 +52,8 @@ export class UploadService {
   /** `action=put` without a ref, and begin_upload: checks the destination, opens an upload. */
   async begin(p: Principal, rawPath: string, opts: UploadOptions): Promise<FileUploadPartJson[]> {
     const first = checkParts(opts)
-    const path = normalizePath(rawPath)
-    if (path === '') throw new ApiError('bad-request/invalid-path', 'Give the path of the file to upload')
+    // The same rules as any new name (no segment ending in whitespace, not the root).
+    const path = normalizeNewPath(rawPath, 'path')
     const access = await this.fileAccess.of(p)
     access.require(path, 'write')
     const mkdirParents = opts.mkdirParents ?? true
@@ -180,15 +182,17 @@ export class UploadService {
         .executeTakeFirstOrThrow()
       if (existing.blob_key) await queueBlobDeletion(trx, existing.blob_key, now)
     } else {
+      // Under its folder's stored spelling (`Docs/x`, not `docs/x`), as copies and moves do.
+      const stored = await storedSpelling(trx, p.siteId, path)
       row = await trx
         .insertInto('files')
         .values({
           ...content,
           site_id: p.siteId,
-          path,
-          path_lower: path.toLowerCase(),
-          parent_lower: parentOf(path).toLowerCase(),
-          name: nameOf(path),
+          path: stored,
+          path_lower: stored.toLowerCase(),
+          parent_lower: parentOf(stored).toLowerCase(),
+          name: nameOf(stored),
           type: 'file',
           custom_metadata: '{}',
           created_at: now,
