@@ -1,0 +1,76 @@
+import fs from 'node:fs/promises'
+import http from 'node:http'
+import path from 'node:path'
+import type { Kysely } from 'kysely'
+import { expect } from 'vitest'
+import type { Database } from '../../src/db/schema.js'
+
+/** What a test can see of DATA_DIR/storage, and part uploads cut off on purpose. */
+
+/**
+ * Every published blob key: the entries of DATA_DIR/storage/blobs/ab/cd/ (a blob is a file, or a
+ * folder of linked parts).
+ */
+export async function blobsOnDisk(storage: string): Promise<string[]> {
+  const keys: string[] = []
+  const ls = (dir: string) => fs.readdir(dir).catch(() => [] as string[])
+  const root = path.join(storage, 'blobs')
+  for (const a of await ls(root)) {
+    for (const b of await ls(path.join(root, a))) keys.push(...(await ls(path.join(root, a, b))))
+  }
+  return keys
+}
+
+/** Staged-part folders (one per upload ref) under DATA_DIR/storage/parts. */
+export async function stagedRefs(storage: string): Promise<string[]> {
+  return fs.readdir(path.join(storage, 'parts')).catch(() => [])
+}
+
+/** A blob on disk must belong to a file or wait in the deletion queue; every file's blob must exist. */
+export async function expectNoLeakedBlobs(db: Kysely<Database>, storage: string): Promise<void> {
+  const files = await db.selectFrom('files').select('blob_key').where('blob_key', 'is not', null).execute()
+  const queued = await db.selectFrom('blob_garbage').select('blob_key').execute()
+  const known = new Set([...files.map((r) => r.blob_key!), ...queued.map((r) => r.blob_key)])
+  const onDisk = await blobsOnDisk(storage)
+  expect(onDisk.filter((k) => !known.has(k))).toEqual([])
+  const present = new Set(onDisk)
+  expect(files.map((r) => r.blob_key!).filter((k) => !present.has(k))).toEqual([])
+}
+
+/** Polls a condition (up to ~10 s): for effects the server completes after answering. */
+export async function until(check: () => Promise<boolean>): Promise<boolean> {
+  for (let i = 0; i < 200; i++) {
+    if (await check()) return true
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return false
+}
+
+/**
+ * Starts a part PUT that sends `sent` of its `declared` bytes and then stalls; resolves once the
+ * server is writing it to storage (a file in storage/tmp), or after a short grace if it never
+ * shows. `abort()` cuts the connection.
+ */
+export async function stalledPut(uri: string, declared: number, sent: Buffer, storage: string) {
+  const u = new URL(uri)
+  const request = http.request({
+    host: u.hostname,
+    port: u.port,
+    method: 'PUT',
+    path: `${u.pathname}${u.search}`,
+    headers: { 'Content-Length': String(declared), 'Content-Type': 'application/octet-stream' },
+  })
+  const answered = new Promise<number | 'aborted'>((resolve) => {
+    request.on('response', (res) => {
+      res.resume()
+      resolve(res.statusCode ?? 0)
+    })
+    request.on('error', () => resolve('aborted'))
+  })
+  request.write(sent)
+  await until(async () => (await fs.readdir(path.join(storage, 'tmp')).catch(() => [])).length > 0)
+  return {
+    answered,
+    abort: () => request.destroy(),
+  }
+}
