@@ -134,7 +134,7 @@ describe.each(dialects)('file paths over raw HTTP (%s)', (dialect) => {
     expect(viaSlash.path).toBe(`${root}/t.txt`)
   })
 
-  it('refuses new folder names and copy or move destinations that end in whitespace', async () => {
+  it('refuses new folder and file names and copy or move destinations that end in whitespace', async () => {
     const root = unique('ws')
     await upload(t, `${root}/a.txt`, 'a')
     const trailing = 'bad-request/request-param-path-cannot-have-trailing-whitespace'
@@ -147,6 +147,10 @@ describe.each(dialects)('file paths over raw HTTP (%s)', (dialect) => {
         destination: `${root}/b.txt `,
       })
       expectError(r, 400, trailing)
+    }
+    for (const bad of [`${root}/report.txt `, `${root}/dir /x.txt`]) {
+      const r = await uploadRefusal(t, bad, 'x')
+      expect({ bad, status: r.status, type: r.body?.type }).toEqual({ bad, status: 400, type: trailing })
     }
     // Leading and inner spaces are names like any other.
     const ok = await req(t, 'POST', `/folders/${enc(`${root}/ lead  inner`)}`)
