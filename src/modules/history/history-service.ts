@@ -57,7 +57,9 @@ export const FOLDER_HISTORY = narrowList('history-folders')
  * Without statistics SQLite walks the time index to spare itself a sort, through the whole day,
  * even for a path with a handful of actions (and a cursor's time bounds draw it there too).
  * Sorting and paging by `+created_at`, an expression no index offers, keeps it on the path index,
- * where the cost is the path's own actions. PostgreSQL weighs both with its statistics.
+ * where the cost is the path's own actions. (On PostgreSQL actions_site_path is a hash index on
+ * lower(path), 5000-character paths being too long for a B-tree: a file's actions are found
+ * through it, a folder's by reading the day's actions.)
  */
 const unindexedTime = sql<number>`+actions.created_at`
 const byPathOnSqlite = (spec: ListSpec): ListSpec => ({
@@ -242,11 +244,11 @@ export class HistoryService {
 }
 
 /**
- * `lower(path)` is the folder or starts with 'f/'. The index actions_site_path serves the range
- * from 'f' to 'f0' ('0' follows '/') on both dialects; the second test drops what else the range
- * holds: siblings such as 'f.txt' or 'f-old/…', and, under a linguistic PostgreSQL collation,
- * names that sort between '/' and '0' only there. One range rather than an OR of two, which
- * SQLite would not take to the index.
+ * `lower(path)` is the folder or starts with 'f/'. On SQLite the index actions_site_path serves
+ * the range from 'f' to 'f0' ('0' follows '/'); the second test drops what else the range holds:
+ * siblings such as 'f.txt' or 'f-old/…', and, under a linguistic PostgreSQL collation, names that
+ * sort between '/' and '0' only there. One range rather than an OR of two, which SQLite would not
+ * take to the index.
  */
 function inFolder(key: string) {
   const prefix = `${key}/`
