@@ -401,6 +401,17 @@ describe.each(dialects)('request rate limits (%s)', (dialect) => {
     expectError(await call(s, 'GET', '/api_key', { key: a.key }), 429, 'rate-limited/too-many-requests')
   })
 
+  it('takes a clock stepped back as no time passing, and refills from the new time', async () => {
+    freezeClock()
+    const u = await makeUser(s)
+    const a = await makeKey(s, u.id)
+    for (let i = 0; i < 3; i++) expect((await call(s, 'GET', '/api_key', { key: a.key })).status).toBe(200)
+    clock -= 3_600_000
+    expectError(await call(s, 'GET', '/api_key', { key: a.key }), 429, 'rate-limited/too-many-requests')
+    clock += 1000
+    expect((await call(s, 'GET', '/api_key', { key: a.key })).status).toBe(200)
+  })
+
   it('limits a session on its own', async () => {
     freezeClock()
     const u = await makeUser(s)

@@ -61,6 +61,9 @@ function openSqlite(opts: DatabaseOptions): DatabaseHandle {
   sqlite.pragma('synchronous = NORMAL')
   sqlite.pragma('foreign_keys = ON')
   sqlite.pragma('busy_timeout = 5000')
+  // Statistics for the query planner, refreshed cheaply where they are missing or stale: without
+  // them SQLite can pick the time index of a large history over the path index of one file.
+  sqlite.pragma('optimize = 0x10002')
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) })
   return handle(db, { name: 'sqlite', skipLocked: false })
 }

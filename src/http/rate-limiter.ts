@@ -34,7 +34,8 @@ export class RateLimiter {
       b = { tokens: this.s.burst, at: now, inFlight: 0 }
       this.buckets.set(id, b)
     } else {
-      b.tokens = Math.min(this.s.burst, b.tokens + ((now - b.at) / 1000) * this.s.perSecond)
+      // A clock stepped back (NTP) counts as no time passing, not as tokens owed.
+      b.tokens = Math.min(this.s.burst, b.tokens + (Math.max(0, now - b.at) / 1000) * this.s.perSecond)
       b.at = now
     }
     if (b.inFlight >= this.s.concurrent) {
