@@ -42,6 +42,9 @@ export async function up(db: Kysely<any>): Promise<void> {
     await sql`create unique index files_site_path on files (site_id, md5(path_lower))`.execute(db)
     await sql`create index files_path on files using hash (path_lower)`.execute(db)
     await sql`create index files_parent on files using hash (parent_lower)`.execute(db)
+    // Everything inside a folder: a range over the first 500 characters (insideFolder() in
+    // file-repository.ts states the range on this prefix as well as on the whole path).
+    await sql`create index files_site_prefix on files (site_id, substr(path_lower, 1, 500))`.execute(db)
   } else {
     await db.schema
       .createIndex('files_site_path')
@@ -92,8 +95,15 @@ export async function up(db: Kysely<any>): Promise<void> {
 
   // History by file or folder (lower(path) ranges), by user, and file actions by time. On
   // PostgreSQL a hash index, as above: a B-tree could not hold a 5000-character path.
-  if (isPg) await sql`create index actions_site_path on actions using hash (lower(path))`.execute(db)
-  else await sql`create index actions_site_path on actions (site_id, lower(path), created_at, id)`.execute(db)
+  if (isPg) {
+    await sql`create index actions_site_path on actions using hash (lower(path))`.execute(db)
+    // A folder's history: a range over the first 500 characters, in byte order.
+    await sql`create index actions_site_path_prefix on actions (site_id, (substr(lower(path), 1, 500) collate "C"), created_at, id)`.execute(
+      db,
+    )
+  } else {
+    await sql`create index actions_site_path on actions (site_id, lower(path), created_at, id)`.execute(db)
+  }
   await db.schema
     .createIndex('actions_site_user')
     .on('actions')
@@ -104,5 +114,6 @@ export async function up(db: Kysely<any>): Promise<void> {
 export async function down(db: Kysely<any>): Promise<void> {
   await db.schema.dropIndex('actions_site_user').execute()
   await db.schema.dropIndex('actions_site_path').execute()
+  await db.schema.dropIndex('actions_site_path_prefix').ifExists().execute()
   for (const t of ['blob_garbage', 'upload_parts', 'uploads', 'files']) await db.schema.dropTable(t).execute()
 }

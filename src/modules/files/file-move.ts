@@ -20,6 +20,8 @@ import {
   type FileRow,
   fileTargets,
   findByPath,
+  insideFolder,
+  isPostgres,
   lockPaths,
   nameOf,
   parentOf,
@@ -169,7 +171,6 @@ async function rewriteInside(
       parent_lower: sql<string>`cast(${baseLower} as text) || substr(parent_lower, cast(${fromLower} as integer))`,
     })
     .where('site_id', '=', siteId)
-    .where('path_lower', '>', `${oldLower}/`)
-    .where('path_lower', '<', `${oldLower}0`)
+    .where(insideFolder(oldLower, isPostgres(trx)))
     .execute()
 }

@@ -14,6 +14,8 @@ import {
   fileTargets,
   findById,
   findByPath,
+  insideFolder,
+  isPostgres,
   lockPath,
   queueBlobDeletion,
 } from './file-repository.js'
@@ -105,8 +107,7 @@ export class FileOperations {
           await trx
             .deleteFrom('files')
             .where('site_id', '=', siteId)
-            .where('path_lower', '>', `${row.path_lower}/`)
-            .where('path_lower', '<', `${row.path_lower}0`)
+            .where(insideFolder(row.path_lower, isPostgres(trx)))
             .execute()
         }
       } else if (row.blob_key) {

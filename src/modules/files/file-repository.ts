@@ -1,5 +1,13 @@
 import crypto from 'node:crypto'
-import { type Kysely, type Selectable, sql, type Transaction } from 'kysely'
+import {
+  type Expression,
+  type Kysely,
+  PostgresAdapter,
+  type Selectable,
+  type SqlBool,
+  sql,
+  type Transaction,
+} from 'kysely'
 import type { Database, FilesTable } from '../../db/schema.js'
 import { ApiError } from '../../http/errors.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
@@ -47,11 +55,29 @@ export async function findById(db: Db, siteId: number, id: number): Promise<File
 
 /** Rows strictly inside a folder (every depth), via the path_lower range `folder/` … `folder0`. */
 export function descendants(db: Db, siteId: number, folderLower: string) {
-  let q = db.selectFrom('files').where('site_id', '=', siteId)
-  if (folderLower !== '') {
-    q = q.where('path_lower', '>', `${folderLower}/`).where('path_lower', '<', `${folderLower}0`)
-  }
-  return q
+  const q = db.selectFrom('files').where('site_id', '=', siteId)
+  return folderLower === '' ? q : q.where(insideFolder(folderLower, isPostgres(db)))
+}
+
+/** Characters of path_lower that PostgreSQL's range index on files holds (migration 003). */
+const INDEXED_PREFIX = 500
+
+/**
+ * `path_lower` lies strictly inside the folder: the range `folder/` … `folder0` ('0' follows
+ * '/'). On PostgreSQL the same range is also stated on the indexed prefix of the path, the only
+ * B-tree there (a whole path may be too long for one).
+ */
+export function insideFolder(folderLower: string, postgres: boolean): Expression<SqlBool> {
+  const lo = `${folderLower}/`
+  const hi = `${folderLower}0`
+  const exact = sql<SqlBool>`path_lower > ${lo} and path_lower < ${hi}`
+  if (!postgres) return exact
+  const cut = (v: string) => [...v].slice(0, INDEXED_PREFIX).join('')
+  return sql<SqlBool>`substr(path_lower, 1, ${sql.lit(INDEXED_PREFIX)}) >= ${cut(lo)} and substr(path_lower, 1, ${sql.lit(INDEXED_PREFIX)}) <= ${cut(hi)} and ${exact}`
+}
+
+export function isPostgres(db: Db): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter
 }
 
 /**

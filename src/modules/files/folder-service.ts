@@ -9,7 +9,14 @@ import { normalizePath } from '../paths.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import type { FileAccess } from './file-access.js'
 import { type FileJson, toFileJson } from './file-json.js'
-import { ensureParents, findByPath, insertFolder, lockPath } from './file-repository.js'
+import {
+  ensureParents,
+  findByPath,
+  insertFolder,
+  insideFolder,
+  isPostgres,
+  lockPath,
+} from './file-repository.js'
 import { FolderVisibility } from './folder-visibility.js'
 import { authorOf, normalizeNewPath } from './new-paths.js'
 
@@ -107,19 +114,14 @@ export class FolderService {
     if (search !== '') {
       const scope = searchAll ? '' : pathLower
       if (scope !== '') {
-        q = q.where('path_lower', '>', `${scope}/`).where('path_lower', '<', `${scope}0`)
+        q = q.where(insideFolder(scope, isPostgres(this.db)))
       }
       q = q.where(sql<SqlBool>`lower(name) like ${`%${escapeLike(search.toLowerCase())}%`} escape '\\'`)
       if (!access.can(scope, 'list')) {
         const regions = await this.visibility.listableRegions(p, access, scope)
         if (regions.length === 0) return { items: [], next: null, prev: null }
         q = q.where((eb) =>
-          eb.or(
-            regions.flatMap((r) => [
-              eb('path_lower', '=', r),
-              eb.and([eb('path_lower', '>', `${r}/`), eb('path_lower', '<', `${r}0`)]),
-            ]),
-          ),
+          eb.or(regions.flatMap((r) => [eb('path_lower', '=', r), insideFolder(r, isPostgres(this.db))])),
         )
       }
     } else {

@@ -190,7 +190,7 @@ export class HistoryService {
     const key = this.lower(path)
     if (key === '') return this.page(p, FOLDER_HISTORY, query, { path: key }, (q) => q)
     if (this.dialect === 'postgres')
-      return this.page(p, FOLDER_HISTORY, query, { path: key }, (q) => q.where(inFolder(key)))
+      return this.page(p, FOLDER_HISTORY, query, { path: key }, (q) => q.where(inFolderPg(key)))
     return this.page(p, FOLDER_HISTORY_SQLITE, query, { path: key }, (q) => q.where(inFolder(key)), true)
   }
 
@@ -253,6 +253,18 @@ export class HistoryService {
 function inFolder(key: string) {
   const prefix = `${key}/`
   return sql<SqlBool>`(lower(path) >= ${key} and lower(path) < ${`${key}0`} and (lower(path) = ${key} or substr(lower(path), 1, ${[...prefix].length}) = ${prefix}))`
+}
+
+/**
+ * The same on PostgreSQL, where the path index is a hash (a B-tree cannot hold a 5000-character
+ * path): the range goes on the indexed first 500 characters, compared in byte order whatever the
+ * database's collation (migration 003, actions_site_path_prefix).
+ */
+function inFolderPg(key: string) {
+  const prefix = `${key}/`
+  const cut = (v: string) => [...v].slice(0, 500).join('')
+  const indexed = sql`(substr(lower(path), 1, 500) collate "C")`
+  return sql<SqlBool>`(${indexed} >= ${cut(key)} and ${indexed} <= ${cut(`${key}0`)} and (lower(path) = ${key} or substr(lower(path), 1, ${[...prefix].length}) = ${prefix}))`
 }
 
 function displayMode(raw: unknown): DisplayMode {
