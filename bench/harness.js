@@ -117,8 +117,11 @@ export async function profileDir() {
   return profiles
 }
 
-/** Wharf from dist, with its own data folder, limits far above the load, and an API key. */
-export async function startWharf(label, databaseUrl, extraEnv = {}) {
+/**
+ * Wharf from dist, with its own data folder, limits far above the load, and an API key made by
+ * the bootstrap admin with `keyBody` (the body of POST /api_keys).
+ */
+export async function startWharf(label, databaseUrl, extraEnv = {}, keyBody = { name: 'benchmark' }) {
   const port = await freePort()
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-bench-'))
   cleanups.push(() => fs.rm(dataDir, { recursive: true, force: true }))
@@ -157,7 +160,7 @@ export async function startWharf(label, databaseUrl, extraEnv = {}) {
       await fetch(`${api}/api_keys`, {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', 'X-ServiceAPI-Auth': session.id },
-        body: JSON.stringify({ name: 'benchmark' }),
+        body: JSON.stringify(keyBody),
       }),
       `${label}: POST /api_keys`,
     )

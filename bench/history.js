@@ -7,114 +7,34 @@
 // per page (200), BENCH_DATABASE_URL (adds a PostgreSQL run, in a database created and dropped by
 // this run), BENCH_EXPLAIN=1 (prints the query plans), BENCH_PROFILE=1 (CPU profile of Wharf).
 // See docs/performance.md, "History".
-import { spawn } from 'node:child_process'
-import crypto from 'node:crypto'
 import fs from 'node:fs/promises'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import SQLite from 'better-sqlite3'
 import pg from 'pg'
+import {
+  abort,
+  cleanups,
+  createPgDatabase,
+  dropPgDatabase,
+  fmt,
+  intSetting,
+  profilesUsed,
+  root,
+  runCleanups,
+  startWharf,
+  stopChild,
+  table,
+} from './harness.js'
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const setting = (name, fallback) => {
-  const n = Number(process.env[name] || fallback)
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive whole number`)
-  return n
-}
-const ACTIONS = setting('BENCH_ACTIONS', 1_000_000)
-const DEPTH = setting('BENCH_DEPTH', 500)
-const REQUESTS = setting('BENCH_REQUESTS', 200)
+const ACTIONS = intSetting('BENCH_ACTIONS', 1_000_000, 1, 100_000_000)
+const DEPTH = intSetting('BENCH_DEPTH', 500, 1, 1_000_000)
+const REQUESTS = intSetting('BENCH_REQUESTS', 200, 1, 1_000_000)
 const PG_URL = process.env['BENCH_DATABASE_URL'] || undefined
 const EXPLAIN = process.env['BENCH_EXPLAIN'] === '1'
-const PROFILE = process.env['BENCH_PROFILE'] === '1'
 const PER_PAGE = 1000
 const HOUR = 3_600_000
 const { describeFileAction } = await import(path.join(root, 'dist/modules/files/file-display.js'))
-
-const children = new Set()
-const cleanups = []
-process.on('exit', () => {
-  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL')
-})
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer()
-    srv.once('error', reject)
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address()
-      srv.close(() => resolve(port))
-    })
-  })
-}
-
-async function json(res, what) {
-  const text = await res.text()
-  if (!res.ok) throw new Error(`${what}: HTTP ${res.status} ${text.slice(0, 500)}`)
-  return JSON.parse(text)
-}
-
-/** Wharf from dist with its own data folder; returns the API base and a site-wide key. */
-async function startWharf(label, databaseUrl) {
-  const port = await freePort()
-  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-bench-history-'))
-  cleanups.push(() => fs.rm(dataDir, { recursive: true, force: true }))
-  const password = crypto.randomBytes(12).toString('hex')
-  const env = { ...process.env }
-  for (const k of ['DATABASE_URL', 'BASE_URL', 'TRUST_PROXY']) delete env[k]
-  Object.assign(env, {
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'warn',
-    ADMIN_USERNAME: 'admin',
-    ADMIN_PASSWORD: password,
-    RATE_LIMIT_PER_SECOND: '1000000',
-    RATE_LIMIT_BURST: '10000000',
-    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-  })
-  const prof = PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${os.tmpdir()}`] : []
-  const child = spawn(process.execPath, [...prof, 'dist/cli.js', 'serve'], {
-    cwd: root,
-    env,
-    stdio: 'inherit',
-  })
-  children.add(child)
-  const api = `http://127.0.0.1:${port}/api/rest/v1`
-  for (let i = 0; ; i++) {
-    if (child.exitCode !== null) throw new Error(`${label}: Wharf exited before it was ready`)
-    try {
-      await fetch(`${api}/api_key`)
-      break
-    } catch {
-      if (i > 300) throw new Error(`${label}: Wharf did not start`)
-      await new Promise((r) => setTimeout(r, 100))
-    }
-  }
-  const post = (p, body, headers = {}) =>
-    fetch(`${api}${p}`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', ...headers },
-      body: JSON.stringify(body),
-    })
-  const session = await json(await post('/sessions', { username: 'admin', password }), 'POST /sessions')
-  const key = await json(
-    await post(
-      '/api_keys',
-      { site_wide: true, name: 'history benchmark' },
-      { 'X-ServiceAPI-Auth': session.id },
-    ),
-    'POST /api_keys',
-  )
-  const stop = async () => {
-    if (child.exitCode !== null) return
-    child.kill('SIGTERM')
-    await new Promise((r) => child.once('exit', r))
-  }
-  return { label, api, key: key.key, dataDir, child, stop }
-}
 
 // ---------- the actions: a plausible day of a busy site ----------
 
@@ -162,39 +82,26 @@ function action(i, n, siteId, now, rnd) {
     targets = act === 'login' || act === 'failedlogin' ? '[]' : JSON.stringify([{ type: 'user', id: user }])
   }
   const failed = act === 'failedlogin'
-  return [
-    siteId,
-    now - 23 * HOUR + Math.floor((i * 23 * HOUR) / n),
-    failed ? null : user,
-    `user${user}`,
-    act,
-    p,
-    p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '',
+  return {
+    site_id: siteId,
+    created_at: now - 23 * HOUR + Math.floor((i * 23 * HOUR) / n),
+    user_id: failed ? null : user,
+    username: `user${user}`,
+    action: act,
+    path: p,
+    folder: p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '',
     source,
     destination,
     display,
-    `10.0.${rnd() % 256}.${rnd() % 256}`,
-    'restapi',
-    failed ? 'password_mismatch' : null,
+    ip: `10.0.${rnd() % 256}.${rnd() % 256}`,
+    interface: 'restapi',
+    failure_type: failed ? 'password_mismatch' : null,
     targets,
-  ]
+  }
 }
-const COLUMNS = [
-  'site_id',
-  'created_at',
-  'user_id',
-  'username',
-  'action',
-  'path',
-  'folder',
-  'source',
-  'destination',
-  'display',
-  'ip',
-  'interface',
-  'failure_type',
-  'targets',
-]
+/** The columns written: the keys of a row, so that names and values cannot drift apart. */
+const COLUMNS = Object.keys(action(0, 1, 0, 0, () => 0))
+const PG_TYPES = { site_id: 'bigint', created_at: 'bigint', user_id: 'bigint' }
 
 function random(seed) {
   let x = seed
@@ -212,23 +119,8 @@ async function seed(w, pool) {
   const now = Date.now()
   const BATCH = pool ? 10_000 : 500
   if (pool) {
-    const types = [
-      'bigint',
-      'bigint',
-      'bigint',
-      'text',
-      'text',
-      'text',
-      'text',
-      'text',
-      'text',
-      'text',
-      'text',
-      'text',
-      'text',
-      'text',
-    ]
-    const sql = `insert into actions (${COLUMNS.join(', ')}) select * from unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})`
+    const types = COLUMNS.map((c, i) => `$${i + 1}::${PG_TYPES[c] ?? 'text'}[]`)
+    const sql = `insert into actions (${COLUMNS.join(', ')}) select * from unnest(${types.join(', ')})`
     const client = await pool.connect()
     try {
       const site = (await client.query('select id from sites limit 1')).rows[0].id
@@ -236,8 +128,8 @@ async function seed(w, pool) {
       for (let i = 0; i < ACTIONS; i += BATCH) {
         const cols = COLUMNS.map(() => [])
         for (let j = i; j < Math.min(ACTIONS, i + BATCH); j++) {
-          const values = action(j, ACTIONS, Number(site), now, rnd)
-          for (let c = 0; c < values.length; c++) cols[c].push(values[c])
+          const row = action(j, ACTIONS, Number(site), now, rnd)
+          for (const [c, name] of COLUMNS.entries()) cols[c].push(row[name])
         }
         await client.query(sql, cols)
       }
@@ -259,16 +151,17 @@ async function seed(w, pool) {
       for (let i = 0; i < ACTIONS; i += BATCH) {
         const end = Math.min(ACTIONS, i + BATCH)
         const values = []
-        for (let j = i; j < end; j++) values.push(...action(j, ACTIONS, site, now, rnd))
+        for (let j = i; j < end; j++) {
+          const row = action(j, ACTIONS, site, now, rnd)
+          for (const name of COLUMNS) values.push(row[name])
+        }
         ;(end - i === BATCH ? full : insert(end - i)).run(values)
       }
     })()
     db.pragma('wal_checkpoint(TRUNCATE)')
     db.close()
   }
-  console.log(
-    `${w.label}: ${ACTIONS.toLocaleString('en-US')} actions written in ${((Date.now() - started) / 1000).toFixed(1)} s`,
-  )
+  console.log(`${w.label}: ${fmt(ACTIONS)} actions written in ${fmt((Date.now() - started) / 1000, 1)} s`)
 }
 
 // ---------- measuring ----------
@@ -280,10 +173,9 @@ const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 10
  * The URLs take turns, so that each meets the same state of the server (JIT, caches, GC).
  */
 async function timed(w, urls, n) {
-  const headers = { 'X-ServiceAPI-Key': w.key }
   const once = async (url) => {
     const t = performance.now()
-    const res = await fetch(url, { headers })
+    const res = await fetch(url, { headers: w.headers })
     const body = await res.text()
     if (res.status !== 200) throw new Error(`${url}: HTTP ${res.status} ${body.slice(0, 300)}`)
     return { ms: performance.now() - t, bytes: body.length }
@@ -308,7 +200,7 @@ async function deepCursor(w, base) {
   let cursor = null
   for (let i = 0; i < DEPTH; i++) {
     const res = await fetch(cursor ? `${base}&cursor=${encodeURIComponent(cursor)}` : base, {
-      headers: { 'X-ServiceAPI-Key': w.key },
+      headers: w.headers,
     })
     await res.arrayBuffer()
     cursor = res.headers.get('x-files-cursor-next')
@@ -350,7 +242,7 @@ async function explain(w, pool) {
 }
 
 async function run(label, databaseUrl) {
-  const w = await startWharf(label, databaseUrl)
+  const w = await startWharf(label, databaseUrl, {}, { site_wide: true, name: 'history benchmark' })
   const pool = databaseUrl ? new pg.Pool({ connectionString: databaseUrl, max: 2 }) : null
   try {
     await seed(w, pool)
@@ -362,23 +254,8 @@ async function run(label, databaseUrl) {
     return { label, first, deep }
   } finally {
     await pool?.end()
-    await w.stop()
+    await stopChild(w.proc)
   }
-}
-
-async function createPgDatabase(url) {
-  const name = `wharf_bench_${crypto.randomBytes(4).toString('hex')}`
-  const c = new pg.Client({ connectionString: url })
-  await c.connect()
-  await c.query(`create database ${name}`).finally(() => c.end())
-  cleanups.push(async () => {
-    const d = new pg.Client({ connectionString: url })
-    await d.connect()
-    await d.query(`drop database if exists ${name} with (force)`).finally(() => d.end())
-  })
-  const u = new URL(url)
-  u.pathname = `/${name}`
-  return u.toString()
 }
 
 async function main() {
@@ -386,7 +263,7 @@ async function main() {
     throw new Error('dist/cli.js is missing: run `npm run build` first (npm run bench:history does)')
   })
   console.log(
-    `Wharf history benchmark: ${ACTIONS.toLocaleString('en-US')} actions, GET /history?per_page=${PER_PAGE}, ` +
+    `Wharf history benchmark: ${fmt(ACTIONS)} actions, GET /history?per_page=${PER_PAGE}, ` +
       `first page and page ${DEPTH + 1}, ${REQUESTS} timed requests each, one client`,
   )
   console.log(
@@ -395,38 +272,35 @@ async function main() {
   const results = []
   try {
     results.push(await run('SQLite'))
-    if (PG_URL) results.push(await run('PostgreSQL', await createPgDatabase(PG_URL)))
+    if (PG_URL) {
+      const d = await createPgDatabase(PG_URL)
+      cleanups.push(() => dropPgDatabase(PG_URL, d.name))
+      results.push(await run('PostgreSQL', d.url))
+    }
   } finally {
-    while (cleanups.length)
-      await cleanups
-        .pop()()
-        .catch((err) => console.error(`cleanup: ${err.message}`))
+    await runCleanups()
+    if (profilesUsed()) console.log(`CPU profiles of the Wharf processes: ${profilesUsed()}`)
   }
   let ok = true
-  console.log('\ndatabase     page        p50 ms  p99 ms  body KiB  deep/first (p50)  targets')
+  const rows = [['database', 'page', 'p50 ms', 'p99 ms', 'body KiB', 'deep/first (p50)', 'targets']]
+  const cells = (m) => [fmt(m.p50, 1), fmt(m.p99, 1), fmt(m.bytes / 1024)]
   for (const r of results) {
     const ratio = r.deep.p50 / r.first.p50
     const met = ratio <= 1.5 && r.first.p50 < 50 && r.deep.p50 < 50
     ok &&= met
-    for (const [name, m] of [
-      ['first', r.first],
-      [`page ${DEPTH + 1}`, r.deep],
-    ]) {
-      const last = name !== 'first'
-      console.log(
-        `${r.label.padEnd(12)} ${name.padEnd(10)} ${m.p50.toFixed(1).padStart(7)} ${m.p99.toFixed(1).padStart(7)} ${(m.bytes / 1024).toFixed(0).padStart(9)}` +
-          (last ? `  ${ratio.toFixed(2).padStart(16)}  ${met ? 'met' : 'MISSED'}` : ''),
-      )
-    }
+    rows.push([r.label, 'first', ...cells(r.first), '', ''])
+    rows.push([r.label, `page ${DEPTH + 1}`, ...cells(r.deep), fmt(ratio, 2), met ? 'met' : 'MISSED'])
   }
+  console.log(`\n${table(rows)}`)
   console.log(
     `\nTargets (deep page p50 at most 1.5x the first, both p50 under 50 ms): ${ok ? 'met' : 'MISSED'}`,
   )
 }
 
+// A hard bound on the whole run, whatever hangs.
 const watchdog = setTimeout(() => {
   console.error('bench: gave up after 30 minutes')
-  process.exit(1)
+  abort(1)
 }, 30 * 60_000)
 watchdog.unref()
 main().catch((err) => {
