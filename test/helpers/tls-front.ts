@@ -1,11 +1,10 @@
 import { execFile } from 'node:child_process'
 import fs from 'node:fs/promises'
-import http from 'node:http'
 import https from 'node:https'
-import type { AddressInfo } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import { forward, listenLoopback } from './forward.js'
 
 /**
  * An HTTPS front for a test server, as a TLS-terminating proxy gives Wharf in production. The
@@ -47,35 +46,7 @@ export async function startTlsFront(target: string): Promise<TlsFront> {
   await fs.rm(dir, { recursive: true, force: true })
 
   const upstream = new URL(target)
-  const server = https.createServer({ key, cert }, (req, res) => {
-    const out = http.request(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: req.method,
-        path: req.url,
-        headers: { ...req.headers, host: upstream.host },
-      },
-      (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers)
-        up.pipe(res)
-      },
-    )
-    out.on('error', () => {
-      if (!res.headersSent) res.writeHead(502)
-      res.end()
-    })
-    req.pipe(out)
-  })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  return {
-    url: `https://127.0.0.1:${port}`,
-    cert,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
-  }
+  const server = https.createServer({ key, cert }, (req, res) => forward(upstream, req, res))
+  const { port, close } = await listenLoopback(server)
+  return { url: `https://127.0.0.1:${port}`, cert, close }
 }

@@ -1,9 +1,9 @@
 import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import type { FilesApiError } from 'files.com/lib/Errors.js'
 import Files from 'files.com/lib/Files.js'
 import { LogLevel } from 'files.com/lib/Logger.js'
 import { afterAll, beforeAll, beforeEach } from 'vitest'
+import { forward, listenLoopback } from '../helpers/forward.js'
 import { type DialectName, startServer, type TestServer } from '../helpers/server.js'
 
 /**
@@ -67,37 +67,11 @@ export async function startRecorder(target: string): Promise<Recorder> {
         headers: req.headers,
         body: body.toString('utf8'),
       })
-      const out = http.request(
-        {
-          host: upstream.hostname,
-          port: upstream.port,
-          method: req.method,
-          path: req.url,
-          headers: { ...req.headers, host: upstream.host },
-        },
-        (up) => {
-          res.writeHead(up.statusCode ?? 502, up.headers)
-          up.pipe(res)
-        },
-      )
-      out.on('error', () => {
-        res.writeHead(502)
-        res.end()
-      })
-      out.end(body)
+      forward(upstream, req, res, body)
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections()
-        server.close(() => resolve())
-      }),
-  }
+  const { port, close } = await listenLoopback(server)
+  return { url: `http://127.0.0.1:${port}`, requests, close }
 }
 
 /**
