@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { contentDisposition, parseRange, RangeNotSatisfiable } from '../src/http/file-bytes.js'
+import { bytes, filesUrl, md5, uploaded } from './helpers/files.js'
 import {
   type CallResult,
   call,
@@ -11,7 +12,6 @@ import {
   type TestServer,
   type TestUser,
 } from './helpers/server.js'
-import { bytes, filesUrl, md5, uploaded } from './helpers/uploads.js'
 
 const PART = 1024
 

@@ -8,6 +8,16 @@ import zlib from 'node:zlib'
 import Files from 'files.com/lib/Files.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
+  bytes,
+  download as downloadFile,
+  filesUrl,
+  md5,
+  putPart,
+  target,
+  uploaded,
+  uploadFile,
+} from './helpers/files.js'
+import {
   call,
   dialects,
   expectError,
@@ -17,7 +27,6 @@ import {
   type TestServer,
 } from './helpers/server.js'
 import { startTlsFront } from './helpers/tls-front.js'
-import { bytes, filesUrl, md5, putPart, uploaded, uploadFile } from './helpers/uploads.js'
 import { resetSdk } from './sdk/sdk.js'
 
 // The SDK's File model, untyped here: the SDK suite owns the SDK's type declarations.
@@ -48,11 +57,7 @@ describe.each(dialects)('uploads (%s)', (dialect) => {
     call(s, 'POST', filesUrl(p), { key, body: { action: 'put', ...body } })
   const end = (p: string, ref: string, key = s.adminKey, body: Record<string, unknown> = {}) =>
     call(s, 'POST', filesUrl(p), { key, body: { action: 'end', ref, ...body } })
-  const download = async (p: string) => {
-    const r = await call(s, 'GET', filesUrl(p), { key: s.adminKey })
-    expect(r.status, r.text).toBe(200)
-    return Buffer.from(await (await fetch(r.body.download_uri)).arrayBuffer())
-  }
+  const download = (p: string) => downloadFile(target(s), p)
   const actionsFor = (p: string) =>
     s.container.db.selectFrom('actions').selectAll().where('path', '=', p).orderBy('id').execute()
   const garbage = async () =>

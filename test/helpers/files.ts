@@ -1,5 +1,7 @@
 import crypto from 'node:crypto'
 import http from 'node:http'
+import { expect } from 'vitest'
+import type { TestServer } from './server.js'
 
 /**
  * Raw-HTTP file operations for the file tests: the Files.com upload dance (`action=put`, a part
@@ -33,6 +35,12 @@ export function enc(path: string): string {
 export function encAll(path: string): string {
   return encodeURIComponent(path)
 }
+
+/** `/files/<path>` the way the Files.com SDKs write it, for `call` from server.ts. */
+export const filesUrl = (path: string) => `/files/${encAll(path)}`
+
+/** A test server as a Target (the site-wide key unless told), paths encoded as the SDKs do. */
+export const target = (s: TestServer, key = s.adminKey): Target => ({ api: s.api, key, encode: encAll })
 
 /** One authenticated JSON request; `p` is relative to /api/rest/v1 and already encoded. */
 export async function req(t: Target, method: string, p: string, body?: unknown): Promise<Reply> {
@@ -89,6 +97,8 @@ export function rawRequest(t: Target, method: string, p: string, body?: unknown)
 
 export interface UploadPart {
   ref: string
+  /** Where the upload will be published (another name than asked for with `with_rename`). */
+  path: string
   upload_uri: string
   partsize: number
   part_number: number
@@ -124,15 +134,25 @@ export async function partUrl(t: Target, path: string, ref: string, part: number
 }
 
 /** `PUT` of a part's bytes to its upload URL, with no credentials (the URL is signed). */
+export async function putPart(uri: string, bytes: Buffer): Promise<Response> {
+  return fetch(uri, { method: 'PUT', body: bytes })
+}
+
+/** `putPart`, its answer read. */
 export async function putBytes(uri: string, bytes: Buffer): Promise<Reply> {
-  const res = await fetch(uri, { method: 'PUT', body: bytes })
+  const res = await putPart(uri, bytes)
   const text = await res.text()
   return { status: res.status, headers: res.headers, text, body: undefined }
 }
 
 /** `POST /files/{path}` with `action=end`: publishes the upload, returns the File. */
-export async function endUpload(t: Target, path: string, ref: string): Promise<Reply> {
-  return req(t, 'POST', `/files/${urlPath(t, path)}`, { action: 'end', ref })
+export async function endUpload(
+  t: Target,
+  path: string,
+  ref: string,
+  params: Record<string, unknown> = {},
+): Promise<Reply> {
+  return req(t, 'POST', `/files/${urlPath(t, path)}`, { action: 'end', ref, ...params })
 }
 
 /** Splits bytes into parts of `partSize` (none for an empty file). */
@@ -173,6 +193,36 @@ export async function upload(
   return end.body
 }
 
+/**
+ * The whole upload flow on a test server, paths encoded as the SDKs do: open, a part URL for
+ * every part, PUT of all parts at once (in the given order), end. Every step but `end` must
+ * succeed; the test judges `end`.
+ */
+export async function uploadFile(
+  s: TestServer,
+  path: string,
+  parts: Buffer[],
+  o: { key?: string; order?: number[]; open?: Record<string, unknown>; end?: Record<string, unknown> } = {},
+): Promise<{ end: Reply; ref: string }> {
+  const t = target(s, o.key)
+  const { ref, path: opened } = await beginUpload(t, path, o.open)
+  const uris: string[] = []
+  for (let n = 1; n <= parts.length; n++) uris.push((await partUrl(t, path, ref, n)).upload_uri)
+  const order = o.order ?? parts.map((_, i) => i)
+  const sent = await Promise.all(order.map((i) => putPart(uris[i]!, parts[i]!)))
+  for (const r of sent) expect(r.status).toBe(200)
+  return { end: await endUpload(t, opened, ref, o.end), ref }
+}
+
+/** `uploadFile` in parts of the server's part size, expecting success: returns the File. */
+export async function uploaded(s: TestServer, path: string, content: Buffer | string, key?: string) {
+  const data = typeof content === 'string' ? Buffer.from(content) : content
+  const parts = split(data, s.container.config.files.partSize)
+  const { end } = await uploadFile(s, path, parts, key ? { key } : {})
+  expect(end.status, end.text).toBe(201)
+  return end.body
+}
+
 /** The reply of the first upload step the server refused (the test expects a refusal). */
 export async function uploadRefusal(t: Target, path: string, bytes: Buffer | string): Promise<Reply> {
   try {
@@ -197,4 +247,11 @@ export async function download(t: Target, path: string): Promise<Buffer> {
 
 export function md5(bytes: Buffer | string): string {
   return crypto.createHash('md5').update(bytes).digest('hex')
+}
+
+/** Deterministic bytes of a given length, different for each seed. */
+export function bytes(length: number, seed = 1): Buffer {
+  const out = Buffer.alloc(length)
+  for (let i = 0; i < length; i++) out[i] = (i * 31 + seed * 7 + (i >> 8)) & 0xff
+  return out
 }
