@@ -6,6 +6,7 @@ import {
   call,
   dialects,
   expectError,
+  grant,
   makeKey,
   makeUser,
   startServer,
@@ -86,21 +87,14 @@ describe.each(dialects)('downloads (%s)', (dialect) => {
 
   beforeAll(async () => {
     s = await startServer(dialect, { UPLOAD_PART_SIZE: String(PART) }, { now: () => Date.now() + skew })
-    const grant = async (userId: number, p: string, permission: string) => {
-      const r = await call(s, 'POST', '/permissions', {
-        key: s.adminKey,
-        body: { path: p, user_id: userId, permission },
-      })
-      expect(r.status, r.text).toBe(201)
-    }
     reader = await makeUser(s, { username: 'reader' })
-    await grant(reader.id, 'pub', 'readonly')
+    await grant(s, reader.id, 'pub', 'readonly')
     readerKey = (await makeKey(s, reader.id)).key
     const writer = await makeUser(s)
-    await grant(writer.id, 'pub', 'writeonly')
+    await grant(s, writer.id, 'pub', 'writeonly')
     writeonlyKey = (await makeKey(s, writer.id)).key
     const lister = await makeUser(s)
-    await grant(lister.id, 'pub', 'list')
+    await grant(s, lister.id, 'pub', 'list')
     listerKey = (await makeKey(s, lister.id)).key
     strangerKey = (await makeKey(s, (await makeUser(s)).id)).key
     const admin = await makeUser(s, { site_admin: true })

@@ -1,20 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   blobText,
-  enc,
-  encAll,
   findRow,
   garbageKeys,
-  grant,
   lastAction,
   makeFile,
   makeFolder,
   pathsUnder,
 } from './helpers/file-rows.js'
+import { enc, encAll } from './helpers/files.js'
 import {
   call,
   dialects,
   expectError,
+  grant,
   makeKey,
   makeUser,
   startServer,

@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { enc, encAll, findRow, grant, lastAction, makeFile, makeFolder } from './helpers/file-rows.js'
+import { findRow, lastAction, makeFile, makeFolder } from './helpers/file-rows.js'
+import { enc, encAll } from './helpers/files.js'
 import {
   type CallResult,
   call,
   dialects,
   expectError,
+  grant,
   makeKey,
   makeUser,
   startServer,

@@ -21,6 +21,7 @@ import {
   call,
   dialects,
   expectError,
+  grant,
   makeKey,
   makeUser,
   startServer,
@@ -71,21 +72,14 @@ describe.each(dialects)('uploads (%s)', (dialect) => {
 
   beforeAll(async () => {
     s = await startServer(dialect, { UPLOAD_PART_SIZE: String(PART) }, { now: () => Date.now() + skew })
-    const grant = async (userId: number, p: string, permission: string) => {
-      const r = await call(s, 'POST', '/permissions', {
-        key: s.adminKey,
-        body: { path: p, user_id: userId, permission },
-      })
-      expect(r.status, r.text).toBe(201)
-    }
     const reader = await makeUser(s)
-    await grant(reader.id, 'shared', 'readonly')
+    await grant(s, reader.id, 'shared', 'readonly')
     readonlyKey = (await makeKey(s, reader.id)).key
     const writer = await makeUser(s)
-    await grant(writer.id, 'team', 'full')
+    await grant(s, writer.id, 'team', 'full')
     writerKey = (await makeKey(s, writer.id)).key
     const other = await makeUser(s)
-    await grant(other.id, 'team', 'full')
+    await grant(s, other.id, 'team', 'full')
     otherWriterKey = (await makeKey(s, other.id)).key
     const admin = await makeUser(s, { site_admin: true })
     restrictedKey = (await makeKey(s, admin.id, { path: 'inbox' })).key

@@ -100,14 +100,6 @@ export async function garbageKeys(s: TestServer): Promise<string[]> {
   return rows.map((r) => r.blob_key)
 }
 
-/** Gives a user a folder permission straight in the database. */
-export async function grant(s: TestServer, userId: number, path: string, permission: string): Promise<void> {
-  await s.container.db
-    .insertInto('permissions')
-    .values({ site_id: s.container.site.id, user_id: userId, path, permission, created_at: Date.now() })
-    .execute()
-}
-
 /** The newest Action of this type. */
 export async function lastAction(s: TestServer, action: string) {
   return s.container.db
@@ -117,8 +109,3 @@ export async function lastAction(s: TestServer, action: string) {
     .orderBy('id', 'desc')
     .executeTakeFirstOrThrow()
 }
-
-/** `a/b c.txt` → `a%2Fb%20c.txt`: the whole path encoded, as the Files.com SDKs send it. */
-export const encAll = (p: string) => encodeURIComponent(p)
-/** Each segment encoded, slashes kept. */
-export const enc = (p: string) => p.split('/').map(encodeURIComponent).join('/')

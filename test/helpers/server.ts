@@ -149,6 +149,15 @@ export async function makeKey(
   return { id: k.id, key: k.key! }
 }
 
+/** Factory: a folder permission for a user, granted through the service as the operator. */
+export async function grant(s: TestServer, userId: number, path: string, permission: string): Promise<void> {
+  await s.container.services.permissions.create(operatorPrincipal(s.container.site.id), {
+    path,
+    user_id: userId,
+    permission,
+  })
+}
+
 export interface CallOptions {
   key?: string
   session?: string
