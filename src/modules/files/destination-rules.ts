@@ -1,9 +1,13 @@
 import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import { ApiError } from '../../http/errors.js'
+import { type ActionContext, recordAction } from '../actions/action-recorder.js'
+import type { Principal } from '../auth/principal.js'
 import { isWithin } from '../paths.js'
-import { type FileRow, findByPath, nameOf, parentOf } from './file-repository.js'
-import { normalizeNewPath } from './new-paths.js'
+import type { AccessView, Capability, FileAccess } from './file-access.js'
+import { describeFileAction } from './file-display.js'
+import { type FileRow, fileTargets, findByPath, nameOf, parentOf } from './file-repository.js'
+import { normalizeExistingPath, normalizeNewPath } from './new-paths.js'
 
 /** What copy and move need from the container. */
 export interface OperationDeps {
@@ -18,6 +22,25 @@ export function destinationOf(raw: string | undefined): string {
     throw new ApiError('bad-request/request-params-required', 'Missing required parameter: destination')
   }
   return normalizeNewPath(raw, 'destination')
+}
+
+/**
+ * The two paths of a copy or move, normalised, once the caller may use `sourceCap` on the
+ * source and write at the destination.
+ */
+export async function operands(
+  fileAccess: FileAccess,
+  p: Principal,
+  rawPath: string,
+  input: { destination?: string; overwrite?: boolean },
+  sourceCap: Capability,
+): Promise<{ src: string; dest: string; overwrite: boolean; access: AccessView }> {
+  const src = normalizeExistingPath(rawPath)
+  const dest = destinationOf(input.destination)
+  const access = await fileAccess.of(p)
+  access.require(src, sourceCap)
+  access.require(dest, 'write')
+  return { src, dest, overwrite: input.overwrite === true, access }
 }
 
 /**
@@ -61,6 +84,43 @@ export function checkDestination(source: FileRow, existing: FileRow | undefined,
       `${existing.path} contains ${source.path}: a folder cannot be merged into a folder above it`,
     )
   }
+}
+
+/** A row of the source meeting a row of the other type where it would land inside a folder. */
+export function typeClash(there: FileRow, r: FileRow, verb: 'copied' | 'moved'): ApiError {
+  const kind = (row: FileRow) => (row.type === 'directory' ? 'folder' : 'file')
+  return new ApiError(
+    'processing-failure/destination-exists',
+    `${there.path} exists as a ${kind(there)}: the ${verb} ${kind(r)} cannot replace it`,
+  )
+}
+
+/**
+ * The Action of a copy or move, in its transaction: the path is where the source landed
+ * (`base`), `target` the row there.
+ */
+export async function recordTransfer(
+  trx: Transaction<Database>,
+  ctx: ActionContext,
+  action: 'copy' | 'move',
+  source: FileRow,
+  base: string,
+  target: FileRow,
+  now: number,
+): Promise<void> {
+  await recordAction(
+    trx,
+    ctx,
+    {
+      action,
+      display: describeFileAction(action, base, source.type, { source: source.path, destination: base }),
+      path: base,
+      source: source.path,
+      destination: base,
+      targets: fileTargets(target),
+    },
+    now,
+  )
 }
 
 /**

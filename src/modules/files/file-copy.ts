@@ -2,31 +2,31 @@ import type { Insertable, Transaction } from 'kysely'
 import { BlobNotFoundError, type BlobStore } from '../../blobs/blob-store.js'
 import type { Database, FilesTable } from '../../db/schema.js'
 import { ApiError } from '../../http/errors.js'
-import { contextOf, recordAction } from '../actions/action-recorder.js'
+import { contextOf } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
 import {
   checkDestination,
-  destinationOf,
   type OperationDeps,
+  operands,
   rebase,
+  recordTransfer,
   refuseOwnSubtree,
   storedSpelling,
+  typeClash,
 } from './destination-rules.js'
 import type { FileAccess } from './file-access.js'
-import { describeFileAction } from './file-display.js'
 import {
   type Author,
   descendants,
   ensureParents,
   type FileRow,
-  fileTargets,
   findByPath,
   lockPaths,
   nameOf,
   parentOf,
   queueBlobDeletion,
 } from './file-repository.js'
-import { authorOf, normalizeExistingPath } from './new-paths.js'
+import { authorOf } from './new-paths.js'
 
 export interface CopyInput {
   destination?: string
@@ -57,12 +57,7 @@ const BATCH = 500
  * and nothing is deleted inline. The source is copied as it was when the copy started.
  */
 export async function copyPath(d: Deps, p: Principal, rawPath: string, input: CopyInput): Promise<void> {
-  const src = normalizeExistingPath(rawPath)
-  const dest = destinationOf(input.destination)
-  const overwrite = input.overwrite === true
-  const access = await d.fileAccess.of(p)
-  access.require(src, 'read')
-  access.require(dest, 'write')
+  const { src, dest, overwrite, access } = await operands(d.fileAccess, p, rawPath, input, 'read')
   if (src.toLowerCase() === dest.toLowerCase()) {
     throw new ApiError('bad-request/destination-same', 'The destination is the source itself')
   }
@@ -117,12 +112,7 @@ export async function copyPath(d: Deps, p: Principal, rawPath: string, input: Co
         inserts.push(newRow(p.siteId, r, target, copy?.key ?? null, author, now))
         continue
       }
-      if (there.type !== r.type) {
-        throw new ApiError(
-          'processing-failure/destination-exists',
-          `${there.path} exists as a ${there.type === 'directory' ? 'folder' : 'file'}: the copied ${r.type === 'directory' ? 'folder' : 'file'} cannot replace it`,
-        )
-      }
+      if (there.type !== r.type) throw typeClash(there, r, 'copied')
       if (r.type === 'directory') continue // folders merge
       await replaceFile(trx, there, r, copy?.key ?? null, author, now)
     }
@@ -134,19 +124,7 @@ export async function copyPath(d: Deps, p: Principal, rawPath: string, input: Co
     }
     await claimBlobs(trx, used)
     const root = await findByPath(trx, p.siteId, base)
-    await recordAction(
-      trx,
-      ctx,
-      {
-        action: 'copy',
-        display: describeFileAction('copy', base, source.type, { source: source.path, destination: base }),
-        path: base,
-        source: source.path,
-        destination: base,
-        targets: fileTargets(root!),
-      },
-      now,
-    )
+    await recordTransfer(trx, ctx, 'copy', source, base, root!, now)
   })
 }
 

@@ -1,24 +1,24 @@
 import { sql, type Transaction } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import { ApiError } from '../../http/errors.js'
-import { contextOf, recordAction } from '../actions/action-recorder.js'
+import { contextOf } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
 import {
   checkDestination,
-  destinationOf,
   type OperationDeps,
+  operands,
   rebase,
+  recordTransfer,
   refuseOwnSubtree,
   sqlLength,
   storedSpelling,
+  typeClash,
 } from './destination-rules.js'
 import type { FileAccess } from './file-access.js'
-import { describeFileAction } from './file-display.js'
 import {
   descendants,
   ensureParents,
   type FileRow,
-  fileTargets,
   findByPath,
   insideFolder,
   isPostgres,
@@ -27,7 +27,7 @@ import {
   parentOf,
   queueBlobDeletion,
 } from './file-repository.js'
-import { authorOf, normalizeExistingPath } from './new-paths.js'
+import { authorOf } from './new-paths.js'
 
 export interface MoveInput {
   destination?: string
@@ -45,12 +45,7 @@ const BATCH = 500
  * (`a.txt` → `A.txt`) is allowed: the lower-case path, and with it every lookup, stays the same.
  */
 export async function movePath(d: Deps, p: Principal, rawPath: string, input: MoveInput): Promise<void> {
-  const src = normalizeExistingPath(rawPath)
-  const dest = destinationOf(input.destination)
-  const overwrite = input.overwrite === true
-  const access = await d.fileAccess.of(p)
-  access.require(src, 'delete')
-  access.require(dest, 'write')
+  const { src, dest, overwrite } = await operands(d.fileAccess, p, rawPath, input, 'delete')
   if (src === dest) throw new ApiError('bad-request/destination-same', 'The destination is the source itself')
   const ctx = contextOf(p)
   const now = d.now()
@@ -91,19 +86,7 @@ export async function movePath(d: Deps, p: Principal, rawPath: string, input: Mo
       target = { ...source, name: nameOf(base) }
     }
     if (source.type === 'directory') await rewriteInside(trx, p.siteId, source, base)
-    await recordAction(
-      trx,
-      ctx,
-      {
-        action: 'move',
-        display: describeFileAction('move', base, source.type, { source: source.path, destination: base }),
-        path: base,
-        source: source.path,
-        destination: base,
-        targets: fileTargets(target),
-      },
-      now,
-    )
+    await recordTransfer(trx, ctx, 'move', source, base, target, now)
   })
 }
 
@@ -129,12 +112,7 @@ async function mergeInto(
   for (const r of await descendants(trx, siteId, source.path_lower).selectAll().execute()) {
     const there = present.get(rebase(r.path_lower, depth, existing.path_lower))
     if (!there) continue
-    if (there.type !== r.type) {
-      throw new ApiError(
-        'processing-failure/destination-exists',
-        `${there.path} exists as a ${there.type === 'directory' ? 'folder' : 'file'}: the moved ${r.type === 'directory' ? 'folder' : 'file'} cannot replace it`,
-      )
-    }
+    if (there.type !== r.type) throw typeClash(there, r, 'moved')
     if (r.type === 'directory') {
       drop.push(r.id)
     } else {
