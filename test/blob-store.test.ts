@@ -171,6 +171,32 @@ describe('LocalBlobStore', () => {
     expect(await read(info.key, { start: 8, end: 50 })).toBe('ij')
   })
 
+  it('checksums a part restaged after it was hashed ahead by its new bytes', async () => {
+    await store.putPart('again', 1, from('aaaa'))
+    await store.putPart('again', 2, from('bbbb'))
+    // Let the background hashing of parts 1 and 2 finish before part 1 changes.
+    await new Promise((r) => setTimeout(r, 50))
+    await store.putPart('again', 1, from('xxxxxx'))
+    const info = await store.assemble('again', [1, 2])
+    expect(info.md5).toBe(md5('xxxxxxbbbb'))
+    expect(info.crc32).toBe(crc('xxxxxxbbbb'))
+    expect(info.size).toBe(10)
+    expect(await read(info.key)).toBe('xxxxxxbbbb')
+  })
+
+  it('checksums parts staged out of order and in parallel', async () => {
+    const parts = Array.from({ length: 12 }, (_, i) => crypto.randomBytes(1000 + i * 37))
+    await Promise.all(
+      [...parts.keys()].reverse().map((i) => store.putPart('shuffled', i + 1, from(parts[i]!))),
+    )
+    const whole = Buffer.concat(parts)
+    const info = await store.assemble(
+      'shuffled',
+      parts.map((_, i) => i + 1),
+    )
+    expect([info.md5, info.crc32, info.size]).toEqual([md5(whole), crc(whole), whole.length])
+  })
+
   it('keeps an assembled blob unchanged when its upload restages or discards a part', async () => {
     await store.putPart('own', 1, from('first'))
     const info = await store.assemble('own', [1])

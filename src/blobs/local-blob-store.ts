@@ -2,61 +2,17 @@ import crypto from 'node:crypto'
 import fs from 'node:fs'
 import fsp from 'node:fs/promises'
 import path from 'node:path'
-import { Readable, Transform, type TransformCallback } from 'node:stream'
+import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import zlib from 'node:zlib'
-import {
-  type BlobInfo,
-  BlobNotFoundError,
-  type BlobStore,
-  BlobTooLargeError,
-  type ByteRange,
-} from './blob-store.js'
+import { type BlobInfo, BlobNotFoundError, type BlobStore, type ByteRange } from './blob-store.js'
+import { Digest } from './digest.js'
+import { hashFiles, PartHasher } from './part-hasher.js'
 
 const REF = /^[A-Za-z0-9_-]{1,64}$/
 const KEY = /^[0-9a-f]{32}$/
 const MAX_PART = 10_000
 /** The sizes file of an assembled (folder) blob. */
 const SIZES = 'sizes'
-
-/** Counts bytes, computes md5 and CRC-32 on the way through, and stops past a size limit. */
-class Digest extends Transform {
-  size = 0
-  private readonly md5 = crypto.createHash('md5')
-  private crc = 0
-  constructor(
-    private readonly maxBytes = Number.POSITIVE_INFINITY,
-    private readonly checksums = true,
-  ) {
-    super()
-  }
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    try {
-      this.add(chunk)
-    } catch (err) {
-      done(err as Error)
-      return
-    }
-    done(null, chunk)
-  }
-  /** Counts and checksums bytes that are read rather than piped through. */
-  add(chunk: Buffer): void {
-    this.size += chunk.length
-    if (this.size > this.maxBytes) throw new BlobTooLargeError(this.maxBytes)
-    if (this.checksums) {
-      this.md5.update(chunk)
-      this.crc = zlib.crc32(chunk, this.crc)
-    }
-  }
-  result(key: string): BlobInfo {
-    return {
-      key,
-      size: this.size,
-      md5: this.md5.digest('hex'),
-      crc32: this.crc.toString(16).padStart(8, '0'),
-    }
-  }
-}
 
 /**
  * Blobs as files under one folder:
@@ -75,6 +31,7 @@ export class LocalBlobStore implements BlobStore {
   private readonly parts: string
   private readonly tmp: string
   private ready: Promise<void> | null = null
+  private readonly hasher = new PartHasher()
 
   constructor(readonly root: string) {
     this.blobs = path.join(root, 'blobs')
@@ -153,6 +110,7 @@ export class LocalBlobStore implements BlobStore {
     // Each writer has its own temporary file and rename replaces atomically: when the same part
     // arrives twice at once, the last one to finish wins whole.
     await this.moveIntoPlace(await this.writeTemp(data, digest), file)
+    this.hasher.staged(ref, this.partDir(ref))
     return { size: digest.size }
   }
 
@@ -174,17 +132,13 @@ export class LocalBlobStore implements BlobStore {
           },
         )
       }
-      // One read pass for the checksums and sizes (the parts are usually still in the page cache).
-      const digest = new Digest()
-      const sizes: number[] = []
-      for (let i = 1; i <= names.length; i++) {
-        const before = digest.size
-        for await (const chunk of fs.createReadStream(path.join(tmp, String(i)), {
-          highWaterMark: 1024 * 1024,
-        }))
-          digest.add(chunk as Buffer)
-        sizes.push(digest.size - before)
-      }
+      // Checksums and sizes: what was hashed while the parts arrived, if it still holds, then
+      // one read pass over the rest (usually still in the page cache).
+      const files = names.map((_, i) => path.join(tmp, String(i + 1)))
+      const ahead = await this.hasher.take(ref, files)
+      const digest = ahead?.digest ?? new Digest()
+      const sizes = ahead?.sizes ?? []
+      sizes.push(...(await hashFiles(digest, files.slice(sizes.length))))
       await fsp.writeFile(path.join(tmp, SIZES), JSON.stringify(sizes), { flush: true })
       await syncDir(tmp)
       const key = crypto.randomBytes(16).toString('hex')
@@ -197,6 +151,7 @@ export class LocalBlobStore implements BlobStore {
   }
 
   async discardUpload(ref: string): Promise<void> {
+    this.hasher.forget(ref)
     await fsp.rm(this.partDir(ref), { recursive: true, force: true })
   }
 

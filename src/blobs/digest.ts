@@ -1,0 +1,43 @@
+import crypto from 'node:crypto'
+import { Transform, type TransformCallback } from 'node:stream'
+import zlib from 'node:zlib'
+import { type BlobInfo, BlobTooLargeError } from './blob-store.js'
+
+/** Counts bytes, computes md5 and CRC-32 on the way through, and stops past a size limit. */
+export class Digest extends Transform {
+  size = 0
+  private readonly md5 = crypto.createHash('md5')
+  private crc = 0
+  constructor(
+    private readonly maxBytes = Number.POSITIVE_INFINITY,
+    private readonly checksums = true,
+  ) {
+    super()
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    try {
+      this.add(chunk)
+    } catch (err) {
+      done(err as Error)
+      return
+    }
+    done(null, chunk)
+  }
+  /** Counts and checksums bytes that are read rather than piped through. */
+  add(chunk: Buffer): void {
+    this.size += chunk.length
+    if (this.size > this.maxBytes) throw new BlobTooLargeError(this.maxBytes)
+    if (this.checksums) {
+      this.md5.update(chunk)
+      this.crc = zlib.crc32(chunk, this.crc)
+    }
+  }
+  result(key: string): BlobInfo {
+    return {
+      key,
+      size: this.size,
+      md5: this.md5.digest('hex'),
+      crc32: this.crc.toString(16).padStart(8, '0'),
+    }
+  }
+}
