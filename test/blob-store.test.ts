@@ -6,7 +6,7 @@ import { Readable } from 'node:stream'
 import { text } from 'node:stream/consumers'
 import zlib from 'node:zlib'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { BlobNotFoundError, BlobTooLargeError } from '../src/blobs/blob-store.js'
+import { BlobNotFoundError, BlobTooLargeError, StagedPartError } from '../src/blobs/blob-store.js'
 import { LocalBlobStore } from '../src/blobs/local-blob-store.js'
 
 let root: string
@@ -171,6 +171,16 @@ describe('LocalBlobStore', () => {
     expect(await read(info.key, { start: 8, end: 50 })).toBe('ij')
   })
 
+  it('refuses to assemble a part whose size is not what was stored (lost in a crash)', async () => {
+    await store.putPart('short', 1, from('abcdef'))
+    await store.putPart('short', 2, from('gh'))
+    const err = await store.assemble('short', [1, 2], [6, 3]).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(StagedPartError)
+    expect((err as StagedPartError).partNumber).toBe(2)
+    const info = await store.assemble('short', [1, 2], [6, 2])
+    expect(await read(info.key)).toBe('abcdefgh')
+  })
+
   it('checksums a part restaged after it was hashed ahead by its new bytes', async () => {
     await store.putPart('again', 1, from('aaaa'))
     await store.putPart('again', 2, from('bbbb'))
@@ -220,7 +230,7 @@ describe('LocalBlobStore', () => {
 
   it('fails to assemble a part that was never staged and leaves no blob', async () => {
     await store.putPart('up1', 1, from('a'))
-    await expect(store.assemble('up1', [1, 2])).rejects.toThrow()
+    await expect(store.assemble('up1', [1, 2])).rejects.toBeInstanceOf(StagedPartError)
     expect(await files()).toEqual([path.join('parts', 'up1', '1')])
   })
 

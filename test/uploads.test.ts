@@ -7,6 +7,7 @@ import { Readable } from 'node:stream'
 import zlib from 'node:zlib'
 import Files from 'files.com/lib/Files.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { LocalBlobStore } from '../src/blobs/local-blob-store.js'
 import {
   bytes,
   download as downloadFile,
@@ -95,6 +96,36 @@ describe.each(dialects)('uploads (%s)', (dialect) => {
         400,
         'bad-request/request-param-path-cannot-have-trailing-whitespace',
       )
+    })
+
+    it('refuses to end an upload whose part lost bytes in a crash, and ends once it is sent again', async () => {
+      const t = target(s)
+      const first = await call(s, 'POST', filesUrl('crash/lost.bin'), {
+        key: s.adminKey,
+        body: { action: 'put' },
+      })
+      expect(first.status, first.text).toBe(201)
+      const ref = first.body.ref as string
+      const part = async (n: number) =>
+        (
+          await call(s, 'POST', filesUrl('crash/lost.bin'), {
+            key: s.adminKey,
+            body: { action: 'put', part: n, ref },
+          })
+        ).body.upload_uri as string
+      const data = bytes(3 * PART)
+      for (let n = 1; n <= 3; n++) {
+        expect((await putPart(await part(n), data.subarray((n - 1) * PART, n * PART))).status).toBe(200)
+      }
+      // What a power cut can leave of a part that was acknowledged but not yet flushed.
+      const storage = (s.container.blobs as LocalBlobStore).root
+      await fs.truncate(path.join(storage, 'parts', ref, '2'), 100)
+      expectError(await end('crash/lost.bin', ref), 422, 'processing-failure/file-not-uploaded')
+      expect((await putPart(await part(2), data.subarray(PART, 2 * PART))).status).toBe(200)
+      const ended = await end('crash/lost.bin', ref)
+      expect(ended.status, ended.text).toBe(201)
+      expect(ended.body.md5).toBe(md5(data))
+      expect(md5(await downloadFile(t, 'crash/lost.bin'))).toBe(md5(data))
     })
 
     it('files a new upload under its folder as the folder is spelled', async () => {

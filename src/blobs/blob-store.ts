@@ -24,6 +24,21 @@ export class BlobNotFoundError extends Error {
   }
 }
 
+/**
+ * A staged part is missing, or not the size it had when it was stored (a crash can lose bytes
+ * that were never flushed): the upload cannot be assembled until the part is sent again.
+ */
+export class StagedPartError extends Error {
+  constructor(
+    readonly ref: string,
+    readonly partNumber: number,
+    why: string,
+  ) {
+    super(`Part ${partNumber} of upload ${ref} ${why}`)
+    this.name = 'StagedPartError'
+  }
+}
+
 /** A part's bytes ran past the limit the caller set; nothing of it was kept. */
 export class BlobTooLargeError extends Error {
   constructor(readonly limit: number) {
@@ -49,8 +64,8 @@ export interface BlobStore {
   /** Streams `data` into a new blob (atomic: the blob appears complete or not at all). */
   put(data: Readable, opts?: { maxBytes?: number }): Promise<BlobInfo>
   /**
-   * Streams one part of an upload into staging, replacing an earlier copy of the same part only
-   * once this one is complete. A failed or aborted stream leaves the earlier copy (or none).
+   * Streams one part of an upload into staging (not yet flushed to disk: see assemble), replacing
+   * an earlier copy of the same part only once this one is complete. A failed or aborted stream leaves the earlier copy (or none).
    */
   putPart(
     ref: string,
@@ -60,9 +75,12 @@ export interface BlobStore {
   ): Promise<{ size: number }>
   /**
    * Makes a new blob of the staged parts, in the order given (their concatenation), with its
-   * checksums. The parts stay staged until discardUpload; restaging one does not alter the blob.
+   * checksums, flushed to disk. Staged parts are durable only from here: putPart does not flush
+   * them, which keeps many parts in flight cheap. With `sizes` (what each part measured when it
+   * was stored), a part lost or cut short by a crash is a StagedPartError, as is a missing part.
+   * The parts stay staged until discardUpload; restaging one does not alter the blob.
    */
-  assemble(ref: string, partNumbers: number[]): Promise<BlobInfo>
+  assemble(ref: string, partNumbers: number[], sizes?: number[]): Promise<BlobInfo>
   /** Deletes every staged part of an upload (idempotent). */
   discardUpload(ref: string): Promise<void>
   /** Refs with staged parts and when they last changed (epoch ms), for the janitor. */

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream'
 import type { Kysely, Transaction } from 'kysely'
-import type { BlobInfo, BlobStore } from '../../blobs/blob-store.js'
+import { type BlobInfo, type BlobStore, StagedPartError } from '../../blobs/blob-store.js'
 import { isUniqueViolation } from '../../db/errors.js'
 import type { Database } from '../../db/schema.js'
 import { ApiError } from '../../http/errors.js'
@@ -107,8 +107,8 @@ export class UploadService {
     const upload = await this.ownUpload(p, normalizePath(rawPath), ref)
     const access = await this.fileAccess.of(p)
     access.require(upload.path, 'write')
-    const numbers = await this.partNumbers(upload.id)
-    const blob = await this.assemble(upload, numbers)
+    const { numbers, sizes } = await this.partNumbers(upload.id)
+    const blob = await this.assemble(upload, numbers, sizes)
     const garbage = await this.db
       .insertInto('blob_garbage')
       .values({ blob_key: blob.key, created_at: this.now() })
@@ -244,14 +244,15 @@ export class UploadService {
   }
 
   /** Parts 1…N, without a gap (N = 0: an empty file). */
-  private async partNumbers(uploadId: number): Promise<number[]> {
+  /** Parts 1…N with the size each had when it was stored. */
+  private async partNumbers(uploadId: number): Promise<{ numbers: number[]; sizes: number[] }> {
     const rows = await this.db
       .selectFrom('upload_parts')
-      .select('part_number')
+      .select(['part_number', 'size'])
       .where('upload_id', '=', uploadId)
       .orderBy('part_number')
       .execute()
-    return rows.map((r, i) => {
+    const numbers = rows.map((r, i) => {
       if (r.part_number !== i + 1) {
         throw new ApiError(
           'bad-request/invalid-upload-part-gap',
@@ -260,14 +261,15 @@ export class UploadService {
       }
       return r.part_number
     })
+    return { numbers, sizes: rows.map((r) => r.size) }
   }
 
-  private async assemble(upload: UploadRow, numbers: number[]): Promise<BlobInfo> {
+  private async assemble(upload: UploadRow, numbers: number[], sizes: number[]): Promise<BlobInfo> {
     if (numbers.length === 0) return this.blobs.put(Readable.from([]))
     try {
-      return await this.blobs.assemble(upload.ref, numbers)
+      return await this.blobs.assemble(upload.ref, numbers, sizes)
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+      if (!(err instanceof StagedPartError)) throw err
       // Its parts went away: a concurrent `end` of the same upload finished first, or a part is lost.
       const still = await this.db
         .selectFrom('uploads')
@@ -277,7 +279,7 @@ export class UploadService {
       if (!still) throw uploadNotFound()
       throw new ApiError(
         'processing-failure/file-not-uploaded',
-        'A part of this upload is missing: send it again',
+        `Part ${err.partNumber} of this upload is missing or incomplete: send it again`,
       )
     }
   }
