@@ -2,6 +2,7 @@
 // dist on its own data folder, throwaway PostgreSQL databases, CPU readings and tables.
 import { execFileSync, spawn } from 'node:child_process'
 import crypto from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import fs from 'node:fs/promises'
 import net from 'node:net'
 import os from 'node:os'
@@ -108,6 +109,14 @@ export async function json(res, what) {
   return text === '' ? null : JSON.parse(text)
 }
 
+/** What `npm start` runs after `node` (its V8 flags included), so benchmarks measure that. */
+function startArgs() {
+  const start = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).scripts.start
+  const [node, ...args] = start.split(/\s+/)
+  if (node !== 'node') throw new Error(`package.json's start script must begin with node: ${start}`)
+  return args
+}
+
 let profiles
 /** The folder of CPU profiles, if any were written. */
 export const profilesUsed = () => profiles
@@ -142,7 +151,7 @@ export async function startWharf(label, databaseUrl, extraEnv = {}, keyBody = { 
     ...extraEnv,
   })
   const profileArgs = PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${await profileDir()}`] : []
-  const proc = startChild(label, [...profileArgs, 'dist/cli.js', 'serve'], env)
+  const proc = startChild(label, [...profileArgs, ...startArgs()], env)
   const base = `http://127.0.0.1:${port}`
   const api = `${base}/api/rest/v1`
   try {
