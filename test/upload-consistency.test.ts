@@ -163,10 +163,12 @@ describe('upload interrupted by a killed server process (sqlite)', () => {
     let out = ''
     await new Promise<void>((resolve, reject) => {
       child.stdout!.on('data', (d) => {
+        output += d
         out += d
         if (out.includes('Wharf is listening')) resolve()
       })
       child.stderr!.on('data', (d) => {
+        output += d
         out += d
       })
       child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)))
@@ -201,11 +203,29 @@ describe('upload interrupted by a killed server process (sqlite)', () => {
     if (dataDir) await fs.rm(dataDir, { recursive: true, force: true })
   })
 
-  it('shows no file after a SIGKILL mid-upload, and the upload finishes after a restart', async () => {
-    const made = await run(process.execPath, [cli, 'api-keys', 'create', '--site-wide'], {
-      env: env(),
-      cwd: root,
+  /** What the servers printed, for a failure's message. */
+  let output = ''
+  /** Fails with the step's name (and what the servers said) instead of hanging to the timeout. */
+  async function step<T>(name: string, work: Promise<T>, ms = 20_000): Promise<T> {
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`${name} took over ${ms / 1000} s; servers said:\n${output}`)),
+        ms,
+      )
     })
+    try {
+      return await Promise.race([work, late])
+    } finally {
+      clearTimeout(timer)
+    }
+  }
+
+  it('shows no file after a SIGKILL mid-upload, and the upload finishes after a restart', async () => {
+    const made = await step(
+      'creating a key with the CLI',
+      run(process.execPath, [cli, 'api-keys', 'create', '--site-wide'], { env: env(), cwd: root }),
+    )
     const key = JSON.parse(made.stdout).key as string
     const storage = path.join(dataDir, 'storage')
     const bytes = crypto.randomBytes(3 * PART + 123)
@@ -214,39 +234,48 @@ describe('upload interrupted by a killed server process (sqlite)', () => {
 
     const first = await serve()
     let t: Target = { api: first.api, key }
-    const opened = await beginUpload(t, p)
-    const part1 = await partUrl(t, p, opened.ref, 1)
-    expect((await putBytes(part1.upload_uri, chunks[0]!)).status).toBeLessThan(300)
-    const part2 = await partUrl(t, p, opened.ref, 2)
-    const stalled = await stalledPut(part2.upload_uri, PART, chunks[1]!.subarray(0, PART / 3), storage)
+    const opened = await step('opening the upload', beginUpload(t, p))
+    const part1 = await step('asking for part 1', partUrl(t, p, opened.ref, 1))
+    expect((await step('sending part 1', putBytes(part1.upload_uri, chunks[0]!))).status).toBeLessThan(300)
+    const part2 = await step('asking for part 2', partUrl(t, p, opened.ref, 2))
+    const stalled = await step(
+      'starting part 2',
+      stalledPut(part2.upload_uri, PART, chunks[1]!.subarray(0, PART / 3), storage),
+    )
     first.child.kill('SIGKILL')
-    await first.exited
-    expect(await stalled.answered).toBe('aborted')
+    await step('the killed server exiting', first.exited)
+    expect(await step('part 2 seeing the connection drop', stalled.answered)).toBe('aborted')
 
     const second = await serve()
     t = { api: second.api, key }
-    expectError(await req(t, 'GET', `/file_actions/metadata/${p}`), 404, 'not-found/file-not-found')
-    const listing = await req(t, 'GET', '/folders/crash')
+    expectError(
+      await step('metadata after restart', req(t, 'GET', `/file_actions/metadata/${p}`)),
+      404,
+      'not-found/file-not-found',
+    )
+    const listing = await step('listing after restart', req(t, 'GET', '/folders/crash'))
     if (listing.status === 200) expect(listing.body).toEqual([])
     else expectError(listing, 404, 'not-found/folder-not-found')
 
     // The same upload goes on: part 1 survived the crash, parts 2… are sent again.
     for (let i = 1; i < chunks.length; i++) {
-      const u = await partUrl(t, p, opened.ref, i + 1)
-      expect((await putBytes(u.upload_uri, chunks[i]!)).status).toBeLessThan(300)
+      const u = await step(`asking for part ${i + 1} again`, partUrl(t, p, opened.ref, i + 1))
+      expect(
+        (await step(`sending part ${i + 1} again`, putBytes(u.upload_uri, chunks[i]!))).status,
+      ).toBeLessThan(300)
     }
-    const end = await endUpload(t, p, opened.ref)
+    const end = await step('ending the upload', endUpload(t, p, opened.ref))
     expect(end.status).toBeLessThan(300)
     expect(end.body.md5).toBe(md5(bytes))
-    expect((await download(t, p)).equals(bytes)).toBe(true)
+    expect((await step('downloading it', download(t, p))).equals(bytes)).toBe(true)
 
     // A fresh upload of another file works too.
     const again = crypto.randomBytes(PART + 1)
-    const ref = await stageUpload(t, 'crash/again.bin', again)
-    expect((await endUpload(t, 'crash/again.bin', ref)).status).toBeLessThan(300)
-    expect((await download(t, 'crash/again.bin')).equals(again)).toBe(true)
+    const ref = await step('a second upload', stageUpload(t, 'crash/again.bin', again))
+    expect((await step('ending it', endUpload(t, 'crash/again.bin', ref))).status).toBeLessThan(300)
+    expect((await step('downloading it', download(t, 'crash/again.bin'))).equals(again)).toBe(true)
 
     second.child.kill('SIGTERM')
-    await second.exited
-  }, 60_000)
+    await step('the server stopping on SIGTERM', second.exited)
+  }, 120_000)
 })
