@@ -8,6 +8,7 @@ import {
   type BlobInfo,
   BlobNotFoundError,
   type BlobStore,
+  BlobTooLargeError,
   type ByteRange,
   StagedPartError,
 } from './blob-store.js'
@@ -72,13 +73,19 @@ export class LocalBlobStore implements BlobStore {
   }
 
   /** Writes a stream to a temporary file, flushed to disk; the caller renames it into place. */
-  private async writeTemp(source: Readable, digest: Digest, flush = true): Promise<string> {
+  private async writeTemp(source: Readable, digest: Digest | Counter, flush = true): Promise<string> {
     await this.init()
     const tmp = this.tmpPath()
     try {
       // `flush` fsyncs before the close; pipeline settles only once the file is closed, so the
       // rm below never races the stream (a failed input leaves no temporary file behind).
-      await pipeline(source, digest, fs.createWriteStream(tmp, { flags: 'wx', flush }))
+      const out = fs.createWriteStream(tmp, { flags: 'wx', flush })
+      if (digest instanceof Digest) await pipeline(source, digest, out)
+      else {
+        // Counting needs no transform stage between the socket and the file: a listener will do.
+        source.on('data', (chunk: Buffer) => digest.add(source, chunk))
+        await pipeline(source, out)
+      }
       return tmp
     } catch (err) {
       await fsp.rm(tmp, { force: true })
@@ -112,7 +119,7 @@ export class LocalBlobStore implements BlobStore {
 
   async putPart(ref: string, partNumber: number, data: Readable, opts: { maxBytes?: number } = {}) {
     const file = path.join(this.partDir(ref), partName(partNumber))
-    const digest = new Digest(opts.maxBytes, false)
+    const digest = new Counter(opts.maxBytes)
     // Each writer has its own temporary file and rename replaces atomically: when the same part
     // arrives twice at once, the last one to finish wins whole. No flush here (assemble flushes):
     // a flush per part made every part wait for the disk and cut upload throughput by a third.
@@ -385,4 +392,14 @@ async function flushAll(files: string[], expected?: { size: number; part: number
     }
   }
   await Promise.all(Array.from({ length: Math.min(8, files.length) }, worker))
+}
+
+/** Counts the bytes of a part (checksums come later, from PartHasher) and stops past a limit. */
+class Counter {
+  size = 0
+  constructor(private readonly maxBytes = Number.POSITIVE_INFINITY) {}
+  add(source: Readable, chunk: Buffer): void {
+    this.size += chunk.length
+    if (this.size > this.maxBytes) source.destroy(new BlobTooLargeError(this.maxBytes))
+  }
 }
