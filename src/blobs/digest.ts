@@ -8,10 +8,7 @@ export class Digest extends Transform {
   size = 0
   private readonly md5 = crypto.createHash('md5')
   private crc = 0
-  constructor(
-    private readonly maxBytes = Number.POSITIVE_INFINITY,
-    private readonly checksums = true,
-  ) {
+  constructor(private readonly maxBytes = Number.POSITIVE_INFINITY) {
     super()
   }
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
@@ -27,10 +24,8 @@ export class Digest extends Transform {
   add(chunk: Buffer): void {
     this.size += chunk.length
     if (this.size > this.maxBytes) throw new BlobTooLargeError(this.maxBytes)
-    if (this.checksums) {
-      this.md5.update(chunk)
-      this.crc = zlib.crc32(chunk, this.crc)
-    }
+    this.md5.update(chunk)
+    this.crc = zlib.crc32(chunk, this.crc)
   }
   result(key: string): BlobInfo {
     return {

@@ -1,5 +1,5 @@
-import { type Kysely, type SelectQueryBuilder, type SqlBool, sql } from 'kysely'
-import type { Database } from '../../db/schema.js'
+import { type Kysely, type Selectable, type SelectQueryBuilder, type SqlBool, sql } from 'kysely'
+import type { ActionsTable, Database } from '../../db/schema.js'
 import { formatDateTime, parseDateTime } from '../../http/datetime.js'
 import { ApiError } from '../../http/errors.js'
 import {
@@ -105,22 +105,7 @@ const COLUMNS = [
 ] as const
 
 type ActionQuery = SelectQueryBuilder<Database, 'actions', any>
-type Row = {
-  id: number
-  created_at: number
-  user_id: number | null
-  username: string | null
-  action: string
-  path: string
-  folder: string
-  source: string | null
-  destination: string | null
-  display: string
-  ip: string | null
-  interface: string | null
-  failure_type: string | null
-  targets: string
-}
+type Row = Omit<Selectable<ActionsTable>, 'site_id'>
 
 const FILE_ACTIONS = new Set<string>(['create', 'read', 'update', 'destroy', 'move', 'copy'])
 const DISPLAY_MODES = new Set<string>(['', 'full', 'parent'])
