@@ -119,6 +119,8 @@ export interface UploadsTable {
   user_id: number | null
   api_key_id: number | null
   mkdir_parents: number
+  /** 1: at `end`, an existing file keeps its name and the upload is saved as `name (1).ext`… */
+  with_rename: Generated<number>
   provided_mtime: number | null
   created_at: number
   expires_at: number

@@ -69,6 +69,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('user_id', 'bigint')
     .addColumn('api_key_id', 'bigint')
     .addColumn('mkdir_parents', 'integer', (c) => c.notNull().defaultTo(1))
+    .addColumn('with_rename', 'integer', (c) => c.notNull().defaultTo(0))
     .addColumn('provided_mtime', 'bigint')
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('expires_at', 'bigint', (c) => c.notNull())

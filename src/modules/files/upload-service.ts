@@ -29,11 +29,6 @@ import { checkParts, numbered, refuseEarly, type UploadOptions } from './upload-
 
 export type { UploadOptions }
 
-// The uploads table has no column of its own for with_rename (the SDK gives it when the upload
-// starts, not when it ends), so it rides as a second bit of the mkdir_parents integer.
-const MKDIR_PARENTS = 1
-const WITH_RENAME = 2
-
 /**
  * Files.com-style uploads: `action=put` opens an upload (or describes more of its parts), the
  * parts go to signed URLs (UploadParts), and `action=end` turns the staged parts into a file.
@@ -67,7 +62,8 @@ export class UploadService {
       path,
       user_id: p.user?.id ?? null,
       api_key_id: p.apiKey?.id ?? null,
-      mkdir_parents: (mkdirParents ? MKDIR_PARENTS : 0) | (withRename ? WITH_RENAME : 0),
+      mkdir_parents: mkdirParents ? 1 : 0,
+      with_rename: withRename ? 1 : 0,
       provided_mtime: opts.providedMtime ?? null,
       created_at: now,
       expires_at: this.parts.expiresAt(now),
@@ -146,7 +142,7 @@ export class UploadService {
     const now = this.now()
     const ctx = contextOf(p)
     const author: Author = { userId: p.user?.id ?? null, apiKeyId: p.apiKey?.id ?? null }
-    const withRename = opts.withRename ?? (upload.mkdir_parents & WITH_RENAME) !== 0
+    const withRename = opts.withRename ?? upload.with_rename === 1
     // One lock, taken once, keeps the global lock order (file-repository.ts): with_rename picks
     // its name first and takes the lock of that name only.
     const path = withRename ? await freeName(trx, p.siteId, upload.path) : upload.path
@@ -154,7 +150,7 @@ export class UploadService {
     const deleted = await trx.deleteFrom('uploads').where('id', '=', upload.id).executeTakeFirst()
     if (Number(deleted.numDeletedRows) === 0) throw uploadNotFound()
     await trx.deleteFrom('upload_parts').where('upload_id', '=', upload.id).execute()
-    const mkdirParents = (upload.mkdir_parents & MKDIR_PARENTS) !== 0
+    const mkdirParents = upload.mkdir_parents === 1
     await ensureParents(trx, ctx, author, path, now, mkdirParents)
     const existing = await findByPath(trx, p.siteId, path)
     if (existing && withRename) throw new NameTaken()
