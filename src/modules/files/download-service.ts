@@ -8,7 +8,7 @@ import { type ActionContext, contextOf, recordAction } from '../actions/action-r
 import type { Principal } from '../auth/principal.js'
 import { normalizePath } from '../paths.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
-import type { AccessView, FileAccess } from './file-access.js'
+import type { FileAccess } from './file-access.js'
 import { describeFileAction } from './file-display.js'
 import { type FileJson, toFileJson } from './file-json.js'
 import { type FileRow, fileTargets, findById, findByPath } from './file-repository.js'
@@ -17,8 +17,11 @@ import { readDownloadToken, signDownloadToken, verifyDownloadToken } from './sig
 /** A file whose bytes are about to be served, and whom to record the read for. */
 export interface Download {
   row: FileRow
-  /** Who reads, for the `read` Action (ip filled in by the route). */
-  reader: Omit<ActionContext, 'ip'>
+  /**
+   * Who reads, for the `read` Action (ip filled in by the route). A username left undefined is
+   * looked up only if a read is recorded: most pieces of a ranged download record none.
+   */
+  reader: Omit<ActionContext, 'ip' | 'username'> & { username?: string | null }
 }
 
 const fileNotFound = (message: string) => new ApiError('not-found/file-not-found', message)
@@ -63,21 +66,17 @@ export class DownloadService {
     p: Principal,
     by: { path?: string | undefined; id?: number | undefined },
   ): Promise<Download> {
-    let access: AccessView
     let row: FileRow | undefined
     let path: string
     if (by.id !== undefined) {
       row = await findById(this.db, p.siteId, by.id)
       if (!row) throw fileNotFound(`No file with id ${by.id}`)
       path = row.path
-      access = await this.fileAccess.of(p)
-      access.require(path, 'read')
     } else {
       path = normalizePath(by.path ?? '')
-      access = await this.fileAccess.of(p)
-      access.require(path, 'read')
-      row = await findByPath(this.db, p.siteId, path)
     }
+    ;(await this.fileAccess.of(p)).require(path, 'read')
+    if (by.id === undefined) row = await findByPath(this.db, p.siteId, path)
     const { ip: _ip, ...reader } = contextOf(p)
     return { row: this.downloadable(row, path), reader }
   }
@@ -94,24 +93,7 @@ export class DownloadService {
     if (row?.type !== 'file' || row.blob_key !== claims.b) {
       throw fileNotFound('The file has changed or been deleted since this link was made')
     }
-    const user =
-      claims.u === null
-        ? undefined
-        : await this.db
-            .selectFrom('users')
-            .select('username')
-            .where('site_id', '=', claims.s)
-            .where('id', '=', claims.u)
-            .executeTakeFirst()
-    return {
-      row,
-      reader: {
-        siteId: claims.s,
-        userId: claims.u,
-        username: user?.username ?? null,
-        interface: claims.i,
-      },
-    }
+    return { row, reader: { siteId: claims.s, userId: claims.u, interface: claims.i } }
   }
 
   /** The file's bytes, or a range of them. */
@@ -128,10 +110,21 @@ export class DownloadService {
   /** The `read` Action of a download, in its own transaction (nothing else changes). */
   async recordRead(d: Download, ip: string): Promise<void> {
     const now = this.now()
+    const { userId, siteId } = d.reader
+    let username = d.reader.username
+    if (username === undefined && userId !== null) {
+      const user = await this.db
+        .selectFrom('users')
+        .select('username')
+        .where('site_id', '=', siteId)
+        .where('id', '=', userId)
+        .executeTakeFirst()
+      username = user?.username
+    }
     await this.db.transaction().execute((trx) =>
       recordAction(
         trx,
-        { ...d.reader, ip },
+        { ...d.reader, username: username ?? null, ip },
         {
           action: 'read',
           display: describeFileAction('read', d.row.path, 'file'),
