@@ -98,8 +98,11 @@ export class AccessView {
     return this.roots().some((r) => r.toLowerCase() !== lower && isWithin(r, path))
   }
 
-  /** The topmost folders the caller reaches (permissions cut down to the key's folder). */
-  private roots(): string[] {
+  /**
+   * The folders the caller's permissions start at, cut down to the key's folder ('' for a site
+   * admin without a folder restriction).
+   */
+  roots(): string[] {
     const key = this.keyPath
     if (this.grants === null) return [key ?? '']
     const out: string[] = []

@@ -17,7 +17,7 @@ import {
   isPostgres,
   lockPath,
 } from './file-repository.js'
-import { FolderVisibility } from './folder-visibility.js'
+import { listableRegions, visibleChildren } from './folder-visibility.js'
 import { authorOf, normalizeNewPath } from './new-paths.js'
 
 export const FOLDER_LIST: ListSpec = {
@@ -50,22 +50,18 @@ const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
 
 /** Listing folders (GET /folders/{path}) and creating them (POST /folders/{path}). */
 export class FolderService {
-  private readonly visibility: FolderVisibility
-
   constructor(
     private readonly db: Kysely<Database>,
     private readonly dialect: 'sqlite' | 'postgres',
     private readonly fileAccess: FileAccess,
     private readonly secrets: SiteSecrets,
     private readonly now: () => number = Date.now,
-  ) {
-    this.visibility = new FolderVisibility(db)
-  }
+  ) {}
 
   /**
    * The direct children of a folder or, with `search`, every file and folder inside it (the whole
    * site with `search_all`) whose name contains the text. A caller without `list` on the folder
-   * sees only what leads to their own permissions (FolderVisibility); a search by such a caller
+   * sees only what leads to their own permissions (folder-visibility.ts); a search by such a caller
    * looks only inside the folders they may list.
    */
   async list(p: Principal, rawPath: string, query: FolderListQuery): Promise<Page<FileJson>> {
@@ -118,7 +114,7 @@ export class FolderService {
       }
       q = q.where(sql<SqlBool>`lower(name) like ${`%${escapeLike(search.toLowerCase())}%`} escape '\\'`)
       if (!access.can(scope, 'list')) {
-        const regions = await this.visibility.listableRegions(p, access, scope)
+        const regions = listableRegions(access, scope)
         if (regions.length === 0) return { items: [], next: null, prev: null }
         q = q.where((eb) =>
           eb.or(regions.flatMap((r) => [eb('path_lower', '=', r), insideFolder(r, isPostgres(this.db))])),
@@ -127,7 +123,7 @@ export class FolderService {
     } else {
       q = q.where('parent_lower', '=', pathLower)
       if (!full) {
-        const children = await this.visibility.visibleChildren(p, access, path)
+        const children = visibleChildren(access, path)
         if (children.length === 0) return { items: [], next: null, prev: null }
         q = q.where('path_lower', 'in', children)
       }

@@ -1,6 +1,3 @@
-import type { Kysely } from 'kysely'
-import type { Database } from '../../db/schema.js'
-import { isSiteAdmin, type Principal } from '../auth/principal.js'
 import { isWithin } from '../paths.js'
 import type { AccessView, Capability } from './file-access.js'
 
@@ -9,7 +6,7 @@ const CAPS: Capability[] = ['read', 'write', 'delete', 'list', 'history', 'admin
 /**
  * What a caller who may not list a folder still sees in it. Such a caller reaches the folder only
  * because it leads to folders they have permissions on (AccessView.leadsTo); those folders (the
- * caller's "roots") are few, so the visible children are worked out from them, not by scanning
+ * caller's "roots", AccessView.roots) are few, so the visible children are worked out from them, not by scanning
  * the folder: each root below the folder names one child on its way down. The listing query then
  * asks for exactly those children (`path_lower in (…)`), and paging stays plain keyset paging.
  *
@@ -17,46 +14,27 @@ const CAPS: Capability[] = ['read', 'write', 'delete', 'list', 'history', 'admin
  * without `list` (writeonly) on a folder above happens to cover are not shown: such a permission
  * lets its holder put files there, not see what others put there.
  */
-export class FolderVisibility {
-  constructor(private readonly db: Kysely<Database>) {}
-
-  /** Folders the caller has a permission on (and the key's own folder), as stored. */
-  async roots(p: Principal): Promise<string[]> {
-    const out = p.apiKey?.path ? [p.apiKey.path] : []
-    if (!isSiteAdmin(p)) {
-      const rows = await this.db
-        .selectFrom('permissions')
-        .select('path')
-        .where('site_id', '=', p.siteId)
-        .where('user_id', '=', p.user!.id)
-        .execute()
-      for (const r of rows) out.push(r.path)
-    }
-    return out
+/** Lower-case paths of the children of `folder` the caller may see without listing it. */
+export function visibleChildren(access: AccessView, folder: string): string[] {
+  const folderLower = folder.toLowerCase()
+  const prefix = folderLower === '' ? '' : `${folderLower}/`
+  const out = new Set<string>()
+  for (const root of access.roots()) {
+    const r = root.toLowerCase()
+    if (r === folderLower || !isWithin(r, folderLower)) continue
+    const child = prefix + r.slice(prefix.length).split('/')[0]
+    if (out.has(child)) continue
+    if (access.leadsTo(child) || CAPS.some((c) => access.can(child, c))) out.add(child)
   }
+  return [...out]
+}
 
-  /** Lower-case paths of the children of `folder` the caller may see without listing it. */
-  async visibleChildren(p: Principal, access: AccessView, folder: string): Promise<string[]> {
-    const folderLower = folder.toLowerCase()
-    const prefix = folderLower === '' ? '' : `${folderLower}/`
-    const out = new Set<string>()
-    for (const root of await this.roots(p)) {
-      const r = root.toLowerCase()
-      if (r === folderLower || !isWithin(r, folderLower)) continue
-      const child = prefix + r.slice(prefix.length).split('/')[0]
-      if (out.has(child)) continue
-      if (access.leadsTo(child) || CAPS.some((c) => access.can(child, c))) out.add(child)
-    }
-    return [...out]
-  }
-
-  /**
-   * Lower-case folders inside `scope` whose whole subtree the caller may list: where a search by a
-   * caller without `list` on the scope looks. Nested ones are dropped (the outer covers them).
-   */
-  async listableRegions(p: Principal, access: AccessView, scope: string): Promise<string[]> {
-    const lower = new Set((await this.roots(p)).map((r) => r.toLowerCase()))
-    const regions = [...lower].filter((r) => isWithin(r, scope) && access.can(r, 'list'))
-    return regions.filter((r) => !regions.some((o) => o !== r && isWithin(r, o)))
-  }
+/**
+ * Lower-case folders inside `scope` whose whole subtree the caller may list: where a search by a
+ * caller without `list` on the scope looks. Nested ones are dropped (the outer covers them).
+ */
+export function listableRegions(access: AccessView, scope: string): string[] {
+  const lower = new Set(access.roots().map((r) => r.toLowerCase()))
+  const regions = [...lower].filter((r) => isWithin(r, scope) && access.can(r, 'list'))
+  return regions.filter((r) => !regions.some((o) => o !== r && isWithin(r, o)))
 }
