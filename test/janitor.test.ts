@@ -93,6 +93,30 @@ describe.each(dialects)('blob janitor (%s)', (dialect) => {
     expect(await blobs().size(kept)).toBe(6)
   })
 
+  it('never deletes a queued blob that a file still uses', async () => {
+    const key = await putBlob('still needed')
+    await db()
+      .insertInto('files')
+      .values({
+        site_id: s.container.site.id,
+        path: 'kept.txt',
+        path_lower: 'kept.txt',
+        parent_lower: '',
+        name: 'kept.txt',
+        type: 'file',
+        size: 12,
+        blob_key: key,
+        custom_metadata: '{}',
+        created_at: clock,
+        mtime: clock,
+      })
+      .execute()
+    await queueGarbage(key, clock - 2 * HOUR)
+    expect(await s.container.janitor.runOnce()).toMatchObject({ garbageDeleted: 1, garbageFailed: 0 })
+    expect(await blobs().size(key)).toBe(12)
+    expect(await garbageKeys()).toEqual([])
+  })
+
   it('clears a queued row whose blob is already gone', async () => {
     const key = await putBlob()
     await blobs().delete(key)

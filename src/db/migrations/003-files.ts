@@ -59,6 +59,9 @@ export async function up(db: Kysely<any>): Promise<void> {
       .execute()
   }
 
+  // The janitor checks that no file still uses a blob before deleting it.
+  await db.schema.createIndex('files_blob').on('files').column('blob_key').execute()
+
   await db.schema
     .createTable('uploads')
     .addColumn('id', idType, auto)
