@@ -1,4 +1,5 @@
 import path from 'node:path'
+import ipaddr from 'ipaddr.js'
 
 /** Everything Wharf reads from the environment, validated once at start-up. */
 export interface Config {
@@ -30,6 +31,18 @@ export interface Config {
     downloadUrlSeconds: number
     /** How often the janitor deletes orphaned blobs and abandoned uploads. */
     janitorIntervalSeconds: number
+  }
+  webhooks: {
+    /** Delay in seconds before each retry; its length + 1 is the number of attempts. */
+    retrySchedule: number[]
+    /** Non-global address ranges that listeners may nevertheless use (e.g. 127.0.0.0/8). */
+    allowedCidrs: string[]
+    connectTimeoutMs: number
+    totalTimeoutMs: number
+    /** Deliveries in flight at once, per process. */
+    concurrency: number
+    /** How long delivery-log records (and finished notifications) are kept. */
+    logRetentionDays: number
   }
 }
 
@@ -103,6 +116,9 @@ export function loadConfig(env: Env = process.env): Config {
   const logLevel = str('LOG_LEVEL', 'info')
   if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
 
+  const retrySchedule = parseRetrySchedule(env['WEBHOOK_RETRY_SCHEDULE'], problems)
+  const allowedCidrs = parseCidrs(env['WEBHOOK_ALLOWED_CIDRS'], problems)
+
   const config: Config = {
     host,
     port,
@@ -134,7 +150,52 @@ export function loadConfig(env: Env = process.env): Config {
       downloadUrlSeconds: int('DOWNLOAD_URL_SECONDS', 3600, 10, 7 * 86400),
       janitorIntervalSeconds: int('JANITOR_INTERVAL_SECONDS', 300, 1, 86400),
     },
+    webhooks: {
+      retrySchedule,
+      allowedCidrs,
+      connectTimeoutMs: int('WEBHOOK_CONNECT_TIMEOUT_MS', 5000, 10, 60_000),
+      totalTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 15_000, 10, 120_000),
+      concurrency: int('WEBHOOK_CONCURRENCY', 64, 1, 1024),
+      logRetentionDays: int('WEBHOOK_LOG_RETENTION_DAYS', 90, 1, 36500),
+    },
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config
+}
+
+/** After a failure: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (8 attempts in all). */
+export const DEFAULT_RETRY_SCHEDULE = [5, 300, 1800, 7200, 18000, 36000, 36000]
+
+function parseRetrySchedule(raw: string | undefined, problems: string[]): number[] {
+  if (raw === undefined || raw.trim() === '') return DEFAULT_RETRY_SCHEDULE
+  const parts = raw.split(',').map((s) => s.trim())
+  if (parts.length > 100 || !parts.every((s) => /^\d+(\.\d+)?$/.test(s) && Number(s) <= 604_800)) {
+    problems.push(
+      `WEBHOOK_RETRY_SCHEDULE must be up to 100 comma-separated delays in seconds, each at most 604800 (got "${raw}")`,
+    )
+    return DEFAULT_RETRY_SCHEDULE
+  }
+  return parts.map(Number)
+}
+
+function parseCidrs(raw: string | undefined, problems: string[]): string[] {
+  if (raw === undefined || raw.trim() === '') return []
+  const list = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
+  for (const c of list) {
+    if (!isCidr(c))
+      problems.push(`WEBHOOK_ALLOWED_CIDRS holds "${c}", which is not an address range like 127.0.0.0/8`)
+  }
+  return list
+}
+
+function isCidr(text: string): boolean {
+  try {
+    ipaddr.parseCIDR(text)
+    return true
+  } catch {
+    return false
+  }
 }

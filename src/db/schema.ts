@@ -139,6 +139,67 @@ export interface BlobGarbageTable {
   created_at: number
 }
 
+export interface WebhookSettingsTable {
+  site_id: number
+  url: string | null
+  /** JSON array of operation names. */
+  triggers: string
+  enabled: number
+  /** 32 hex characters: X-Service-Signature = md5(token + body). */
+  verification_token: string
+  /** `whsec_…`: the Standard Webhooks HMAC key. */
+  signing_secret: string
+  created_at: number
+  updated_at: number
+}
+
+export type NotificationState = 'pending' | 'delivered' | 'failed' | 'dropped'
+
+export interface WebhookNotificationsTable {
+  id: Generated<number>
+  site_id: number
+  action_id: number | null
+  message_id: string
+  operation: string
+  user_id: number | null
+  username: string
+  protocol: string
+  path: string
+  sourcepath: string
+  folder: string
+  state: NotificationState
+  attempts: Generated<number>
+  max_attempts: number
+  forced: Generated<number>
+  next_attempt_at: number | null
+  lease_owner: string | null
+  lease_until: number | null
+  created_at: number
+  updated_at: number
+}
+
+export interface WebhookAttemptsTable {
+  id: Generated<number>
+  site_id: number
+  notification_id: number
+  attempt: number
+  created_at: number
+  user_id: number | null
+  operation: string
+  status: number
+  message: string
+  success: number
+  request_headers: string
+  request_method: string
+  request_url: string
+  request_body: string
+  path: string
+  folder: string
+  response_size: number
+  response_body: string
+  duration_ms: number
+}
+
 export interface Database {
   sites: SitesTable
   users: UsersTable
@@ -150,4 +211,7 @@ export interface Database {
   uploads: UploadsTable
   upload_parts: UploadPartsTable
   blob_garbage: BlobGarbageTable
+  webhook_settings: WebhookSettingsTable
+  webhook_notifications: WebhookNotificationsTable
+  webhook_attempts: WebhookAttemptsTable
 }

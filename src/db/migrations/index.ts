@@ -2,10 +2,12 @@ import type { Migration } from 'kysely'
 import * as m001 from './001-platform.js'
 import * as m002 from './002-session-expiry.js'
 import * as m003 from './003-files.js'
+import * as m004 from './004-webhooks.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
   '001-platform': m001,
   '002-session-expiry': m002,
   '003-files': m003,
+  '004-webhooks': m004,
 }
