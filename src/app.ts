@@ -17,6 +17,8 @@ import { sessionRoutes } from './http/routes/sessions.js'
 import { swaggerRoutes } from './http/routes/swagger.js'
 import { transferRoutes } from './http/routes/transfers.js'
 import { userRoutes } from './http/routes/users.js'
+import { webhookDeliveryRoutes } from './http/routes/webhook-delivery.js'
+import { webhookSettingsRoutes } from './http/routes/webhook-settings.js'
 import { redactUrl } from './logger.js'
 import './http/request-context.js'
 
@@ -187,6 +189,8 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       await api.register(folderRoutes(container))
       await api.register(fileOperationRoutes(container))
       await api.register(historyRoutes(container))
+      await api.register(webhookSettingsRoutes(container))
+      await api.register(webhookDeliveryRoutes(container))
       await api.register(swaggerRoutes())
     },
     { prefix: API_PREFIX },

@@ -23,6 +23,13 @@ import { SessionService } from './modules/sessions/session-service.js'
 import { SiteSecrets } from './modules/sites/site-secrets.js'
 import { type BootstrapResult, bootstrapSite, type SiteRow } from './modules/sites/site-service.js'
 import { UserService } from './modules/users/user-service.js'
+import type { Resolver } from './webhooks/address-guard.js'
+import { RetryPolicy } from './webhooks/retry-policy.js'
+import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js'
+import { WebhookLogRetention } from './webhooks/webhook-log-retention.js'
+import { WebhookSender } from './webhooks/webhook-sender.js'
+import { WebhookService } from './webhooks/webhook-service.js'
+import { WebhookSettingsService } from './webhooks/webhook-settings.js'
 
 export interface Services {
   auth: AuthService
@@ -42,6 +49,10 @@ export interface Services {
   fileOps: FileOperations
   /** The /history endpoints: recent actions. */
   history: HistoryService
+  /** GET/PATCH /webhook_settings: the site's listener, read fresh by the dispatcher. */
+  webhookSettings: WebhookSettingsService
+  /** POST /webhook_settings/test and the retry of failed webhook requests. */
+  webhooks: WebhookService
 }
 
 /** The composition root: one database, the services on it, and how to close them. */
@@ -57,9 +68,11 @@ export interface Container {
   bootstrap: BootstrapResult
   services: Services
   rateLimiter: RateLimiter
+  /** Outbound webhooks: the outbox's dispatcher and the log's retention job. */
+  webhooks: { dispatcher: WebhookDispatcher; retention: WebhookLogRetention; sender: WebhookSender }
   now: () => number
-  /** Starts the background timers (the janitor); the server calls it once it listens. */
-  startBackground(): void
+  /** Starts the background work (janitor, webhook delivery, log retention) once the server listens. */
+  startBackground(): Promise<void>
   close(): Promise<void>
 }
 
@@ -69,7 +82,11 @@ export interface ContainerOptions {
   databaseSchema?: string
   sqliteFile?: string
   logger?: Logger
+  /** DNS for webhook listeners (tests inject one; never a real lookup of a test name). */
+  resolver?: Resolver
 }
+
+const HOUR = 3600_000
 
 export async function createContainer(config: Config, opts: ContainerOptions = {}): Promise<Container> {
   const now = opts.now ?? Date.now
@@ -90,6 +107,30 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const blobs = new LocalBlobStore(path.join(config.dataDir, 'storage'))
     const fileAccess = new FileAccess(db)
     const janitor = new BlobJanitor(db, blobs, now, { logger: opts.logger })
+    const hooks = config.webhooks
+    const sender = new WebhookSender({
+      allowedCidrs: hooks.allowedCidrs,
+      connectTimeoutMs: hooks.connectTimeoutMs,
+      totalTimeoutMs: hooks.totalTimeoutMs,
+      maxConnections: hooks.concurrency,
+      ...(opts.resolver ? { resolver: opts.resolver } : {}),
+    })
+    const retryPolicy = new RetryPolicy(hooks.retrySchedule)
+    // Well past the longest a request may take: no other worker sends a notification while it
+    // is out (45 s with the default timeouts).
+    const leaseMs = 2 * (hooks.connectTimeoutMs + hooks.totalTimeoutMs) + 5000
+    const listen = database.listen
+    const dispatcher = new WebhookDispatcher(db, sender, retryPolicy, now, {
+      concurrency: hooks.concurrency,
+      leaseMs,
+      // One process owns a SQLite file: claims left by a crash are void at once.
+      releaseClaimsOnStart: database.dialect.name === 'sqlite',
+      logger: opts.logger,
+      ...(listen
+        ? { listen: (onNotify: () => void) => listen((schema) => `wharf_webhooks_${schema}`, onNotify) }
+        : {}),
+    })
+    const retention = new WebhookLogRetention(db, hooks.logRetentionDays, now, opts.logger)
     const services: Services = {
       auth: new AuthService(db, config, now, identities),
       apiKeys: new ApiKeyService(db, config, secrets, now, identities),
@@ -109,6 +150,8 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       folders: new FolderService(db, database.dialect.name, fileAccess, secrets, now),
       fileOps: new FileOperations(db, database.dialect.name, blobs, fileAccess, now),
       history: new HistoryService(db, database.dialect.name, fileAccess, secrets, now),
+      webhookSettings: new WebhookSettingsService(db, now),
+      webhooks: new WebhookService(db, dispatcher, retryPolicy, leaseMs, now),
     }
     return {
       config,
@@ -120,10 +163,18 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       bootstrap,
       services,
       rateLimiter: new RateLimiter(config.rateLimit, now),
+      webhooks: { dispatcher, retention, sender },
       now,
-      startBackground: () => janitor.start(config.files.janitorIntervalSeconds * 1000),
+      startBackground: async () => {
+        janitor.start(config.files.janitorIntervalSeconds * 1000)
+        retention.start(HOUR)
+        await dispatcher.start()
+      },
       close: async () => {
-        // The janitor first: a run in progress finishes before the database closes under it.
+        // Background work first: what is in progress finishes before the database closes under it.
+        await dispatcher.stop()
+        await sender.close()
+        await retention.stop()
         await janitor.stop()
         await database.close()
       },

@@ -43,7 +43,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   process.once('SIGTERM', () => void stop('SIGTERM'))
   process.once('SIGINT', () => void stop('SIGINT'))
   await app.listen({ host: config.host, port: config.port })
-  container.startBackground()
+  await container.startBackground()
   logger.info(
     { url: config.baseUrl, database: container.database.dialect.name, dataDir: config.dataDir },
     'Wharf is listening',

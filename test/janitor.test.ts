@@ -233,6 +233,6 @@ describe.each(dialects)('blob janitor (%s)', (dialect) => {
     await janitor.stop()
     expect(error.mock.calls[0]![1]).toBe('janitor run failed')
     // The container's janitor starts with the server and stops when it closes.
-    s.container.startBackground()
+    await s.container.startBackground()
   })
 })

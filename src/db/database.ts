@@ -17,6 +17,12 @@ export interface DatabaseHandle {
   db: Kysely<Database>
   dialect: DialectCapabilities
   migrate(): Promise<string[]>
+  /**
+   * Calls `onNotify` whenever a transaction that ran `pg_notify(channel)` commits, in any process
+   * (LISTEN on a connection of its own, re-established if it drops). SQLite: undefined, one
+   * process owns the file and wakes itself.
+   */
+  listen?: (channel: (schema: string) => string, onNotify: () => void) => Promise<() => Promise<void>>
   close(): Promise<void>
 }
 
@@ -100,7 +106,11 @@ function openPostgres(url: string, schema: string | undefined): DatabaseHandle {
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   })
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
-  const h = handle(db, { name: 'postgres', skipLocked: true }, schema)
+  const h = {
+    ...handle(db, { name: 'postgres', skipLocked: true }, schema),
+    listen: (channel: (schema: string) => string, onNotify: () => void) =>
+      listenPostgres(pg, url, schema, channel, onNotify),
+  }
   if (!schema) return h
   return {
     ...h,
@@ -135,5 +145,56 @@ function handle(db: Kysely<Database>, dialect: DialectCapabilities, schema?: str
       return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
     },
     close: () => db.destroy(),
+  }
+}
+
+async function listenPostgres(
+  pg: ReturnType<typeof loadPg>,
+  url: string,
+  schema: string | undefined,
+  channel: (schema: string) => string,
+  onNotify: () => void,
+): Promise<() => Promise<void>> {
+  let closed = false
+  let client: pg.Client | null = null
+  let retry: NodeJS.Timeout | null = null
+  const connect = async (): Promise<void> => {
+    const c = new pg.Client({
+      connectionString: url,
+      ...(schema ? { options: `-c search_path=${schema}` } : {}),
+    })
+    c.on('notification', onNotify)
+    c.on('error', () => reconnect(c))
+    c.on('end', () => reconnect(c))
+    await c.connect()
+    const { rows } = await c.query<{ s: string }>('select current_schema() as s')
+    await c.query(`listen "${channel(rows[0]!.s).replaceAll('"', '')}"`)
+    client = c
+    if (closed) await c.end()
+  }
+  const reconnect = (c: pg.Client) => {
+    if (closed || client !== c) return
+    client = null
+    c.removeAllListeners('end')
+    void c.end().catch(() => {})
+    retry = setTimeout(() => {
+      retry = null
+      connect()
+        // Whatever was committed while the connection was down is looked at now.
+        .then(onNotify)
+        .catch(() => reconnect(c))
+    }, 1000)
+    retry.unref()
+  }
+  await connect()
+  return async () => {
+    closed = true
+    if (retry) clearTimeout(retry)
+    const c = client
+    client = null
+    if (c) {
+      c.removeAllListeners('end')
+      await c.end().catch(() => {})
+    }
   }
 }

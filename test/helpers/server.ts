@@ -10,6 +10,7 @@ import { loadConfig } from '../../src/config.js'
 import { type Container, createContainer } from '../../src/container.js'
 import { operatorPrincipal } from '../../src/modules/auth/principal.js'
 import { hashPassword } from '../../src/security/secrets.js'
+import type { Resolver } from '../../src/webhooks/address-guard.js'
 
 export type DialectName = 'sqlite' | 'postgres'
 
@@ -38,7 +39,7 @@ export interface TestServer {
 export async function startServer(
   dialect: DialectName,
   env: Record<string, string> = {},
-  opts: { now?: () => number } = {},
+  opts: { now?: () => number; resolver?: Resolver } = {},
 ): Promise<TestServer> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-test-'))
   const schema = dialect === 'postgres' ? `t_${crypto.randomBytes(6).toString('hex')}` : undefined
@@ -59,9 +60,12 @@ export async function startServer(
   const container = await createContainer(config, {
     ...(schema ? { databaseSchema: schema } : {}),
     ...(opts.now ? { now: opts.now } : {}),
+    ...(opts.resolver ? { resolver: opts.resolver } : {}),
   })
   const app = await buildApp(container)
   await app.listen({ host: '127.0.0.1', port: 0 })
+  // Webhooks go out as in production; the janitor and log retention run only when a test asks.
+  await container.webhooks.dispatcher.start()
   const addr = app.server.address()
   const port = typeof addr === 'object' && addr ? addr.port : 0
   const url = `http://127.0.0.1:${port}`

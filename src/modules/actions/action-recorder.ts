@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { Database } from '../../db/schema.js'
+import { enqueueNotification } from '../../webhooks/webhook-outbox.js'
 import type { Principal } from '../auth/principal.js'
 
 export const ACTION_TYPES = [
@@ -63,8 +64,9 @@ export function contextOf(p: Principal): ActionContext {
 }
 
 /**
- * Writes one Action into the history table. Call it with the transaction of the change it
- * records, so that the history never tells of a change that did not happen (or misses one).
+ * Writes one Action into the history table, and its webhook notification into the outbox when
+ * the site's listener wants it. Call it with the transaction of the change it records, so that
+ * neither the history nor a webhook ever tells of a change that did not happen (or misses one).
  */
 export async function recordAction(
   db: Kysely<Database>,
@@ -94,5 +96,6 @@ export async function recordAction(
     })
     .returning('id')
     .executeTakeFirstOrThrow()
+  await enqueueNotification(db, ctx, row.id, { ...a, path }, now)
   return row.id
 }

@@ -1,0 +1,308 @@
+import crypto from 'node:crypto'
+import os from 'node:os'
+import { type Kysely, type Selectable, sql } from 'kysely'
+import type { Logger } from 'pino'
+import type { Database, WebhookNotificationsTable } from '../db/schema.js'
+import { type DeliveryLog, logAttempt } from './delivery-log.js'
+import type { RetryPolicy } from './retry-policy.js'
+import { isPostgresDb, outboxSignal } from './webhook-outbox.js'
+import type { WebhookOutcome, WebhookSender } from './webhook-sender.js'
+import { findWebhookSettings } from './webhook-settings.js'
+import { signWebhook } from './webhook-signature.js'
+
+export type NotificationRow = Selectable<WebhookNotificationsTable>
+
+export interface DispatcherOptions {
+  /** Deliveries in flight at once in this process. */
+  concurrency: number
+  /** How long a claim lasts: longer than a request can take, so no one else sends it meanwhile. */
+  leaseMs: number
+  /** Longest sleep between looks at the outbox when nothing wakes the dispatcher. */
+  pollMs?: number
+  /** Subscribes to commits of other processes (LISTEN on PostgreSQL); returns the unsubscribe. */
+  listen?: (onNotify: () => void) => Promise<() => Promise<void>>
+  logger?: Logger | undefined
+  /** Clears every claim at start (SQLite: no other process can hold one). */
+  releaseClaimsOnStart?: boolean
+}
+
+/** A literal, not a parameter: SQLite uses the partial index on pending rows only then. */
+const PENDING = sql<boolean>`state = 'pending'`
+
+/** After this many failures in a row a site's listener gets one request at a time. */
+const FAILING_AFTER = 3
+
+interface SiteState {
+  failures: number
+  inflight: number
+}
+
+/**
+ * Delivers the outbox: claims due notifications with a lease (`FOR UPDATE SKIP LOCKED` on
+ * PostgreSQL, so several processes share the work), sends each through the sender, and logs
+ * every attempt with the notification's next state in one transaction.
+ *
+ * First attempts always have room: retries use at most half the pool. A listener that keeps
+ * failing gets one request at a time until it answers again, so it is not hammered and cannot
+ * hold the pool.
+ */
+export class WebhookDispatcher {
+  readonly owner = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}`
+  private readonly pollMs: number
+  private readonly sites = new Map<number, SiteState>()
+  private readonly running = new Set<Promise<unknown>>()
+  private readonly siteNames = new Map<number, string>()
+  private inflight = 0
+  private inflightRetries = 0
+  private stopped = true
+  private pumping: Promise<void> | null = null
+  private again = false
+  private timer: NodeJS.Timeout | null = null
+  private unlisten: (() => Promise<void>) | null = null
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly sender: WebhookSender,
+    private readonly policy: RetryPolicy,
+    private readonly now: () => number,
+    private readonly opts: DispatcherOptions,
+  ) {
+    this.pollMs = opts.pollMs ?? 2000
+  }
+
+  async start(): Promise<void> {
+    if (!this.stopped) return
+    this.stopped = false
+    if (this.opts.releaseClaimsOnStart) {
+      await this.db
+        .updateTable('webhook_notifications')
+        .set({ lease_owner: null, lease_until: null })
+        .where(PENDING)
+        .where('lease_owner', 'is not', null)
+        .execute()
+    }
+    outboxSignal.on('enqueued', this.kick)
+    if (this.opts.listen) this.unlisten = await this.opts.listen(this.kick)
+    this.kick()
+  }
+
+  /** Stops claiming, then waits for the deliveries in flight (each ends within its timeout). */
+  async stop(): Promise<void> {
+    if (this.stopped) return
+    this.stopped = true
+    outboxSignal.off('enqueued', this.kick)
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = null
+    await this.unlisten?.()
+    this.unlisten = null
+    await this.pumping
+    await Promise.allSettled([...this.running])
+  }
+
+  /** Look at the outbox now (a notification was enqueued or a delivery ended). */
+  readonly kick = (): void => {
+    if (this.stopped) return
+    if (this.pumping) {
+      this.again = true
+      return
+    }
+    this.pumping = this.pump().finally(() => {
+      this.pumping = null
+    })
+  }
+
+  /**
+   * Sends one notification this process has already claimed, and reports the outcome: the test
+   * endpoint uses it to answer with the listener's response.
+   */
+  async deliverClaimed(row: NotificationRow): Promise<DeliveryLog | null> {
+    return this.deliver(row)
+  }
+
+  private async pump(): Promise<void> {
+    let wait = this.pollMs
+    try {
+      do {
+        this.again = false
+        const rows = await this.claimBatch()
+        for (const row of rows) this.launch(row)
+        if (rows.length > 0 && this.inflight < this.opts.concurrency) this.again = true
+      } while (this.again && !this.stopped)
+      wait = await this.untilNextDue()
+    } catch (err) {
+      this.opts.logger?.error({ err }, 'webhook dispatcher could not read the outbox')
+    }
+    if (!this.stopped && this.inflight < this.opts.concurrency) {
+      if (this.timer) clearTimeout(this.timer)
+      this.timer = setTimeout(this.kick, wait)
+      this.timer.unref()
+    }
+  }
+
+  private async claimBatch(): Promise<NotificationRow[]> {
+    const free = this.opts.concurrency - this.inflight
+    if (free <= 0) return []
+    const failing = [...this.sites].filter(([, s]) => s.failures >= FAILING_AFTER).map(([id]) => id)
+    const rows = await this.claim(free, { firstOnly: true, exclude: failing })
+    const retrySlots = Math.ceil(this.opts.concurrency / 2) - this.inflightRetries
+    const left = Math.min(free - rows.length, retrySlots)
+    if (left > 0) rows.push(...(await this.claim(left, { firstOnly: false, exclude: failing })))
+    // A failing listener: one request at a time, the oldest due first.
+    for (const siteId of failing) {
+      if (rows.length >= free) break
+      if ((this.sites.get(siteId)?.inflight ?? 0) === 0) rows.push(...(await this.claim(1, { site: siteId })))
+    }
+    return rows
+  }
+
+  private async claim(
+    limit: number,
+    by: { firstOnly?: boolean; exclude?: number[]; site?: number },
+  ): Promise<NotificationRow[]> {
+    const now = this.now()
+    const db = this.db
+    let due = db
+      .selectFrom('webhook_notifications')
+      .select('id')
+      .where(PENDING)
+      .where('next_attempt_at', '<=', now)
+      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+    if (by.firstOnly !== undefined) due = due.where('attempts', by.firstOnly ? '=' : '>', 0)
+    if (by.exclude && by.exclude.length > 0) due = due.where('site_id', 'not in', by.exclude)
+    if (by.site !== undefined) due = due.where('site_id', '=', by.site)
+    due = due.orderBy('next_attempt_at').orderBy('id').limit(limit)
+    const locked = isPostgresDb(db) ? due.forUpdate().skipLocked() : due
+    return db
+      .updateTable('webhook_notifications')
+      .set({ lease_owner: this.owner, lease_until: now + this.opts.leaseMs })
+      .where('id', 'in', locked)
+      .returningAll()
+      .execute()
+  }
+
+  /** Milliseconds until the next notification falls due (or a crashed worker's lease ends). */
+  private async untilNextDue(): Promise<number> {
+    const row = await this.db
+      .selectFrom('webhook_notifications')
+      .select((eb) =>
+        eb.fn
+          .min(
+            eb
+              .case()
+              .when('lease_until', '>', eb.ref('next_attempt_at'))
+              .then(eb.ref('lease_until'))
+              .else(eb.ref('next_attempt_at'))
+              .end(),
+          )
+          .as('due'),
+      )
+      .where(PENDING)
+      .executeTakeFirst()
+    const due = row?.due === null || row?.due === undefined ? null : Number(row.due)
+    const now = this.now()
+    // Due already but not claimed: held by a busy site or another process; a delivery's end
+    // or the poll looks again.
+    if (due === null || due <= now) return this.pollMs
+    return Math.min(due - now, this.pollMs)
+  }
+
+  private launch(row: NotificationRow): void {
+    const retry = row.attempts > 0
+    const site = this.siteState(row.site_id)
+    this.inflight++
+    site.inflight++
+    if (retry) this.inflightRetries++
+    const p = this.deliver(row)
+      .catch((err) => this.opts.logger?.error({ err, notification: row.id }, 'webhook delivery failed'))
+      .finally(() => {
+        this.inflight--
+        site.inflight--
+        if (retry) this.inflightRetries--
+        this.running.delete(p)
+        this.kick()
+      })
+    this.running.add(p)
+  }
+
+  private async deliver(row: NotificationRow): Promise<DeliveryLog | null> {
+    const settings = await findWebhookSettings(this.db, row.site_id)
+    const wanted =
+      row.forced === 1 || (settings?.enabled === true && settings.triggers.some((t) => t === row.operation))
+    if (!settings?.url || !wanted) {
+      await this.drop(row)
+      return null
+    }
+    const attempt = row.attempts + 1
+    const sentAt = this.now()
+    const signed = signWebhook(
+      {
+        accountname: await this.siteName(row.site_id),
+        username: row.username,
+        operation: row.operation,
+        protocol: row.protocol,
+        path: row.path,
+        sourcepath: row.sourcepath,
+        attempt,
+      },
+      row.message_id,
+      settings,
+      sentAt,
+    )
+    const outcome = await this.sender.send({ url: settings.url, headers: signed.headers, body: signed.body })
+    this.noteOutcome(row.site_id, outcome)
+    return logAttempt(this.db, this.policy, this.owner, row, {
+      attempt,
+      sentAt,
+      url: settings.url,
+      headers: signed.headers,
+      body: signed.body,
+      outcome,
+      now: this.now(),
+    })
+  }
+
+  /** The site turned webhooks (or this trigger) off before the notification went out. */
+  private async drop(row: NotificationRow): Promise<void> {
+    await this.db
+      .updateTable('webhook_notifications')
+      .set({
+        state: 'dropped',
+        next_attempt_at: null,
+        lease_owner: null,
+        lease_until: null,
+        updated_at: this.now(),
+      })
+      .where('id', '=', row.id)
+      .where('lease_owner', '=', this.owner)
+      .execute()
+  }
+
+  private noteOutcome(siteId: number, outcome: WebhookOutcome): void {
+    const site = this.siteState(siteId)
+    site.failures = outcome.success ? 0 : site.failures + 1
+  }
+
+  private siteState(siteId: number): SiteState {
+    let s = this.sites.get(siteId)
+    if (!s) {
+      s = { failures: 0, inflight: 0 }
+      this.sites.set(siteId, s)
+    }
+    return s
+  }
+
+  /** `accountname`: the site's name, set at start-up from SITE_NAME. */
+  private async siteName(siteId: number): Promise<string> {
+    let name = this.siteNames.get(siteId)
+    if (name === undefined) {
+      const site = await this.db
+        .selectFrom('sites')
+        .select('name')
+        .where('id', '=', siteId)
+        .executeTakeFirstOrThrow()
+      name = site.name
+      this.siteNames.set(siteId, name)
+    }
+    return name
+  }
+}

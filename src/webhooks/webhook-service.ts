@@ -1,0 +1,121 @@
+import { type Kysely, sql } from 'kysely'
+import type { Database } from '../db/schema.js'
+import { ApiError } from '../http/errors.js'
+import { type Principal, requireSiteAdmin } from '../modules/auth/principal.js'
+import type { RetryPolicy } from './retry-policy.js'
+import type { WebhookDispatcher } from './webhook-dispatcher.js'
+import { newMessageId, signalOutbox } from './webhook-outbox.js'
+import { loadWebhookSettings } from './webhook-settings.js'
+
+/** What `POST /webhook_settings/test` answers: the attempt as the log records it. */
+export interface WebhookTestResult {
+  id: number
+  success: boolean
+  status: number
+  message: string
+  request_url: string
+  response_size: number
+  response_body: string
+  duration_ms: number
+}
+
+/** The operations on the delivery machinery that callers ask for: a test send and a retry. */
+export class WebhookService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly dispatcher: WebhookDispatcher,
+    private readonly policy: RetryPolicy,
+    private readonly leaseMs: number,
+    private readonly now: () => number,
+  ) {}
+
+  /**
+   * `POST /action_webhook_failures/{id}/retry`: the notification of a failed attempt goes out
+   * again now, to the listener configured now, as attempt n+1. A notification whose retries are
+   * used up gets exactly that one more attempt; one still being retried keeps its schedule.
+   */
+  async retryFailure(p: Principal, id: number): Promise<void> {
+    requireSiteAdmin(p)
+    const failed = await this.db
+      .selectFrom('webhook_attempts as a')
+      .innerJoin('webhook_notifications as n', 'n.id', 'a.notification_id')
+      .select(['n.id', 'n.attempts', 'n.max_attempts', 'n.operation'])
+      .where('a.id', '=', id)
+      .where('a.site_id', '=', p.siteId)
+      .where('a.success', '=', 0)
+      .executeTakeFirst()
+    if (!failed) throw new ApiError('not-found', `No failed webhook request has id ${id}`)
+    const now = this.now()
+    const allowed = Math.max(this.policy.maxAttempts(failed.max_attempts), failed.attempts + 1)
+    await this.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('webhook_notifications')
+        .set({
+          state: 'pending',
+          forced: 1,
+          max_attempts: sql<number>`case when attempts + 1 > ${allowed} then attempts + 1 else ${allowed} end`,
+          next_attempt_at: now,
+          updated_at: now,
+        })
+        .where('id', '=', failed.id)
+        .execute()
+      await signalOutbox(trx, p.siteId)
+    })
+  }
+
+  /**
+   * `POST /webhook_settings/test`: a notification with operation `Test` sent now to the saved
+   * listener, whether or not webhooks are enabled, once (no retries), and logged like any other.
+   */
+  async sendTest(p: Principal): Promise<WebhookTestResult> {
+    requireSiteAdmin(p)
+    const now = this.now()
+    const settings = await loadWebhookSettings(this.db, p.siteId, now)
+    if (!settings.url) {
+      throw new ApiError(
+        'bad-request/request-params-required',
+        'Save a listener url in the webhook settings before sending a test',
+      )
+    }
+    // Claimed by this process from the start: the dispatcher's loop never picks it up, unless
+    // this process dies before sending, and then it is delivered once the claim runs out.
+    const row = await this.db
+      .insertInto('webhook_notifications')
+      .values({
+        site_id: p.siteId,
+        action_id: null,
+        message_id: newMessageId(),
+        operation: 'Test',
+        user_id: p.user?.id ?? null,
+        username: p.user?.username ?? '',
+        protocol: p.interface,
+        path: '',
+        sourcepath: '',
+        folder: '',
+        state: 'pending',
+        max_attempts: 1,
+        forced: 1,
+        next_attempt_at: now,
+        lease_owner: this.dispatcher.owner,
+        lease_until: now + this.leaseMs,
+        created_at: now,
+        updated_at: now,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow()
+    const log = await this.dispatcher.deliverClaimed(row)
+    if (!log)
+      throw new ApiError('bad-request/request-params-required', 'The listener url was removed meanwhile')
+    const o = log.outcome
+    return {
+      id: log.id,
+      success: o.success,
+      status: o.status,
+      message: o.message,
+      request_url: settings.url,
+      response_size: o.responseSize,
+      response_body: o.responseBody,
+      duration_ms: Math.round(o.durationMs),
+    }
+  }
+}

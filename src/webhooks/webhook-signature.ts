@@ -1,0 +1,68 @@
+import crypto from 'node:crypto'
+
+/** The fields of a webhook payload (api-spec.md, Events), in the order they are sent. */
+export interface WebhookPayload {
+  accountname: string
+  username: string
+  operation: string
+  protocol: string
+  path: string
+  sourcepath: string
+  attempt: number
+}
+
+export interface SignedWebhook {
+  headers: Record<string, string>
+  body: string
+}
+
+export interface SigningKeys {
+  verificationToken: string
+  /** `whsec_` + base64 key (Standard Webhooks). */
+  signingSecret: string
+}
+
+/** `X-Service-Signature`: md5 of the verification token followed by the raw body, 32 hex. */
+export function serviceSignature(token: string, body: string): string {
+  return crypto.createHash('md5').update(token).update(body).digest('hex')
+}
+
+/** `webhook-signature` of Standard Webhooks: HMAC-SHA256 over `id.timestamp.body`. */
+export function standardSignature(secret: string, id: string, timestamp: number, body: string): string {
+  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64')
+  const mac = crypto.createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')
+  return `v1,${mac}`
+}
+
+/**
+ * The request of one attempt: compact JSON with exactly the spec's fields, and both signatures.
+ * The body changes with `attempt`, so each attempt is signed anew; `webhook-id` stays the same.
+ */
+export function signWebhook(
+  payload: WebhookPayload,
+  messageId: string,
+  keys: SigningKeys,
+  now: number,
+): SignedWebhook {
+  const body = JSON.stringify({
+    accountname: payload.accountname,
+    username: payload.username,
+    operation: payload.operation,
+    protocol: payload.protocol,
+    path: payload.path,
+    sourcepath: payload.sourcepath,
+    attempt: payload.attempt,
+  })
+  const timestamp = Math.floor(now / 1000)
+  return {
+    body,
+    headers: {
+      'Content-Type': 'application/json',
+      'User-Agent': 'Wharf-Webhook',
+      'X-Service-Signature': serviceSignature(keys.verificationToken, body),
+      'webhook-id': messageId,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': standardSignature(keys.signingSecret, messageId, timestamp, body),
+    },
+  }
+}
