@@ -25,7 +25,7 @@ export const ActionSchema = Type.Object(
     targets: Type.Array(
       Type.Object(
         {
-          type: Type.String({ description: 'file, folder, user, api_key or permission' }),
+          type: Type.String({ description: 'file, folder, user, api_key, permission or webhook_settings' }),
           id: Type.Optional(Type.Integer()),
           name: Type.Optional(Type.String()),
         },

@@ -114,11 +114,14 @@ const DISPLAY_MODES = new Set<string>(['', 'full', 'parent'])
 function toActionJson(r: Row, mode: DisplayMode): ActionJson {
   const targets = JSON.parse(r.targets) as ActionTarget[]
   let display = r.display
-  if (mode !== '' && FILE_ACTIONS.has(r.action)) {
+  const kind = targets[0]?.type
+  // `update` also records changes to site settings (target webhook_settings): only file and
+  // folder actions have paths to rebuild the text from.
+  if (mode !== '' && FILE_ACTIONS.has(r.action) && (kind === 'file' || kind === 'folder')) {
     display = describeFileAction(
       r.action as FileActionType,
       r.path,
-      targets[0]?.type === 'folder' ? 'directory' : 'file',
+      kind === 'folder' ? 'directory' : 'file',
       { source: r.source, destination: r.destination, mode },
     )
   }

@@ -1,0 +1,277 @@
+import crypto from 'node:crypto'
+import { type Kysely, PostgresAdapter, type Selectable, type Transaction } from 'kysely'
+import type { Database, WebhookSettingsTable } from '../db/schema.js'
+import { formatDateTime } from '../http/datetime.js'
+import { ApiError, addModelError, type ModelErrors } from '../http/errors.js'
+import { contextOf, recordAction } from '../modules/actions/action-recorder.js'
+import { type Principal, requireSiteAdmin } from '../modules/auth/principal.js'
+import { refuseChangedReadOnly } from '../modules/read-only-fields.js'
+
+export const WEBHOOK_OPERATIONS = [
+  'Upload',
+  'Download',
+  'Delete',
+  'Create Folder',
+  'Rename',
+  'Move',
+  'Copy',
+] as const
+export type WebhookOperation = (typeof WEBHOOK_OPERATIONS)[number]
+
+export interface WebhookSettings {
+  siteId: number
+  url: string | null
+  triggers: WebhookOperation[]
+  enabled: boolean
+  verificationToken: string
+  signingSecret: string
+  updatedAt: number
+}
+
+export interface WebhookSettingsJson {
+  url: string | null
+  triggers: WebhookOperation[]
+  enabled: boolean
+  verification_token: string
+  signing_secret: string
+  updated_at: string
+}
+
+export interface UpdateWebhookSettingsInput {
+  url?: string | null | undefined
+  triggers?: string[] | undefined
+  enabled?: boolean | undefined
+  /** Read-only fields, accepted only as echoes of the current values. */
+  [readOnly: string]: unknown
+}
+
+/** What PATCH shows but never changes: a client may send back what it read. */
+const READ_ONLY_FIELDS = ['verification_token', 'signing_secret', 'updated_at']
+
+export const MAX_URL_LENGTH = 2048
+
+type Row = Selectable<WebhookSettingsTable>
+
+const KNOWN = new Set<string>(WEBHOOK_OPERATIONS)
+
+function fromRow(row: Row): WebhookSettings {
+  // A trigger the code no longer knows (an edited row) notifies nothing, so it is not shown either.
+  const triggers = (JSON.parse(row.triggers) as unknown[]).filter(
+    (t): t is WebhookOperation => typeof t === 'string' && KNOWN.has(t),
+  )
+  return {
+    siteId: row.site_id,
+    url: row.url,
+    triggers,
+    enabled: row.enabled === 1,
+    verificationToken: row.verification_token,
+    signingSecret: row.signing_secret,
+    updatedAt: row.updated_at,
+  }
+}
+
+export function toWebhookSettingsJson(s: WebhookSettings): WebhookSettingsJson {
+  return {
+    url: s.url,
+    triggers: s.triggers,
+    enabled: s.enabled,
+    verification_token: s.verificationToken,
+    signing_secret: s.signingSecret,
+    updated_at: formatDateTime(s.updatedAt)!,
+  }
+}
+
+/** The settings if a row exists, else undefined; never writes (used inside other transactions on every file action). */
+export async function findWebhookSettings(
+  db: Kysely<Database>,
+  siteId: number,
+): Promise<WebhookSettings | undefined> {
+  const row = await db
+    .selectFrom('webhook_settings')
+    .selectAll()
+    .where('site_id', '=', siteId)
+    .executeTakeFirst()
+  return row ? fromRow(row) : undefined
+}
+
+/** The site's settings, created with fresh secrets on first use (insert … on conflict do nothing, then read). */
+export async function loadWebhookSettings(
+  db: Kysely<Database>,
+  siteId: number,
+  now: number,
+): Promise<WebhookSettings> {
+  const found = await findWebhookSettings(db, siteId)
+  if (found) return found
+  await insertDefaults(db, siteId, now)
+  // Another request may have created the row first: its secrets win, and everyone reads them.
+  const row = await db
+    .selectFrom('webhook_settings')
+    .selectAll()
+    .where('site_id', '=', siteId)
+    .executeTakeFirstOrThrow()
+  return fromRow(row)
+}
+
+async function insertDefaults(db: Kysely<Database>, siteId: number, now: number): Promise<void> {
+  await db
+    .insertInto('webhook_settings')
+    .values({
+      site_id: siteId,
+      url: null,
+      triggers: '[]',
+      enabled: 0,
+      verification_token: crypto.randomBytes(16).toString('hex'),
+      // Standard Webhooks: `whsec_` and the base64 of the HMAC key (24 bytes: no padding).
+      signing_secret: `whsec_${crypto.randomBytes(24).toString('base64')}`,
+      created_at: now,
+      updated_at: now,
+    })
+    .onConflict((oc) => oc.column('site_id').doNothing())
+    .execute()
+}
+
+/** GET and PATCH /webhook_settings: one listener per site, for site administrators. */
+export class WebhookSettingsService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async get(p: Principal): Promise<WebhookSettingsJson> {
+    requireSiteAdmin(p)
+    return toWebhookSettingsJson(await loadWebhookSettings(this.db, p.siteId, this.now()))
+  }
+
+  /**
+   * Applies the given fields and saves them with an `update` Action in one transaction; the
+   * dispatcher reads the row when it delivers, so the change applies to the next notification.
+   * A PATCH that changes nothing records nothing.
+   */
+  async update(p: Principal, input: UpdateWebhookSettingsInput): Promise<WebhookSettingsJson> {
+    requireSiteAdmin(p)
+    const now = this.now()
+    const saved = await this.db.transaction().execute(async (trx) => {
+      const current = await lockedSettings(trx, p.siteId, now)
+      refuseChangedReadOnly(input, toWebhookSettingsJson(current), READ_ONLY_FIELDS)
+      const next = applyPatch(current, input)
+      const changed = changedFields(current, next)
+      if (changed.length === 0) return current
+      await trx
+        .updateTable('webhook_settings')
+        .set({
+          url: next.url,
+          triggers: JSON.stringify(next.triggers),
+          enabled: next.enabled ? 1 : 0,
+          updated_at: now,
+        })
+        .where('site_id', '=', p.siteId)
+        .execute()
+      await recordAction(
+        trx,
+        contextOf(p),
+        {
+          action: 'update',
+          display: `${actorLabel(p)} changed the webhook settings (${changed.join(', ')})`,
+          path: '',
+          targets: [{ type: 'webhook_settings' }],
+        },
+        now,
+      )
+      return { ...next, updatedAt: now }
+    })
+    return toWebhookSettingsJson(saved)
+  }
+}
+
+/**
+ * The row, created if missing, and held until the transaction ends on PostgreSQL (SQLite runs one
+ * write transaction at a time): two PATCHes cannot each check "enabled needs a url" against a
+ * row the other is changing.
+ */
+async function lockedSettings(
+  trx: Transaction<Database>,
+  siteId: number,
+  now: number,
+): Promise<WebhookSettings> {
+  if (!(await findWebhookSettings(trx, siteId))) await insertDefaults(trx, siteId, now)
+  let q = trx.selectFrom('webhook_settings').selectAll().where('site_id', '=', siteId)
+  if (trx.getExecutor().adapter instanceof PostgresAdapter) q = q.forUpdate()
+  return fromRow(await q.executeTakeFirstOrThrow())
+}
+
+/** The settings with the input applied, or a model-save error naming every bad field. */
+function applyPatch(current: WebhookSettings, input: UpdateWebhookSettingsInput): WebhookSettings {
+  const errors: ModelErrors = {}
+  const next = { ...current }
+  if (input.url !== undefined) next.url = checkUrl(input.url, errors)
+  if (input.triggers !== undefined) next.triggers = checkTriggers(input.triggers, errors)
+  if (input.enabled !== undefined) next.enabled = input.enabled
+  if (next.enabled && next.url === null && errors['url'] === undefined)
+    addModelError(errors, 'url', "can't be blank when webhooks are enabled")
+  if (Object.keys(errors).length) throw ApiError.modelSave(errors)
+  return next
+}
+
+/**
+ * An absolute http(s) URL with a host and no credentials, kept as given. Where it points is not
+ * checked here: the SSRF guard vets the resolved address at delivery time.
+ */
+export function checkUrl(raw: string | null, errors: ModelErrors): string | null {
+  if (raw === null || raw.trim() === '') return null
+  const add = (m: string) => addModelError(errors, 'url', m)
+  if (raw.length > MAX_URL_LENGTH) {
+    add(`is too long (maximum is ${MAX_URL_LENGTH} characters)`)
+    return null
+  }
+  // The URL parser would quietly drop tabs and line breaks and trim spaces; the stored URL must
+  // be the one requested, so such characters are refused instead.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
+  if (/[\s\u0000-\u001F\u007F]/.test(raw)) {
+    add('must not contain spaces or control characters')
+    return null
+  }
+  let url: URL | undefined
+  try {
+    url = new URL(raw)
+  } catch {
+    url = undefined
+  }
+  // `http:host` parses too; a listener URL spells out `//`.
+  if (!url || !/^[a-z][a-z0-9+.-]*:\/\//i.test(raw)) {
+    add('must be an absolute URL such as https://example.com/hook')
+    return null
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') add('must use http or https')
+  else if (url.hostname === '') add('must name a host')
+  if (url.username !== '' || url.password !== '') add('must not contain a user name or password')
+  return errors['url'] ? null : raw
+}
+
+/** Known operation names, exactly spelled; duplicates dropped, order kept. */
+function checkTriggers(raw: string[], errors: ModelErrors): WebhookOperation[] {
+  const unknown = raw.filter((t) => !KNOWN.has(t))
+  if (unknown.length) {
+    addModelError(
+      errors,
+      'triggers',
+      `has unknown operations: ${[...new Set(unknown)].map((t) => JSON.stringify(t)).join(', ')} (known: ${WEBHOOK_OPERATIONS.join(', ')})`,
+    )
+    return []
+  }
+  return [...new Set(raw)] as WebhookOperation[]
+}
+
+function changedFields(a: WebhookSettings, b: WebhookSettings): string[] {
+  const changed: string[] = []
+  if (a.url !== b.url) changed.push('url')
+  if (JSON.stringify(a.triggers) !== JSON.stringify(b.triggers)) changed.push('triggers')
+  if (a.enabled !== b.enabled) changed.push('enabled')
+  return changed
+}
+
+/** Who made the change, for the Action's text: the user, or the site-wide key (no user). */
+function actorLabel(p: Principal): string {
+  if (p.user) return p.user.username
+  if (p.apiKey) return `Site-wide API key (key ID #${p.apiKey.id})`
+  return 'The operator'
+}
