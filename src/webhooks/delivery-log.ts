@@ -31,69 +31,118 @@ interface ClaimedNotification {
   max_attempts: number
 }
 
-/**
- * Records one attempt and the notification's next state in one transaction: delivered, failed
- * for good, or pending again after the retry delay. The update applies only while this worker
- * still holds the claim; if its lease ran out and another worker took over, that one decides.
- */
-export async function logAttempt(
-  db: Kysely<Database>,
-  policy: RetryPolicy,
-  owner: string,
-  n: ClaimedNotification,
-  r: AttemptRecord,
-): Promise<DeliveryLog> {
+/** The notification's next state after an attempt. */
+function nextState(policy: RetryPolicy, n: ClaimedNotification, r: AttemptRecord) {
   const { outcome } = r
-  let state: NotificationState = 'delivered'
-  let next: number | null = null
-  if (!outcome.success) {
-    if (r.attempt >= policy.maxAttempts(n.max_attempts)) state = 'failed'
-    else {
-      state = 'pending'
-      const retryAfter = outcome.status === 429 || outcome.status === 503 ? outcome.retryAfterSeconds : null
-      next = r.now + policy.delayMs(r.attempt, retryAfter)
-    }
+  if (outcome.success) return { state: 'delivered' as NotificationState, next: null }
+  if (r.attempt >= policy.maxAttempts(n.max_attempts))
+    return { state: 'failed' as NotificationState, next: null }
+  const retryAfter = outcome.status === 429 || outcome.status === 503 ? outcome.retryAfterSeconds : null
+  return { state: 'pending' as NotificationState, next: r.now + policy.delayMs(r.attempt, retryAfter) }
+}
+
+interface Queued {
+  n: ClaimedNotification
+  r: AttemptRecord
+  resolve: (log: DeliveryLog) => void
+  reject: (err: unknown) => void
+}
+
+/**
+ * Records attempts and their notifications' next state. Attempts that end together are written
+ * in one transaction (one commit for many deliveries), and each caller learns its record's id
+ * once that transaction commits. The update applies only while this worker still holds the
+ * claim; if its lease ran out and another worker took over, that one decides.
+ */
+export class DeliveryLogWriter {
+  private queue: Queued[] = []
+  private flushing: Promise<void> | null = null
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly policy: RetryPolicy,
+    private readonly owner: string,
+    private readonly maxBatch = 256,
+  ) {}
+
+  record(n: ClaimedNotification, r: AttemptRecord): Promise<DeliveryLog> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ n, r, resolve, reject })
+      if (!this.flushing) this.flushing = this.drain()
+    })
   }
-  return db.transaction().execute(async (trx) => {
-    const row = await trx
-      .insertInto('webhook_attempts')
-      .values({
-        site_id: n.site_id,
-        notification_id: n.id,
-        attempt: r.attempt,
-        created_at: r.sentAt,
-        user_id: n.user_id,
-        operation: n.operation,
-        status: outcome.status,
-        message: outcome.message,
-        success: outcome.success ? 1 : 0,
-        request_headers: JSON.stringify(r.headers),
-        request_method: 'POST',
-        request_url: r.url,
-        request_body: r.body,
-        path: n.path,
-        folder: n.folder,
-        response_size: outcome.responseSize,
-        response_body: outcome.responseBody,
-        duration_ms: Math.round(outcome.durationMs),
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow()
-    await trx
-      .updateTable('webhook_notifications')
-      .set({
-        attempts: r.attempt,
-        state,
-        next_attempt_at: next,
-        lease_owner: null,
-        lease_until: null,
-        updated_at: r.now,
-      })
-      .where('id', '=', n.id)
-      .where('lease_owner', '=', owner)
-      .execute()
-    return { id: row.id, attempt: r.attempt, state, outcome }
-  })
+
+  /** Resolves once everything recorded so far is written. */
+  async idle(): Promise<void> {
+    while (this.flushing) await this.flushing
+  }
+
+  private async drain(): Promise<void> {
+    // Let the attempts ending in this turn of the event loop join the batch.
+    await new Promise((r) => setImmediate(r))
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.maxBatch)
+      try {
+        const logs = await this.write(batch)
+        batch.forEach((q, i) => q.resolve(logs[i]!))
+      } catch (err) {
+        for (const q of batch) q.reject(err)
+      }
+    }
+    this.flushing = null
+  }
+
+  private write(batch: Queued[]): Promise<DeliveryLog[]> {
+    return this.db.transaction().execute(async (trx) => {
+      const rows = await trx
+        .insertInto('webhook_attempts')
+        .values(
+          batch.map(({ n, r }) => ({
+            site_id: n.site_id,
+            notification_id: n.id,
+            attempt: r.attempt,
+            created_at: r.sentAt,
+            user_id: n.user_id,
+            operation: n.operation,
+            status: r.outcome.status,
+            message: r.outcome.message,
+            success: r.outcome.success ? 1 : 0,
+            request_headers: JSON.stringify(r.headers),
+            request_method: 'POST',
+            request_url: r.url,
+            request_body: r.body,
+            path: n.path,
+            folder: n.folder,
+            response_size: r.outcome.responseSize,
+            response_body: r.outcome.responseBody,
+            duration_ms: Math.round(r.outcome.durationMs),
+          })),
+        )
+        .returning(['id', 'notification_id', 'attempt'])
+        .execute()
+      // The order RETURNING yields rows in is not promised: match them up.
+      const idOf = new Map(rows.map((row) => [`${row.notification_id}:${row.attempt}`, row.id]))
+      const logs: DeliveryLog[] = []
+      for (const { n, r } of batch) {
+        const { state, next } = nextState(this.policy, n, r)
+        await trx
+          .updateTable('webhook_notifications')
+          .set({
+            attempts: r.attempt,
+            state,
+            next_attempt_at: next,
+            lease_owner: null,
+            lease_until: null,
+            updated_at: r.now,
+          })
+          .where('id', '=', n.id)
+          .where('lease_owner', '=', this.owner)
+          .execute()
+        logs.push({ id: idOf.get(`${n.id}:${r.attempt}`)!, attempt: r.attempt, state, outcome: r.outcome })
+      }
+      return logs
+    })
+  }
 }
 
 /**

@@ -3,11 +3,11 @@ import os from 'node:os'
 import { type Kysely, type Selectable, sql } from 'kysely'
 import type { Logger } from 'pino'
 import type { Database, WebhookNotificationsTable } from '../db/schema.js'
-import { type DeliveryLog, logAttempt } from './delivery-log.js'
+import { type DeliveryLog, DeliveryLogWriter } from './delivery-log.js'
 import type { RetryPolicy } from './retry-policy.js'
 import { isPostgresDb, outboxSignal } from './webhook-outbox.js'
 import type { WebhookOutcome, WebhookSender } from './webhook-sender.js'
-import { findWebhookSettings } from './webhook-settings.js'
+import { findWebhookSettings, type WebhookSettings } from './webhook-settings.js'
 import { signWebhook } from './webhook-signature.js'
 
 export type NotificationRow = Selectable<WebhookNotificationsTable>
@@ -59,6 +59,7 @@ export class WebhookDispatcher {
   private again = false
   private timer: NodeJS.Timeout | null = null
   private unlisten: (() => Promise<void>) | null = null
+  private readonly log: DeliveryLogWriter
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -68,6 +69,7 @@ export class WebhookDispatcher {
     private readonly opts: DispatcherOptions,
   ) {
     this.pollMs = opts.pollMs ?? 2000
+    this.log = new DeliveryLogWriter(db, policy, this.owner)
   }
 
   async start(): Promise<void> {
@@ -97,6 +99,7 @@ export class WebhookDispatcher {
     this.unlisten = null
     await this.pumping
     await Promise.allSettled([...this.running])
+    await this.log.idle()
   }
 
   /** Look at the outbox now (a notification was enqueued or a delivery ended). */
@@ -116,7 +119,7 @@ export class WebhookDispatcher {
    * endpoint uses it to answer with the listener's response.
    */
   async deliverClaimed(row: NotificationRow): Promise<DeliveryLog | null> {
-    return this.deliver(row)
+    return this.deliver(row, await findWebhookSettings(this.db, row.site_id))
   }
 
   private async pump(): Promise<void> {
@@ -125,7 +128,12 @@ export class WebhookDispatcher {
       do {
         this.again = false
         const rows = await this.claimBatch()
-        for (const row of rows) this.launch(row)
+        // Settings are read once per batch: a change applies to every claim made after it.
+        const settings = new Map<number, WebhookSettings | undefined>()
+        for (const siteId of new Set(rows.map((r) => r.site_id))) {
+          settings.set(siteId, await findWebhookSettings(this.db, siteId))
+        }
+        for (const row of rows) this.launch(row, settings.get(row.site_id))
         if (rows.length > 0 && this.inflight < this.opts.concurrency) this.again = true
       } while (this.again && !this.stopped)
       wait = await this.untilNextDue()
@@ -206,13 +214,13 @@ export class WebhookDispatcher {
     return Math.min(due - now, this.pollMs)
   }
 
-  private launch(row: NotificationRow): void {
+  private launch(row: NotificationRow, settings: WebhookSettings | undefined): void {
     const retry = row.attempts > 0
     const site = this.siteState(row.site_id)
     this.inflight++
     site.inflight++
     if (retry) this.inflightRetries++
-    const p = this.deliver(row)
+    const p = this.deliver(row, settings)
       .catch((err) => this.opts.logger?.error({ err, notification: row.id }, 'webhook delivery failed'))
       .finally(() => {
         this.inflight--
@@ -224,8 +232,10 @@ export class WebhookDispatcher {
     this.running.add(p)
   }
 
-  private async deliver(row: NotificationRow): Promise<DeliveryLog | null> {
-    const settings = await findWebhookSettings(this.db, row.site_id)
+  private async deliver(
+    row: NotificationRow,
+    settings: WebhookSettings | undefined,
+  ): Promise<DeliveryLog | null> {
     const wanted =
       row.forced === 1 || (settings?.enabled === true && settings.triggers.some((t) => t === row.operation))
     if (!settings?.url || !wanted) {
@@ -250,7 +260,7 @@ export class WebhookDispatcher {
     )
     const outcome = await this.sender.send({ url: settings.url, headers: signed.headers, body: signed.body })
     this.noteOutcome(row.site_id, outcome)
-    return logAttempt(this.db, this.policy, this.owner, row, {
+    return this.log.record(row, {
       attempt,
       sentAt,
       url: settings.url,
