@@ -111,6 +111,10 @@ export class WebhookDispatcher {
     }
     this.pumping = this.pump().finally(() => {
       this.pumping = null
+      // A wake-up that came after the last claim (while the next due time was read, or as the
+      // pump ended) was only noted: without this look it waited for the poll, or, when every
+      // slot was busy as the pump ended, for the next wake-up.
+      if (this.again) this.kick()
     })
   }
 
