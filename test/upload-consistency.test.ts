@@ -1,10 +1,6 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import crypto from 'node:crypto'
 import fs from 'node:fs/promises'
-import net from 'node:net'
-import os from 'node:os'
 import path from 'node:path'
-import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   beginUpload,
@@ -19,6 +15,13 @@ import {
   type Target,
 } from './helpers/files.js'
 import { dialects, expectError, startServer, type TestServer } from './helpers/server.js'
+import {
+  buildServer,
+  type ProcessSite,
+  processSite,
+  type ServerProcesses,
+  serverProcesses,
+} from './helpers/server-process.js'
 import { expectNoLeakedBlobs, stagedRefs, stalledPut, until } from './helpers/storage.js'
 
 /**
@@ -119,120 +122,31 @@ describe.each(dialects)('upload consistency (%s)', (dialect) => {
 
 /**
  * The built server as a child process (as `npm start` runs it), killed with SIGKILL in the middle
- * of an upload and started again on the same DATA_DIR. It is built into a folder of its own, so
- * this file never races test/process.test.ts over dist/.
+ * of an upload and started again on the same DATA_DIR.
  */
 describe('upload interrupted by a killed server process (sqlite)', () => {
-  const run = promisify(execFile)
-  const root = path.resolve(import.meta.dirname, '..')
-  // Under node_modules, so the build resolves the project's dependencies as dist/ does.
-  const outDir = path.join(root, 'node_modules', '.cache', 'wharf-upload-crash-build')
-  const cli = path.join(outDir, 'cli.js')
-  const children: ChildProcess[] = []
-  let dataDir: string
-
-  async function freePort(): Promise<number> {
-    return new Promise((resolve, reject) => {
-      const srv = net.createServer()
-      srv.listen(0, '127.0.0.1', () => {
-        const { port } = srv.address() as net.AddressInfo
-        srv.close(() => resolve(port))
-      })
-      srv.on('error', reject)
-    })
-  }
-
-  const env = () => ({
-    PATH: process.env['PATH'],
-    HOME: process.env['HOME'],
-    DATA_DIR: dataDir,
-    ADMIN_PASSWORD: 'admin-password-1',
-    UPLOAD_PART_SIZE: String(PART),
-    LOG_LEVEL: 'warn',
-  })
-
-  async function serve(): Promise<{ child: ChildProcess; api: string; exited: Promise<unknown> }> {
-    const port = await freePort()
-    const child = spawn(process.execPath, [cli, 'serve'], {
-      env: { ...env(), PORT: String(port), LOG_LEVEL: 'info' },
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    children.push(child)
-    const exited = new Promise((resolve) => child.once('exit', resolve))
-    let out = ''
-    await new Promise<void>((resolve, reject) => {
-      child.stdout!.on('data', (d) => {
-        output += d
-        out += d
-        if (out.includes('Wharf is listening')) resolve()
-      })
-      child.stderr!.on('data', (d) => {
-        output += d
-        out += d
-      })
-      child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)))
-      // A start that never completes fails with what the server said, not as a bare timeout.
-      setTimeout(() => reject(new Error(`server did not start: ${out}`)), 20_000).unref()
-    })
-    child.stdout!.resume()
-    return { child, api: `http://127.0.0.1:${port}/api/rest/v1`, exited }
-  }
+  let servers: ServerProcesses
+  let site: ProcessSite
 
   beforeAll(async () => {
-    const tsc = path.join(root, 'node_modules', 'typescript', 'bin', 'tsc')
-    // Incremental: a second run rebuilds only what changed. A type error elsewhere is the type
-    // check's business: tsc still emits, and this test runs.
-    const buildInfo = path.join(outDir, '.tsbuildinfo')
-    const args = [
-      '-p',
-      'tsconfig.build.json',
-      '--outDir',
-      outDir,
-      '--incremental',
-      '--tsBuildInfoFile',
-      buildInfo,
-    ]
-    await run(process.execPath, [tsc, ...args], { cwd: root }).catch(() => undefined)
-    await fs.access(cli)
-    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-crash-'))
+    servers = serverProcesses(await buildServer('wharf-upload-crash-build'))
+    site = await processSite(servers, 'sqlite', { UPLOAD_PART_SIZE: String(PART) })
   }, 120_000)
 
   afterAll(async () => {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
-    if (dataDir) await fs.rm(dataDir, { recursive: true, force: true })
+    await servers?.killAll()
+    await site?.remove()
   })
 
-  /** What the servers printed, for a failure's message. */
-  let output = ''
-  /** Fails with the step's name (and what the servers said) instead of hanging to the timeout. */
-  async function step<T>(name: string, work: Promise<T>, ms = 20_000): Promise<T> {
-    let timer: NodeJS.Timeout | undefined
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`${name} took over ${ms / 1000} s; servers said:\n${output}`)),
-        ms,
-      )
-    })
-    try {
-      return await Promise.race([work, late])
-    } finally {
-      clearTimeout(timer)
-    }
-  }
-
   it('shows no file after a SIGKILL mid-upload, and the upload finishes after a restart', async () => {
-    const made = await step(
-      'creating a key with the CLI',
-      run(process.execPath, [cli, 'api-keys', 'create', '--site-wide'], { env: env(), cwd: root }),
-    )
-    const key = JSON.parse(made.stdout).key as string
-    const storage = path.join(dataDir, 'storage')
+    const { step } = servers
+    const { key } = site
+    const storage = path.join(site.dataDir, 'storage')
     const bytes = crypto.randomBytes(3 * PART + 123)
     const chunks = split(bytes, PART)
     const p = 'crash/big.bin'
 
-    const first = await serve()
+    const first = await servers.serve(site.env())
     let t: Target = { api: first.api, key }
     const opened = await step('opening the upload', beginUpload(t, p))
     const part1 = await step('asking for part 1', partUrl(t, p, opened.ref, 1))
@@ -246,7 +160,7 @@ describe('upload interrupted by a killed server process (sqlite)', () => {
     await step('the killed server exiting', first.exited)
     expect(await step('part 2 seeing the connection drop', stalled.answered)).toBe('aborted')
 
-    const second = await serve()
+    const second = await servers.serve(site.env())
     t = { api: second.api, key }
     expectError(
       await step('metadata after restart', req(t, 'GET', `/file_actions/metadata/${p}`)),
