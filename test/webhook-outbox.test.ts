@@ -123,16 +123,14 @@ describe.each(dialects)('the outbox (%s)', (dialect) => {
     s.container.db.selectFrom('webhook_notifications').selectAll().where('path', '=', path).execute()
 
   it('writes a notification with the Action and none when the transaction rolls back', async () => {
-    await s.container.db
-      .transaction()
-      .execute((trx) =>
-        recordAction(trx, ctx(), {
-          action: 'create',
-          display: 'x',
-          path: 'kept.txt',
-          targets: [{ type: 'file' }],
-        }),
-      )
+    await s.container.db.transaction().execute((trx) =>
+      recordAction(trx, ctx(), {
+        action: 'create',
+        display: 'x',
+        path: 'kept.txt',
+        targets: [{ type: 'file' }],
+      }),
+    )
     await expect(
       s.container.db.transaction().execute(async (trx) => {
         await recordAction(trx, ctx(), {
@@ -163,30 +161,26 @@ describe.each(dialects)('the outbox (%s)', (dialect) => {
   })
 
   it('writes nothing for an operation that is not a trigger', async () => {
-    await s.container.db
-      .transaction()
-      .execute((trx) =>
-        recordAction(trx, ctx(), {
-          action: 'read',
-          display: 'x',
-          path: 'read.txt',
-          targets: [{ type: 'file' }],
-        }),
-      )
+    await s.container.db.transaction().execute((trx) =>
+      recordAction(trx, ctx(), {
+        action: 'read',
+        display: 'x',
+        path: 'read.txt',
+        targets: [{ type: 'file' }],
+      }),
+    )
     expect(await notifications('read.txt')).toHaveLength(0)
   })
 
   it('drops a pending notification whose trigger was deselected before it went out', async () => {
-    await s.container.db
-      .transaction()
-      .execute((trx) =>
-        recordAction(trx, ctx(), {
-          action: 'destroy',
-          display: 'x',
-          path: 'gone.txt',
-          targets: [{ type: 'file' }],
-        }),
-      )
+    await s.container.db.transaction().execute((trx) =>
+      recordAction(trx, ctx(), {
+        action: 'destroy',
+        display: 'x',
+        path: 'gone.txt',
+        targets: [{ type: 'file' }],
+      }),
+    )
     const r = await call(s, 'PATCH', '/webhook_settings', { key: s.adminKey, body: { triggers: ['Upload'] } })
     expect(r.status, r.text).toBe(200)
     await s.container.webhooks.dispatcher.start()

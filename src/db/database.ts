@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import type SQLite from 'better-sqlite3'
-import { Kysely, Migrator, PostgresDialect, SqliteDialect } from 'kysely'
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import type pg from 'pg'
 import { migrations } from './migrations/index.js'
 import type { Database } from './schema.js'
@@ -134,11 +134,17 @@ function handle(db: Kysely<Database>, dialect: DialectCapabilities, schema?: str
     dialect,
     async migrate() {
       // Without the schema, Kysely looks for its migration tables in every schema of the database,
-      // finds another schema's, skips creating its own and fails (test runs share one database).
+      // finds another schema's, skips creating its own and fails (test runs share one database,
+      // and a DATABASE_URL may choose a schema with `options=-c search_path=…`).
+      let tableSchema = schema
+      if (tableSchema === undefined && dialect.name === 'postgres') {
+        const { rows } = await sql<{ s: string }>`select current_schema() as s`.execute(db)
+        tableSchema = rows[0]?.s
+      }
       const migrator = new Migrator({
         db,
         provider: { getMigrations: async () => migrations },
-        ...(schema ? { migrationTableSchema: schema } : {}),
+        ...(tableSchema ? { migrationTableSchema: tableSchema } : {}),
       })
       const { error, results } = await migrator.migrateToLatest()
       if (error) throw error

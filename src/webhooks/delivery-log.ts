@@ -84,7 +84,7 @@ export class DeliveryLogWriter {
       const batch = this.queue.splice(0, this.maxBatch)
       try {
         const logs = await this.write(batch)
-        batch.forEach((q, i) => q.resolve(logs[i]!))
+        for (const [i, q] of batch.entries()) q.resolve(logs[i]!)
       } catch (err) {
         for (const q of batch) q.reject(err)
       }

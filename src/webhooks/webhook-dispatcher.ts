@@ -64,7 +64,7 @@ export class WebhookDispatcher {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly sender: WebhookSender,
-    private readonly policy: RetryPolicy,
+    policy: RetryPolicy,
     private readonly now: () => number,
     private readonly opts: DispatcherOptions,
   ) {
