@@ -43,14 +43,19 @@ export async function runCleanups() {
 process.on('exit', killAll)
 /** Kills the children at once, undoes what it can within 5 s, and exits. */
 export function abort(code) {
+  const alive = [...children].filter((c) => c.exitCode === null && c.signalCode === null)
+  const gone = Promise.all(alive.map((c) => new Promise((resolve) => c.once('exit', resolve))))
   killAll()
   const timeout = new Promise((resolve) => setTimeout(resolve, 5000).unref())
-  Promise.race([runCleanups(), timeout]).finally(() => process.exit(code))
+  // A child still starting up could recreate a folder being removed: clean up once they are gone.
+  Promise.race([gone.then(runCleanups), timeout]).finally(() => process.exit(code))
 }
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.once(sig, () => abort(130))
 
-export function startChild(name, args, env) {
-  const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
+/** A Node child process; with `ipc`, it also has the IPC channel (`child.send`, `process.send`). */
+export function startChild(name, args, env, { ipc = false } = {}) {
+  const stdio = ['ignore', 'pipe', 'pipe', ...(ipc ? ['ipc'] : [])]
+  const child = spawn(process.execPath, args, { cwd: root, env, stdio })
   children.add(child)
   let log = ''
   const keep = (d) => {
@@ -151,7 +156,8 @@ export async function startWharf(label, databaseUrl, extraEnv = {}, keyBody = { 
     ...extraEnv,
   })
   const profileArgs = PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${await profileDir()}`] : []
-  const proc = startChild(label, [...profileArgs, ...startArgs()], env)
+  const args = [...profileArgs, ...startArgs()]
+  const proc = startChild(label, args, env)
   const base = `http://127.0.0.1:${port}`
   const api = `${base}/api/rest/v1`
   try {
@@ -178,11 +184,23 @@ export async function startWharf(label, databaseUrl, extraEnv = {}, keyBody = { 
     // The first use stamps last_use_at; the body from then on is the steady-state one.
     await json(await fetch(`${api}/api_key`, { headers }), `${label}: GET /api_key`)
     const body = await (await fetch(`${api}/api_key`, { headers })).text()
-    return { label, proc, base, api, dataDir, url: `${api}/api_key`, headers, body }
+    return { label, proc, base, api, dataDir, url: `${api}/api_key`, headers, body, args, env }
   } catch (err) {
     await stopChild(proc)
     throw err
   }
+}
+
+/**
+ * Starts a stopped Wharf from `startWharf` again, same command, environment, data and key (for
+ * work done to its database while it was down); `w.proc` becomes the new process.
+ */
+export async function restartWharf(w) {
+  if (w.proc.child.exitCode === null && w.proc.child.signalCode === null)
+    throw new Error(`${w.label} is still running`)
+  w.proc = startChild(w.label, w.args, w.env)
+  await waitReady(w.proc, w.url)
+  return w
 }
 
 /**

@@ -1,0 +1,158 @@
+// The database side of `npm run bench:webhooks`: a backlog of pending notifications written
+// straight into Wharf's outbox while Wharf is stopped, and what the dispatcher made of it.
+// SQLite: DATA_DIR/wharf.sqlite with better-sqlite3; PostgreSQL: pg on the run's database.
+import path from 'node:path'
+import SQLite from 'better-sqlite3'
+import pg from 'pg'
+import { root } from './harness.js'
+
+// The message ids come from the outbox's own function, so they have its form and uniqueness.
+const { newMessageId } = await import(path.join(root, 'dist/webhooks/webhook-outbox.js'))
+
+/** Open the database of a Wharf from startWharf: `w.dataDir` for SQLite, `url` for PostgreSQL. */
+export function openDatabase(w, url) {
+  if (url) {
+    const pool = new pg.Pool({ connectionString: url, max: 2 })
+    return {
+      all: async (sql, params = []) => (await pool.query(sql, params)).rows,
+      close: () => pool.end(),
+      pool,
+    }
+  }
+  const db = new SQLite(path.join(w.dataDir, 'wharf.sqlite'))
+  db.pragma('busy_timeout = 10000')
+  // pg-style $1 placeholders become ?, so the queries below serve both.
+  const prep = (sql) => db.prepare(sql.replace(/\$\d+/g, '?'))
+  return {
+    all: async (sql, params = []) => prep(sql).all(...params),
+    close: async () => db.close(),
+    sqlite: db,
+  }
+}
+
+/** The site's id and name (`accountname`) and the admin's id, as the outbox and sender use them. */
+export async function siteFacts(db) {
+  const [site] = await db.all('select id, name from sites order by id limit 1')
+  const [user] = await db.all("select id, username from users where username = 'admin'")
+  return { siteId: Number(site.id), accountname: site.name, userId: Number(user.id), username: user.username }
+}
+
+/**
+ * Notification i of the backlog with the column values enqueueNotification writes for an
+ * upload by the admin through the REST API (state pending, max_attempts 0, due now, no lease).
+ * There is no Action behind it (action_id null): the dispatcher never reads that column.
+ */
+export function notification(facts, i, now) {
+  const folder = 'bench-backlog'
+  return {
+    site_id: facts.siteId,
+    action_id: null,
+    message_id: newMessageId(),
+    operation: 'Upload',
+    user_id: facts.userId,
+    username: facts.username,
+    protocol: 'restapi',
+    path: `${folder}/file-${String(i).padStart(7, '0')}.txt`,
+    sourcepath: '',
+    folder,
+    state: 'pending',
+    max_attempts: 0,
+    next_attempt_at: now,
+    lease_owner: null,
+    lease_until: null,
+    created_at: now,
+    updated_at: now,
+  }
+}
+const COLUMNS = Object.keys(notification({}, 0, 0))
+const PG_TYPES = { site_id: 'bigint', action_id: 'bigint', user_id: 'bigint', max_attempts: 'integer' }
+for (const c of ['next_attempt_at', 'lease_until', 'created_at', 'updated_at']) PG_TYPES[c] = 'bigint'
+
+/** Writes `n` pending notifications in one transaction; returns the id range they got. */
+export async function insertBacklog(db, facts, n) {
+  const now = Date.now()
+  const BATCH = db.pool ? 5000 : 500
+  if (db.pool) {
+    const types = COLUMNS.map((c, i) => `$${i + 1}::${PG_TYPES[c] ?? 'text'}[]`)
+    const sql = `insert into webhook_notifications (${COLUMNS.join(', ')}) select * from unnest(${types.join(', ')})`
+    const client = await db.pool.connect()
+    try {
+      await client.query('begin')
+      for (let i = 0; i < n; i += BATCH) {
+        const cols = COLUMNS.map(() => [])
+        for (let j = i; j < Math.min(n, i + BATCH); j++) {
+          const row = notification(facts, j, now)
+          for (const [c, name] of COLUMNS.entries()) cols[c].push(row[name])
+        }
+        await client.query(sql, cols)
+      }
+      await client.query('commit')
+      // What autovacuum would do soon after a bulk load, so the claim query plans as in steady use.
+      await client.query('analyze webhook_notifications')
+    } catch (err) {
+      await client.query('rollback').catch(() => {})
+      throw err
+    } finally {
+      client.release()
+    }
+  } else {
+    const sqlite = db.sqlite
+    const row = `(${COLUMNS.map(() => '?').join(', ')})`
+    const insert = (rows) =>
+      sqlite.prepare(
+        `insert into webhook_notifications (${COLUMNS.join(', ')}) values ${Array(rows).fill(row).join(', ')}`,
+      )
+    const full = insert(BATCH)
+    sqlite.transaction(() => {
+      for (let i = 0; i < n; i += BATCH) {
+        const end = Math.min(n, i + BATCH)
+        const values = []
+        for (let j = i; j < end; j++) {
+          const r = notification(facts, j, now)
+          for (const c of COLUMNS) values.push(r[c])
+        }
+        ;(end - i === BATCH ? full : insert(end - i)).run(values)
+      }
+    })()
+    sqlite.pragma('wal_checkpoint(TRUNCATE)')
+  }
+  const [r] = await db.all(
+    "select min(id) as lo, max(id) as hi, count(*) as n from webhook_notifications where folder = 'bench-backlog'",
+  )
+  return { lo: Number(r.lo), hi: Number(r.hi), count: Number(r.n), insertedAt: now }
+}
+
+/** Notifications of the backlog not yet delivered (pending, failed or dropped). */
+export async function undelivered(db, range) {
+  const [r] = await db.all(
+    "select count(*) as n from webhook_notifications where id between $1 and $2 and state <> 'delivered'",
+    [range.lo, range.hi],
+  )
+  return Number(r.n)
+}
+
+/**
+ * What the delivery log says of the backlog: attempts, successful ones, notifications with more
+ * than one attempt, and when the last notification was marked delivered (Wharf's clock, ms).
+ */
+export async function deliveryFacts(db, range) {
+  const [a] = await db.all(
+    `select count(*) as attempts, sum(success) as ok, count(distinct notification_id) as notifications
+     from webhook_attempts where notification_id between $1 and $2`,
+    [range.lo, range.hi],
+  )
+  const [n] = await db.all(
+    `select sum(case when state = 'delivered' then 1 else 0 end) as delivered,
+            sum(case when attempts = 1 then 1 else 0 end) as once, max(updated_at) as last
+     from webhook_notifications where id between $1 and $2`,
+    [range.lo, range.hi],
+  )
+  return {
+    attempts: Number(a.attempts),
+    succeeded: Number(a.ok ?? 0),
+    notifications: Number(a.notifications),
+    delivered: Number(n.delivered ?? 0),
+    attemptedOnce: Number(n.once ?? 0),
+    lastDeliveredAt: Number(n.last),
+  }
+}
