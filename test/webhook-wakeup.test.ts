@@ -1,4 +1,4 @@
-import type { KyselyPlugin, QueryId } from 'kysely'
+import type { KyselyPlugin } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openDatabase } from '../src/db/database.js'
 import { RetryPolicy } from '../src/webhooks/retry-policy.js'
@@ -8,7 +8,7 @@ import { startListener, type TestListener } from './helpers/listener.js'
 import { call, dialects, startServer, type TestServer } from './helpers/server.js'
 
 /**
- * Holds the dispatcher's first look at the next due time (the SELECT of a `min`, run after its
+ * Holds the dispatcher's first look at the next due time (a SELECT of `next_attempt_at`, run after its
  * claims) until `open()`: the result is read, then kept back.
  */
 function gateFirstSelect() {
@@ -20,16 +20,24 @@ function gateFirstSelect() {
   const opened = new Promise<void>((r) => {
     open = r
   })
-  let gated: QueryId | null = null
+  // Set when the query is compiled; its result is the next one this dispatcher's database yields
+  // (its queries run one after another).
+  let gated: 'armed' | 'held' | null = null
   const plugin: KyselyPlugin = {
     transformQuery(args) {
       const node = args.node
-      if (gated === null && node.kind === 'SelectQueryNode' && JSON.stringify(node).includes('"func":"min"'))
-        gated = args.queryId
+      // The only SELECT of the outbox by due time (claims are UPDATEs with a subquery).
+      if (
+        gated === null &&
+        node.kind === 'SelectQueryNode' &&
+        JSON.stringify(node).includes('"next_attempt_at"')
+      )
+        gated = 'armed'
       return args.node
     },
     async transformResult(args) {
-      if (args.queryId === gated) {
+      if (gated === 'armed') {
+        gated = 'held'
         reached()
         await opened
       }

@@ -1,6 +1,7 @@
-import type { Kysely } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import type { Database, NotificationState } from '../db/schema.js'
 import type { RetryPolicy } from './retry-policy.js'
+import { isPostgresDb } from './webhook-outbox.js'
 import type { WebhookOutcome } from './webhook-sender.js'
 
 export interface AttemptRecord {
@@ -123,8 +124,25 @@ export class DeliveryLogWriter {
       // The order RETURNING yields rows in is not promised: match them up.
       const idOf = new Map(rows.map((row) => [`${row.notification_id}:${row.attempt}`, row.id]))
       const logs: DeliveryLog[] = []
-      for (const { n, r } of batch) {
-        const { state, next } = nextState(this.policy, n, r)
+      const states = batch.map(({ n, r }) => ({ n, r, ...nextState(this.policy, n, r) }))
+      for (const { n, r, state } of states) {
+        logs.push({ id: idOf.get(`${n.id}:${r.attempt}`)!, attempt: r.attempt, state, outcome: r.outcome })
+      }
+      if (isPostgresDb(trx)) {
+        // One statement for the whole batch: a round trip per notification would make the
+        // log the bottleneck of a backlog.
+        await sql`
+          update webhook_notifications as w
+          set attempts = v.attempts, state = v.state, next_attempt_at = v.next_attempt_at,
+              lease_owner = null, lease_until = null, updated_at = v.updated_at
+          from unnest(${states.map((x) => x.n.id)}::bigint[], ${states.map((x) => x.r.attempt)}::int[],
+                      ${states.map((x) => x.state)}::text[], ${states.map((x) => x.next)}::bigint[],
+                      ${states.map((x) => x.r.now)}::bigint[])
+            as v(id, attempts, state, next_attempt_at, updated_at)
+          where w.id = v.id and w.lease_owner = ${this.owner}`.execute(trx)
+        return logs
+      }
+      for (const { n, r, state, next } of states) {
         await trx
           .updateTable('webhook_notifications')
           .set({
@@ -138,7 +156,6 @@ export class DeliveryLogWriter {
           .where('id', '=', n.id)
           .where('lease_owner', '=', this.owner)
           .execute()
-        logs.push({ id: idOf.get(`${n.id}:${r.attempt}`)!, attempt: r.attempt, state, outcome: r.outcome })
       }
       return logs
     })

@@ -26,8 +26,13 @@ export interface DispatcherOptions {
   releaseClaimsOnStart?: boolean
 }
 
-/** A literal, not a parameter: SQLite uses the partial index on pending rows only then. */
+/** Literals, not parameters: SQLite uses the partial indexes on pending rows only then. */
 const PENDING = sql<boolean>`state = 'pending'`
+const KIND = {
+  first: sql<boolean>`state = 'pending' and attempts = 0`,
+  retry: sql<boolean>`state = 'pending' and attempts > 0`,
+}
+type Kind = keyof typeof KIND
 
 /** After this many failures in a row a site's listener gets one request at a time. */
 const FAILING_AFTER = 3
@@ -51,7 +56,7 @@ export class WebhookDispatcher {
   private readonly pollMs: number
   private readonly sites = new Map<number, SiteState>()
   private readonly running = new Set<Promise<unknown>>()
-  private readonly siteNames = new Map<number, string>()
+  private readonly siteNames = new Map<number, Promise<string>>()
   private inflight = 0
   private inflightRetries = 0
   private stopped = true
@@ -140,7 +145,8 @@ export class WebhookDispatcher {
         for (const row of rows) this.launch(row, settings.get(row.site_id))
         if (rows.length > 0 && this.inflight < this.opts.concurrency) this.again = true
       } while (this.again && !this.stopped)
-      wait = await this.untilNextDue()
+      // With every slot busy, a delivery's end looks again: no timer is needed.
+      if (this.inflight < this.opts.concurrency) wait = await this.untilNextDue()
     } catch (err) {
       this.opts.logger?.error({ err }, 'webhook dispatcher could not read the outbox')
     }
@@ -155,31 +161,33 @@ export class WebhookDispatcher {
     const free = this.opts.concurrency - this.inflight
     if (free <= 0) return []
     const failing = [...this.sites].filter(([, s]) => s.failures >= FAILING_AFTER).map(([id]) => id)
-    const rows = await this.claim(free, { firstOnly: true, exclude: failing })
+    const rows = await this.claim('first', free, { exclude: failing })
     const retrySlots = Math.ceil(this.opts.concurrency / 2) - this.inflightRetries
     const left = Math.min(free - rows.length, retrySlots)
-    if (left > 0) rows.push(...(await this.claim(left, { firstOnly: false, exclude: failing })))
-    // A failing listener: one request at a time, the oldest due first.
+    if (left > 0) rows.push(...(await this.claim('retry', left, { exclude: failing })))
+    // A failing listener: one request at a time, first attempts before retries.
     for (const siteId of failing) {
       if (rows.length >= free) break
-      if ((this.sites.get(siteId)?.inflight ?? 0) === 0) rows.push(...(await this.claim(1, { site: siteId })))
+      if ((this.sites.get(siteId)?.inflight ?? 0) > 0) continue
+      const one = await this.claim('first', 1, { site: siteId })
+      rows.push(...(one.length > 0 ? one : await this.claim('retry', 1, { site: siteId })))
     }
     return rows
   }
 
   private async claim(
+    kind: Kind,
     limit: number,
-    by: { firstOnly?: boolean; exclude?: number[]; site?: number },
+    by: { exclude?: number[]; site?: number },
   ): Promise<NotificationRow[]> {
     const now = this.now()
     const db = this.db
     let due = db
       .selectFrom('webhook_notifications')
       .select('id')
-      .where(PENDING)
+      .where(KIND[kind])
       .where('next_attempt_at', '<=', now)
       .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
-    if (by.firstOnly !== undefined) due = due.where('attempts', by.firstOnly ? '=' : '>', 0)
     if (by.exclude && by.exclude.length > 0) due = due.where('site_id', 'not in', by.exclude)
     if (by.site !== undefined) due = due.where('site_id', '=', by.site)
     due = due.orderBy('next_attempt_at').orderBy('id').limit(limit)
@@ -192,26 +200,26 @@ export class WebhookDispatcher {
       .execute()
   }
 
-  /** Milliseconds until the next notification falls due (or a crashed worker's lease ends). */
+  /**
+   * Milliseconds until the next unclaimed notification falls due, at most the poll interval
+   * (which also bounds how long a crashed worker's expired claim waits). Two ordered index
+   * reads, not a scan of the outbox.
+   */
   private async untilNextDue(): Promise<number> {
-    const row = await this.db
-      .selectFrom('webhook_notifications')
-      .select((eb) =>
-        eb.fn
-          .min(
-            eb
-              .case()
-              .when('lease_until', '>', eb.ref('next_attempt_at'))
-              .then(eb.ref('lease_until'))
-              .else(eb.ref('next_attempt_at'))
-              .end(),
-          )
-          .as('due'),
-      )
-      .where(PENDING)
-      .executeTakeFirst()
-    const due = row?.due === null || row?.due === undefined ? null : Number(row.due)
     const now = this.now()
+    let due: number | null = null
+    for (const kind of ['first', 'retry'] as const) {
+      const row = await this.db
+        .selectFrom('webhook_notifications')
+        .select('next_attempt_at')
+        .where(KIND[kind])
+        .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+        .orderBy('next_attempt_at')
+        .limit(1)
+        .executeTakeFirst()
+      const at = row?.next_attempt_at
+      if (at !== null && at !== undefined && (due === null || at < due)) due = at
+    }
     // Due already but not claimed: held by a busy site or another process; a delivery's end
     // or the poll looks again.
     if (due === null || due <= now) return this.pollMs
@@ -224,14 +232,22 @@ export class WebhookDispatcher {
     this.inflight++
     site.inflight++
     if (retry) this.inflightRetries++
-    const p = this.deliver(row, settings)
+    let held = true
+    // The slot is free once the exchange with the listener ends; the claim still covers the
+    // notification until its record commits, so freeing early sends nothing twice.
+    const release = () => {
+      if (!held) return
+      held = false
+      this.inflight--
+      site.inflight--
+      if (retry) this.inflightRetries--
+      this.kick()
+    }
+    const p = this.deliver(row, settings, release)
       .catch((err) => this.opts.logger?.error({ err, notification: row.id }, 'webhook delivery failed'))
       .finally(() => {
-        this.inflight--
-        site.inflight--
-        if (retry) this.inflightRetries--
+        release()
         this.running.delete(p)
-        this.kick()
       })
     this.running.add(p)
   }
@@ -239,6 +255,7 @@ export class WebhookDispatcher {
   private async deliver(
     row: NotificationRow,
     settings: WebhookSettings | undefined,
+    sent: () => void = () => {},
   ): Promise<DeliveryLog | null> {
     const wanted =
       row.forced === 1 || (settings?.enabled === true && settings.triggers.some((t) => t === row.operation))
@@ -264,6 +281,7 @@ export class WebhookDispatcher {
     )
     const outcome = await this.sender.send({ url: settings.url, headers: signed.headers, body: signed.body })
     this.noteOutcome(row.site_id, outcome)
+    sent()
     return this.log.record(row, {
       attempt,
       sentAt,
@@ -305,16 +323,17 @@ export class WebhookDispatcher {
     return s
   }
 
-  /** `accountname`: the site's name, set at start-up from SITE_NAME. */
-  private async siteName(siteId: number): Promise<string> {
+  /** `accountname`: the site's name, set at start-up from SITE_NAME (one read per site). */
+  private siteName(siteId: number): Promise<string> {
     let name = this.siteNames.get(siteId)
     if (name === undefined) {
-      const site = await this.db
+      name = this.db
         .selectFrom('sites')
         .select('name')
         .where('id', '=', siteId)
         .executeTakeFirstOrThrow()
-      name = site.name
+        .then((site) => site.name)
+      name.catch(() => this.siteNames.delete(siteId))
       this.siteNames.set(siteId, name)
     }
     return name

@@ -53,8 +53,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
     .execute()
-  // Workers look only at pending rows, by due time.
-  await sql`create index webhook_notifications_due on webhook_notifications (next_attempt_at, id) where state = 'pending'`.execute(
+  // Workers look only at pending rows, by due time: first attempts and retries apart, so that a
+  // backlog of one kind is never scanned to find the other.
+  await sql`create index webhook_notifications_due_first on webhook_notifications (next_attempt_at, id) where state = 'pending' and attempts = 0`.execute(
+    db,
+  )
+  await sql`create index webhook_notifications_due_retry on webhook_notifications (next_attempt_at, id) where state = 'pending' and attempts > 0`.execute(
     db,
   )
   await db.schema
