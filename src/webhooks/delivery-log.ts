@@ -1,7 +1,7 @@
-import { type Kysely, sql } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { Database, NotificationState } from '../db/schema.js'
+import { insertAttempts, updateNotifications } from './delivery-log-sql.js'
 import type { RetryPolicy } from './retry-policy.js'
-import { isPostgresDb } from './webhook-outbox.js'
 import type { WebhookOutcome } from './webhook-sender.js'
 
 export interface AttemptRecord {
@@ -95,69 +95,43 @@ export class DeliveryLogWriter {
 
   private write(batch: Queued[]): Promise<DeliveryLog[]> {
     return this.db.transaction().execute(async (trx) => {
-      const rows = await trx
-        .insertInto('webhook_attempts')
-        .values(
-          batch.map(({ n, r }) => ({
-            site_id: n.site_id,
-            notification_id: n.id,
-            attempt: r.attempt,
-            created_at: r.sentAt,
-            user_id: n.user_id,
-            operation: n.operation,
-            status: r.outcome.status,
-            message: r.outcome.message,
-            success: r.outcome.success ? 1 : 0,
-            request_headers: JSON.stringify(r.headers),
-            request_method: 'POST',
-            request_url: r.url,
-            request_body: r.body,
-            path: n.path,
-            folder: n.folder,
-            response_size: r.outcome.responseSize,
-            response_body: r.outcome.responseBody,
-            duration_ms: Math.round(r.outcome.durationMs),
-          })),
-        )
-        .returning(['id', 'notification_id', 'attempt'])
-        .execute()
-      // The order RETURNING yields rows in is not promised: match them up.
-      const idOf = new Map(rows.map((row) => [`${row.notification_id}:${row.attempt}`, row.id]))
-      const logs: DeliveryLog[] = []
+      const rows = await insertAttempts(
+        trx,
+        batch.map(({ n, r }) => ({
+          site_id: n.site_id,
+          notification_id: n.id,
+          attempt: r.attempt,
+          created_at: r.sentAt,
+          user_id: n.user_id,
+          operation: n.operation,
+          status: r.outcome.status,
+          message: r.outcome.message,
+          success: r.outcome.success ? 1 : 0,
+          request_headers: JSON.stringify(r.headers),
+          request_method: 'POST',
+          request_url: r.url,
+          request_body: r.body,
+          path: n.path,
+          folder: n.folder,
+          response_size: r.outcome.responseSize,
+          // PostgreSQL text cannot hold NUL, and one unstorable record would stall the batch.
+          response_body: r.outcome.responseBody.replaceAll('\u0000', '\ufffd'),
+          duration_ms: Math.round(r.outcome.durationMs),
+        })),
+      )
+      const idOf = new Map(rows.map((row) => [`${row.notification_id}:${row.attempt}`, Number(row.id)]))
       const states = batch.map(({ n, r }) => ({ n, r, ...nextState(this.policy, n, r) }))
-      for (const { n, r, state } of states) {
-        logs.push({ id: idOf.get(`${n.id}:${r.attempt}`)!, attempt: r.attempt, state, outcome: r.outcome })
-      }
-      if (isPostgresDb(trx)) {
-        // One statement for the whole batch: a round trip per notification would make the
-        // log the bottleneck of a backlog.
-        await sql`
-          update webhook_notifications as w
-          set attempts = v.attempts, state = v.state, next_attempt_at = v.next_attempt_at,
-              lease_owner = null, lease_until = null, updated_at = v.updated_at
-          from unnest(${states.map((x) => x.n.id)}::bigint[], ${states.map((x) => x.r.attempt)}::int[],
-                      ${states.map((x) => x.state)}::text[], ${states.map((x) => x.next)}::bigint[],
-                      ${states.map((x) => x.r.now)}::bigint[])
-            as v(id, attempts, state, next_attempt_at, updated_at)
-          where w.id = v.id and w.lease_owner = ${this.owner}`.execute(trx)
-        return logs
-      }
-      for (const { n, r, state, next } of states) {
-        await trx
-          .updateTable('webhook_notifications')
-          .set({
-            attempts: r.attempt,
-            state,
-            next_attempt_at: next,
-            lease_owner: null,
-            lease_until: null,
-            updated_at: r.now,
-          })
-          .where('id', '=', n.id)
-          .where('lease_owner', '=', this.owner)
-          .execute()
-      }
-      return logs
+      await updateNotifications(
+        trx,
+        this.owner,
+        states.map(({ n, r, state, next }) => ({ id: n.id, attempts: r.attempt, state, next, now: r.now })),
+      )
+      return states.map(({ n, r, state }) => ({
+        id: idOf.get(`${n.id}:${r.attempt}`)!,
+        attempt: r.attempt,
+        state,
+        outcome: r.outcome,
+      }))
     })
   }
 }
@@ -179,6 +153,7 @@ export async function pruneDeliveryLog(db: Kysely<Database>, cutoff: number, bat
     const old = db
       .selectFrom('webhook_notifications')
       .select('id')
+      .where('created_at', '<', cutoff)
       .where('state', 'in', ['delivered', 'failed', 'dropped'])
       .where('updated_at', '<', cutoff)
       .limit(batch)

@@ -62,6 +62,7 @@ export class WebhookDispatcher {
   private stopped = true
   private pumping: Promise<void> | null = null
   private again = false
+  private kickQueued = false
   private timer: NodeJS.Timeout | null = null
   private unlisten: (() => Promise<void>) | null = null
   private readonly log: DeliveryLogWriter
@@ -134,27 +135,46 @@ export class WebhookDispatcher {
   private async pump(): Promise<void> {
     let wait = this.pollMs
     try {
+      let drained = false
       do {
         this.again = false
+        const free = this.opts.concurrency - this.inflight
         const rows = await this.claimBatch()
+        drained = rows.length < free
         // Settings are read once per batch: a change applies to every claim made after it.
         const settings = new Map<number, WebhookSettings | undefined>()
         for (const siteId of new Set(rows.map((r) => r.site_id))) {
           settings.set(siteId, await findWebhookSettings(this.db, siteId))
         }
         for (const row of rows) this.launch(row, settings.get(row.site_id))
-        if (rows.length > 0 && this.inflight < this.opts.concurrency) this.again = true
       } while (this.again && !this.stopped)
-      // With every slot busy, a delivery's end looks again: no timer is needed.
-      if (this.inflight < this.opts.concurrency) wait = await this.untilNextDue()
+      // Only once the due rows ran out does the next due time matter; while slots are all busy,
+      // deliveries ending look again.
+      if (drained) wait = await this.untilNextDue()
     } catch (err) {
       this.opts.logger?.error({ err }, 'webhook dispatcher could not read the outbox')
     }
-    if (!this.stopped && this.inflight < this.opts.concurrency) {
+    if (!this.stopped) {
       if (this.timer) clearTimeout(this.timer)
       this.timer = setTimeout(this.kick, wait)
       this.timer.unref()
     }
+  }
+
+  /**
+   * A slot came free. Looking at the outbox for each one would cost a claim per delivery, so
+   * slots are refilled a quarter of the pool at a time (or when all are free); deliveries ending
+   * in the same turn of the event loop share one look.
+   */
+  private slotFreed(): void {
+    const free = this.opts.concurrency - this.inflight
+    if (free < Math.max(1, Math.floor(this.opts.concurrency / 4)) && this.inflight > 0) return
+    if (this.kickQueued) return
+    this.kickQueued = true
+    setImmediate(() => {
+      this.kickQueued = false
+      this.kick()
+    })
   }
 
   private async claimBatch(): Promise<NotificationRow[]> {
@@ -241,7 +261,7 @@ export class WebhookDispatcher {
       this.inflight--
       site.inflight--
       if (retry) this.inflightRetries--
-      this.kick()
+      this.slotFreed()
     }
     const p = this.deliver(row, settings, release)
       .catch((err) => this.opts.logger?.error({ err, notification: row.id }, 'webhook delivery failed'))
