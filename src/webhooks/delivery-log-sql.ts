@@ -1,28 +1,9 @@
-import { CompiledQuery, type Kysely, sql } from 'kysely'
-import type { Database, NotificationState } from '../db/schema.js'
+import { CompiledQuery, type Kysely, type Selectable, sql } from 'kysely'
+import type { Database, NotificationState, WebhookAttemptsTable } from '../db/schema.js'
 import { isPostgresDb } from './webhook-outbox.js'
 
 /** One `webhook_attempts` row as written. */
-export interface AttemptRow {
-  site_id: number
-  notification_id: number
-  attempt: number
-  created_at: number
-  user_id: number | null
-  operation: string
-  status: number
-  message: string
-  success: number
-  request_headers: string
-  request_method: string
-  request_url: string
-  request_body: string
-  path: string
-  folder: string
-  response_size: number
-  response_body: string
-  duration_ms: number
-}
+export type AttemptRow = Omit<Selectable<WebhookAttemptsTable>, 'id'>
 
 export interface NextState {
   id: number

@@ -18,7 +18,8 @@ export type Answer =
   | { status: number; headers?: Record<string, string>; body?: string }
   | 'hang'
   | 'destroy'
-export type Responder = (req: Received, n: number) => Answer
+/** May wait on async work, e.g. a read of the outbox while the delivery is still claimed. */
+export type Responder = (req: Received, n: number) => Answer | Promise<Answer>
 
 export interface TestListener {
   url: string
@@ -41,7 +42,7 @@ export async function startListener(
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => {
+    req.on('end', async () => {
       const body = Buffer.concat(chunks).toString('utf8')
       let json: unknown
       try {
@@ -60,7 +61,12 @@ export async function startListener(
       const n = received.length
       received.push(r)
       for (const w of waiters.filter((w) => received.length >= w.count)) w.resolve()
-      const a = respond(r, n)
+      let a: Answer
+      try {
+        a = await respond(r, n)
+      } catch {
+        a = 500
+      }
       if (a === 'hang') return
       if (a === 'destroy') {
         req.socket.destroy()

@@ -1,6 +1,4 @@
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
-import type { Answer } from './listener.js'
+import { type Answer, startListener } from './listener.js'
 
 /** One webhook request as received: its `webhook-id`, the payload's path and attempt. */
 export interface Delivery {
@@ -23,71 +21,27 @@ export interface WebhookRecorder {
 }
 
 /**
- * A webhook listener on 127.0.0.1 for tests that run Wharf as child processes. Unlike
- * listener.ts, an answer may wait on a promise: a test can look at the outbox row while its
- * delivery is still out (and so still claimed by the process that sends it).
+ * A webhook listener on 127.0.0.1 for tests that run Wharf as child processes: listener.ts,
+ * recording each request as the delivery of a path under its `webhook-id`.
  */
 export async function startWebhookRecorder(responder: AsyncResponder): Promise<WebhookRecorder> {
   let respond = responder
   const deliveries: Delivery[] = []
-  const waiters: { count: number; resolve: () => void }[] = []
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', async () => {
-      let json: any = {}
-      try {
-        json = JSON.parse(Buffer.concat(chunks).toString('utf8'))
-      } catch {
-        // Recorded with no path: the test's expectations on paths then fail and say so.
-      }
-      const d: Delivery = { id: String(req.headers['webhook-id']), path: json.path, attempt: json.attempt }
-      deliveries.push(d)
-      for (const w of waiters.filter((w) => deliveries.length >= w.count)) w.resolve()
-      let a: Answer
-      try {
-        a = await respond(d)
-      } catch {
-        a = 500
-      }
-      if (a === 'hang') return
-      if (a === 'destroy') {
-        req.socket.destroy()
-        return
-      }
-      const answer = typeof a === 'number' ? { status: a } : a
-      res.writeHead(answer.status, answer.headers ?? {})
-      res.end(answer.body ?? '')
-    })
+  const listener = await startListener((r) => {
+    // A body that is not JSON is recorded with no path: the test's expectations on paths fail.
+    const d: Delivery = { id: String(r.headers['webhook-id']), path: r.json?.path, attempt: r.json?.attempt }
+    deliveries.push(d)
+    return respond(d)
   })
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as AddressInfo
   return {
-    url: `http://127.0.0.1:${port}/hook`,
+    url: listener.url,
     deliveries,
     answer: (r) => {
       respond = r
     },
-    waitFor(count, timeoutMs) {
-      if (deliveries.length >= count) return Promise.resolve()
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(
-          () =>
-            reject(new Error(`listener got ${deliveries.length} of ${count} requests in ${timeoutMs} ms`)),
-          timeoutMs,
-        )
-        waiters.push({
-          count,
-          resolve: () => {
-            clearTimeout(timer)
-            resolve()
-          },
-        })
-      })
+    waitFor: async (count, timeoutMs) => {
+      await listener.waitFor(count, timeoutMs)
     },
-    async close() {
-      server.closeAllConnections()
-      await new Promise<void>((resolve) => server.close(() => resolve()))
-    },
+    close: () => listener.close(),
   }
 }
