@@ -8,6 +8,7 @@ import { ApiError } from './http/errors.js'
 import { API_PREFIX, type Format, negotiate, parseXmlBody, splitFormatSuffix, toXml } from './http/format.js'
 import { registerAuth } from './http/plugins/auth.js'
 import { apiKeyRoutes } from './http/routes/api-keys.js'
+import { appRoutes } from './http/routes/apps.js'
 import { fileOperationRoutes } from './http/routes/file-operations.js'
 import { fileRoutes } from './http/routes/files.js'
 import { folderRoutes } from './http/routes/folders.js'
@@ -191,6 +192,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       await api.register(historyRoutes(container))
       await api.register(webhookSettingsRoutes(container))
       await api.register(webhookDeliveryRoutes(container))
+      await api.register(appRoutes(container))
       await api.register(swaggerRoutes())
     },
     { prefix: API_PREFIX },

@@ -20,6 +20,8 @@ export interface Config {
   rateLimit: { perSecond: number; burst: number; concurrent: number }
   login: { maxFailuresPerUser: number; maxAttemptsPerIp: number; windowMinutes: number }
   bodyLimitBytes: number
+  /** Catalog file of GET /apps replacing or extending the default one (absolute path), if any. */
+  appsFile: string | undefined
   files: {
     /** Size of each upload part the server asks for (FileUploadPart.partsize). */
     partSize: number
@@ -143,6 +145,7 @@ export function loadConfig(env: Env = process.env): Config {
       windowMinutes: int('LOGIN_WINDOW_MINUTES', 15, 1, 1440),
     },
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1_048_576, 1024, 1_073_741_824),
+    appsFile: env['APPS_FILE'] ? path.resolve(env['APPS_FILE']) : undefined,
     files: {
       partSize: int('UPLOAD_PART_SIZE', 5 * 1024 * 1024, 1024, 5 * 1024 * 1024 * 1024),
       uploadUrlSeconds: int('UPLOAD_URL_SECONDS', 3600, 10, 7 * 86400),

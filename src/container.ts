@@ -9,6 +9,8 @@ import { type DatabaseHandle, openDatabase } from './db/database.js'
 import type { Database } from './db/schema.js'
 import { RateLimiter } from './http/rate-limiter.js'
 import { ApiKeyService } from './modules/api-keys/api-key-service.js'
+import { loadAppCatalog } from './modules/apps/app-catalog.js'
+import { AppService } from './modules/apps/app-service.js'
 import { AuthService } from './modules/auth/auth-service.js'
 import { IdentityCache } from './modules/auth/identity-cache.js'
 import { DownloadService } from './modules/files/download-service.js'
@@ -53,6 +55,8 @@ export interface Services {
   webhookSettings: WebhookSettingsService
   /** POST /webhook_settings/test and the retry of failed webhook requests. */
   webhooks: WebhookService
+  /** GET /apps: the integration catalog, read from its file at start-up. */
+  apps: AppService
 }
 
 /** The composition root: one database, the services on it, and how to close them. */
@@ -90,6 +94,8 @@ const HOUR = 3600_000
 
 export async function createContainer(config: Config, opts: ContainerOptions = {}): Promise<Container> {
   const now = opts.now ?? Date.now
+  // A bad APPS_FILE stops start-up before the database is touched.
+  const apps = loadAppCatalog(config.appsFile)
   const database = openDatabase({
     url: config.databaseUrl,
     dataDir: config.dataDir,
@@ -152,6 +158,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       history: new HistoryService(db, database.dialect.name, fileAccess, secrets, now),
       webhookSettings: new WebhookSettingsService(db, now),
       webhooks: new WebhookService(db, dispatcher, retryPolicy, leaseMs, now),
+      apps: new AppService(apps, secrets, () => config.baseUrl),
     }
     return {
       config,
