@@ -101,6 +101,15 @@ describe('APPS_FILE', () => {
     ])
   })
 
+  it('takes the example of the README as it is written there', async () => {
+    const readme = await fs.readFile(path.join(projectRoot, 'README.md'), 'utf8')
+    const section = readme.slice(readme.indexOf('### App catalog'))
+    const example = /```json\n([\s\S]*?)```/.exec(section)![1]!
+    const apps = loadAppCatalog(await file(example))
+    expect(apps.at(-1)).toMatchObject({ name: 'Nightly export', app_type: 'app_integration', featured: true })
+    expect(apps).toHaveLength(loadAppCatalog().length + 1)
+  })
+
   it('is read through loadConfig as an absolute path', () => {
     expect(loadConfig({ APPS_FILE: 'x/apps.json' }).appsFile).toBe(path.resolve('x/apps.json'))
     expect(loadConfig({ APPS_FILE: '' }).appsFile).toBeUndefined()
