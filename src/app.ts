@@ -9,6 +9,7 @@ import { API_PREFIX, type Format, negotiate, parseXmlBody, splitFormatSuffix, to
 import { registerAuth } from './http/plugins/auth.js'
 import { apiKeyRoutes } from './http/routes/api-keys.js'
 import { appRoutes } from './http/routes/apps.js'
+import { billingRoutes } from './http/routes/billing.js'
 import { fileOperationRoutes } from './http/routes/file-operations.js'
 import { fileRoutes } from './http/routes/files.js'
 import { folderRoutes } from './http/routes/folders.js'
@@ -192,6 +193,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       await api.register(historyRoutes(container))
       await api.register(webhookSettingsRoutes(container))
       await api.register(webhookDeliveryRoutes(container))
+      await api.register(billingRoutes(container))
       await api.register(appRoutes(container))
       await api.register(swaggerRoutes())
     },

@@ -13,6 +13,8 @@ import { loadAppCatalog } from './modules/apps/app-catalog.js'
 import { AppService } from './modules/apps/app-service.js'
 import { AuthService } from './modules/auth/auth-service.js'
 import { IdentityCache } from './modules/auth/identity-cache.js'
+import { BillingLedger } from './modules/billing/billing-ledger.js'
+import { BillingService } from './modules/billing/billing-service.js'
 import { DownloadService } from './modules/files/download-service.js'
 import { FileAccess } from './modules/files/file-access.js'
 import { FileOperations } from './modules/files/file-operations.js'
@@ -55,6 +57,10 @@ export interface Services {
   webhookSettings: WebhookSettingsService
   /** POST /webhook_settings/test and the retry of failed webhook requests. */
   webhooks: WebhookService
+  /** GET /invoices and /payments, and the PDFs behind their links. */
+  billing: BillingService
+  /** Invoices and payments recorded by operators (`wharf billing`). */
+  billingLedger: BillingLedger
   /** GET /apps: the integration catalog, read from its file at start-up. */
   apps: AppService
 }
@@ -158,6 +164,8 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       history: new HistoryService(db, database.dialect.name, fileAccess, secrets, now),
       webhookSettings: new WebhookSettingsService(db, now),
       webhooks: new WebhookService(db, dispatcher, retryPolicy, leaseMs, now),
+      billing: new BillingService(db, config, secrets, now),
+      billingLedger: new BillingLedger(db, now),
       apps: new AppService(apps, secrets, () => config.baseUrl),
     }
     return {

@@ -200,6 +200,48 @@ export interface WebhookAttemptsTable {
   duration_ms: number
 }
 
+export type AccountLineItemType = 'invoice' | 'payment'
+
+/** Invoices and payments. Money is integer minor units of `currency` (exact on both dialects). */
+export interface AccountLineItemsTable {
+  id: Generated<number>
+  site_id: number
+  type: AccountLineItemType
+  currency: string
+  amount_minor: number
+  /** Invoice: still owed. Payment: not yet applied to an invoice. */
+  balance_minor: number
+  method: string | null
+  payment_type: string | null
+  payment_reversed_at: number | null
+  created_at: number
+  updated_at: number
+}
+
+export interface InvoiceLineItemsTable {
+  id: Generated<number>
+  site_id: number
+  invoice_id: number
+  amount_minor: number
+  description: string
+  plan: string | null
+  service_start_at: number | null
+  service_end_at: number | null
+  prepaid_bytes: number | null
+  prepaid_bytes_expire_at: number | null
+  created_at: number
+}
+
+/** One application of a payment to an invoice. */
+export interface PaymentLineItemsTable {
+  id: Generated<number>
+  site_id: number
+  payment_id: number
+  invoice_id: number
+  amount_minor: number
+  created_at: number
+}
+
 export interface Database {
   sites: SitesTable
   users: UsersTable
@@ -214,4 +256,7 @@ export interface Database {
   webhook_settings: WebhookSettingsTable
   webhook_notifications: WebhookNotificationsTable
   webhook_attempts: WebhookAttemptsTable
+  account_line_items: AccountLineItemsTable
+  invoice_line_items: InvoiceLineItemsTable
+  payment_line_items: PaymentLineItemsTable
 }

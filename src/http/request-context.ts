@@ -6,9 +6,11 @@ import type { Format } from './format.js'
  * - `general` (default): full-permission keys and sessions only, never a path-restricted key;
  * - `files`: file and share-link operations, also open to the desktop/sync/mobile/office sets;
  * - `current-key-read`: GET /api_key, open to every key, even permission set `none`;
- * - `current-key`: PATCH/DELETE /api_key, open to every key but permission set `none`.
+ * - `current-key`: PATCH/DELETE /api_key, open to every key but permission set `none`;
+ * - `any-key`: the billing records, which the spec opens to every authenticated key or session
+ *   (every permission set but `none`, path-restricted keys too: the records lie in no folder).
  */
-export type Access = 'general' | 'files' | 'current-key-read' | 'current-key'
+export type Access = 'general' | 'files' | 'current-key-read' | 'current-key' | 'any-key'
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -22,7 +22,7 @@ export function checkAccess(p: Principal, access: Access): void {
       'This API key has permission set "none": it can only read itself',
     )
   }
-  if (access === 'current-key') return
+  if (access === 'current-key' || access === 'any-key') return
   if (access === 'general' && set !== 'full') {
     throw new ApiError(
       ONLY_FOR[set] ?? 'not-authorized/full-permission-required',

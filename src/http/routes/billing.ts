@@ -1,0 +1,124 @@
+import { type Static, Type } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Container } from '../../container.js'
+import type { AccountLineItemType } from '../../db/schema.js'
+import { billingPdf } from '../../modules/billing/billing-pdf.js'
+import { sendPage } from '../pagination.js'
+import { DateTime, ErrorSchema, errorResponses, IdParams, listQuery, Nullable } from '../schemas.js'
+
+const InvoiceLineItemSchema = Type.Object(
+  {
+    id: Type.Integer(),
+    amount: Type.Number(),
+    created_at: Type.String({ format: 'date-time' }),
+    description: Type.String(),
+    type: Type.String(),
+    service_end_at: DateTime(),
+    service_start_at: DateTime(),
+    plan: Nullable(Type.String()),
+    site: Type.String(),
+    prepaid_bytes: Nullable(Type.Integer()),
+    prepaid_bytes_expire_at: DateTime(),
+    prepaid_bytes_used: Nullable(Type.Integer()),
+    prepaid_bytes_available: Nullable(Type.Integer()),
+  },
+  { $id: 'InvoiceLineItem', title: 'InvoiceLineItem' },
+)
+
+const PaymentLineItemSchema = Type.Object(
+  {
+    amount: Type.Number(),
+    created_at: Type.String({ format: 'date-time' }),
+    invoice_id: Type.Integer(),
+    payment_id: Type.Integer(),
+  },
+  { $id: 'PaymentLineItem', title: 'PaymentLineItem' },
+)
+
+export const AccountLineItemSchema = Type.Object(
+  {
+    id: Type.Integer(),
+    amount: Type.Number(),
+    balance: Type.Number(),
+    created_at: Type.String({ format: 'date-time' }),
+    currency: Type.String(),
+    download_uri: Type.String({ description: 'Signed, expiring link to the PDF (no credentials)' }),
+    invoice_line_items: Type.Array(InvoiceLineItemSchema),
+    method: Nullable(Type.String()),
+    payment_line_items: Type.Array(PaymentLineItemSchema),
+    payment_reversed_at: DateTime(),
+    payment_type: Nullable(Type.String()),
+    site_name: Type.String(),
+    type: Type.String({ description: 'invoice or payment' }),
+    updated_at: Type.String({ format: 'date-time' }),
+  },
+  { $id: 'AccountLineItem', title: 'AccountLineItem' },
+)
+
+const ListQuery = listQuery({})
+const LinkQuery = Type.Object(
+  {
+    expires: Type.Optional(Type.String({ maxLength: 20, description: 'Epoch seconds' })),
+    signature: Type.Optional(Type.String({ maxLength: 128 })),
+  },
+  { additionalProperties: false },
+)
+
+const tags = ['billing']
+const one = { 200: AccountLineItemSchema, ...errorResponses }
+
+/** GET /invoices, /payments (and by id), and the PDF behind their signed `download_uri`. */
+export function billingRoutes(c: Container) {
+  const svc = c.services.billing
+  return async (app: FastifyInstance) => {
+    for (const type of ['invoice', 'payment'] as AccountLineItemType[]) {
+      const plural = `${type}s`
+      app.get<{ Querystring: Static<typeof ListQuery> }>(
+        `/${plural}`,
+        {
+          config: { xml: ['account-line-items', 'account-line-item'], access: 'any-key' },
+          schema: {
+            summary: `List ${plural}`,
+            tags,
+            querystring: ListQuery,
+            response: { 200: Type.Array(AccountLineItemSchema), ...errorResponses },
+          },
+        },
+        async (request, reply) => sendPage(reply, await svc.list(request.principal, type, request.query)),
+      )
+      app.get<{ Params: Static<typeof IdParams> }>(
+        `/${plural}/:id`,
+        {
+          config: { xml: 'account-line-item', access: 'any-key' },
+          schema: { summary: `Show a ${type}`, tags, params: IdParams, response: one },
+        },
+        async (request) => svc.get(request.principal, type, request.params.id),
+      )
+    }
+
+    app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof LinkQuery> }>(
+      '/billing_documents/:id',
+      {
+        config: { auth: false },
+        schema: {
+          summary: 'The PDF behind an invoice’s or payment’s download_uri (no credentials)',
+          tags,
+          security: [],
+          produces: ['application/pdf'],
+          params: IdParams,
+          querystring: LinkQuery,
+          response: { 200: Type.String({ format: 'binary' }), 400: ErrorSchema, 401: ErrorSchema },
+        },
+      },
+      async (request, reply) => {
+        const item = await svc.forLink(request.params.id, request.query)
+        const name = `${item.type === 'invoice' ? 'invoice' : 'receipt'}-${item.id}.pdf`
+        return reply
+          .type('application/pdf')
+          .header('Content-Disposition', `attachment; filename="${name}"`)
+          .header('Cache-Control', 'private, no-store')
+          .send(billingPdf(item))
+      },
+    )
+  }
+}

@@ -1,0 +1,205 @@
+import type { Kysely } from 'kysely'
+import type { Database } from '../../db/schema.js'
+import { parseDateTime } from '../../http/datetime.js'
+import { ApiError } from '../../http/errors.js'
+import { contextOf, recordAction } from '../actions/action-recorder.js'
+import type { Principal } from '../auth/principal.js'
+import { parseAmount, parseCurrency, toDecimal } from './money.js'
+
+/** One line of a new invoice; amounts are decimal text ("49.90") so nothing is rounded on the way. */
+export interface NewInvoiceLine {
+  amount: string
+  description: string
+  plan?: string | undefined
+  service_start_at?: string | undefined
+  service_end_at?: string | undefined
+  prepaid_bytes?: number | undefined
+  prepaid_bytes_expire_at?: string | undefined
+}
+
+export interface NewInvoice {
+  currency: string
+  lines: NewInvoiceLine[]
+}
+
+export interface NewPayment {
+  currency: string
+  amount: string
+  method: string
+  payment_type?: string | undefined
+  /** Invoices the payment settles; an application without amount takes what the invoice still owes. */
+  apply?: { invoice_id: number; amount?: string | undefined }[]
+}
+
+const invalid = (message: string) => new ApiError('bad-request/request-params-invalid', message)
+
+/**
+ * How operators record billing (the `wharf billing` commands): invoices with their lines, and
+ * payments applied to invoices. Each is one transaction with its Action (`create`, targets naming
+ * the records), so the history never tells of a record that does not exist.
+ */
+export class BillingLedger {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Records an invoice; its amount and starting balance are the sum of its lines. Returns its id. */
+  async createInvoice(p: Principal, input: NewInvoice): Promise<number> {
+    const currency = parseCurrency(input.currency)
+    if (input.lines.length === 0) throw invalid('An invoice needs at least one line')
+    const lines = input.lines.map((l, i) => {
+      const what = `line ${i + 1}`
+      if (!l.description.trim()) throw invalid(`${what}: a description is required`)
+      const start = l.service_start_at ? parseDateTime(l.service_start_at, `${what} service start`) : null
+      const end = l.service_end_at ? parseDateTime(l.service_end_at, `${what} service end`) : null
+      if (start !== null && end !== null && end < start)
+        throw invalid(`${what}: the service ends before it starts`)
+      if (l.prepaid_bytes !== undefined && (!Number.isSafeInteger(l.prepaid_bytes) || l.prepaid_bytes < 0))
+        throw invalid(`${what}: prepaid bytes must be a whole number`)
+      return {
+        amount_minor: parseAmount(l.amount, currency, `${what} amount`),
+        description: l.description.trim(),
+        plan: l.plan?.trim() || null,
+        service_start_at: start,
+        service_end_at: end,
+        prepaid_bytes: l.prepaid_bytes ?? null,
+        prepaid_bytes_expire_at: l.prepaid_bytes_expire_at
+          ? parseDateTime(l.prepaid_bytes_expire_at, `${what} prepaid bytes expiry`)
+          : null,
+      }
+    })
+    const total = lines.reduce((sum, l) => sum + l.amount_minor, 0)
+    const now = this.now()
+    return this.db.transaction().execute(async (trx) => {
+      const { id } = await trx
+        .insertInto('account_line_items')
+        .values({
+          site_id: p.siteId,
+          type: 'invoice',
+          currency,
+          amount_minor: total,
+          balance_minor: total,
+          method: null,
+          payment_type: null,
+          payment_reversed_at: null,
+          created_at: now,
+          updated_at: now,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow()
+      await trx
+        .insertInto('invoice_line_items')
+        .values(lines.map((l) => ({ ...l, site_id: p.siteId, invoice_id: id, created_at: now })))
+        .execute()
+      await recordAction(
+        trx,
+        contextOf(p),
+        {
+          action: 'create',
+          display: `Recorded invoice #${id} for ${currency} ${toDecimal(total, currency)}`,
+          targets: [{ type: 'invoice', id }],
+        },
+        now,
+      )
+      return id
+    })
+  }
+
+  /**
+   * Records a payment and applies it to invoices, lowering their balances; what is not applied
+   * stays as the payment's balance. Applying more than the payment or more than an invoice owes
+   * is refused (422 model-save-error) and nothing is recorded. Returns the payment's id.
+   */
+  async recordPayment(p: Principal, input: NewPayment): Promise<number> {
+    const currency = parseCurrency(input.currency)
+    const amount = parseAmount(input.amount, currency)
+    const method = input.method.trim()
+    if (!method) throw invalid('A payment method is required (e.g. card, bank_transfer, paypal)')
+    const wanted = input.apply ?? []
+    const seen = new Set<number>()
+    for (const a of wanted) {
+      if (seen.has(a.invoice_id)) throw invalid(`Invoice #${a.invoice_id} is named twice`)
+      seen.add(a.invoice_id)
+    }
+    const now = this.now()
+    return this.db.transaction().execute(async (trx) => {
+      let left = amount
+      const applied: { invoice_id: number; amount_minor: number }[] = []
+      for (const a of wanted) {
+        const inv = await trx
+          .selectFrom('account_line_items')
+          .select(['id', 'currency', 'balance_minor'])
+          .where('site_id', '=', p.siteId)
+          .where('type', '=', 'invoice')
+          .where('id', '=', a.invoice_id)
+          .executeTakeFirst()
+        if (!inv) throw new ApiError('not-found', `No invoice with id ${a.invoice_id}`)
+        if (inv.currency !== currency)
+          throw overApplied(`Invoice #${inv.id} is in ${inv.currency}, the payment in ${currency}`)
+        const part =
+          a.amount !== undefined
+            ? parseAmount(a.amount, currency, `amount applied to invoice #${inv.id}`)
+            : Math.min(inv.balance_minor, left)
+        if (part <= 0) throw overApplied(`Nothing left to apply to invoice #${inv.id}`)
+        if (part > left)
+          throw overApplied(
+            `The payment of ${currency} ${toDecimal(amount, currency)} cannot cover ${currency} ${toDecimal(part, currency)} more on invoice #${inv.id}: only ${toDecimal(left, currency)} is left`,
+          )
+        // The balance check is in the UPDATE itself: two payments racing for one invoice cannot
+        // both take what it owes.
+        const res = await trx
+          .updateTable('account_line_items')
+          .set((eb) => ({ balance_minor: eb('balance_minor', '-', part), updated_at: now }))
+          .where('id', '=', inv.id)
+          .where('balance_minor', '>=', part)
+          .executeTakeFirst()
+        if (Number(res.numUpdatedRows) !== 1) {
+          throw overApplied(
+            `Invoice #${inv.id} owes ${currency} ${toDecimal(inv.balance_minor, currency)}: applying ${toDecimal(part, currency)} would overpay it`,
+          )
+        }
+        left -= part
+        applied.push({ invoice_id: inv.id, amount_minor: part })
+      }
+      const { id } = await trx
+        .insertInto('account_line_items')
+        .values({
+          site_id: p.siteId,
+          type: 'payment',
+          currency,
+          amount_minor: amount,
+          balance_minor: left,
+          method,
+          payment_type: input.payment_type?.trim() || null,
+          payment_reversed_at: null,
+          created_at: now,
+          updated_at: now,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow()
+      if (applied.length) {
+        await trx
+          .insertInto('payment_line_items')
+          .values(applied.map((a) => ({ ...a, site_id: p.siteId, payment_id: id, created_at: now })))
+          .execute()
+      }
+      const onto = applied.map((a) => `#${a.invoice_id}`).join(', ')
+      await recordAction(
+        trx,
+        contextOf(p),
+        {
+          action: 'create',
+          display: `Recorded payment #${id} of ${currency} ${toDecimal(amount, currency)}${onto ? ` applied to invoice ${onto}` : ''}`,
+          targets: [{ type: 'payment', id }, ...applied.map((a) => ({ type: 'invoice', id: a.invoice_id }))],
+        },
+        now,
+      )
+      return id
+    })
+  }
+}
+
+/** The request is well formed but the ledger cannot take it (the invoice's balance, the currency). */
+const overApplied = (message: string) =>
+  new ApiError('processing-failure/model-save-error', message, { modelErrors: { apply: [message] } })
