@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError } from 'commander'
+import { registerBillingCommands } from './cli/billing-commands.js'
 import { type Config, ConfigError, loadConfig } from './config.js'
 import { createContainer } from './container.js'
 import { ApiError } from './http/errors.js'
@@ -116,6 +117,8 @@ keys
       console.log(JSON.stringify(key, null, 2))
     })
   })
+
+registerBillingCommands(program, withContainer)
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof ConfigError) console.error(err.message)

@@ -1,0 +1,161 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { dialects } from './helpers/server.js'
+import {
+  buildServer,
+  type ProcessSite,
+  processSite,
+  type ServerProcesses,
+  serverProcesses,
+} from './helpers/server-process.js'
+
+let servers: ServerProcesses
+const sites: ProcessSite[] = []
+
+beforeAll(async () => {
+  servers = serverProcesses(await buildServer('wharf-billing-cli-build'))
+}, 120_000)
+
+afterAll(async () => {
+  await servers?.killAll()
+  for (const s of sites) await s.remove()
+})
+
+describe.each(dialects)('wharf billing (%s)', (dialect) => {
+  let site: ProcessSite
+  beforeAll(async () => {
+    site = await processSite(servers, dialect)
+    sites.push(site)
+  }, 60_000)
+
+  const wharf = (args: string[]) => servers.wharf(['billing', ...args], site.env())
+  /** A command that must fail: its exit code and what it printed on stderr. */
+  const refused = async (args: string[]) => {
+    try {
+      await wharf(args)
+    } catch (err) {
+      const e = err as { code: number; stderr: string }
+      return { code: e.code, stderr: e.stderr }
+    }
+    throw new Error(`wharf billing ${args.join(' ')} succeeded`)
+  }
+
+  it('records an invoice, then a payment applied to it that lowers its balance, each with an Action', async () => {
+    const inv = JSON.parse(
+      (
+        await wharf([
+          'invoice',
+          '--currency',
+          'EUR',
+          '--line',
+          '40.00:Storage, March',
+          '--line',
+          '9.95:Transfer, March',
+          '--plan',
+          'Business',
+          '--from',
+          '2025-03-01',
+          '--to',
+          '2025-03-31T23:59:59Z',
+        ])
+      ).stdout,
+    )
+    expect(inv).toMatchObject({ type: 'invoice', amount: 49.95, balance: 49.95, currency: 'EUR' })
+    expect(
+      inv.invoice_line_items.map((l: any) => [l.amount, l.description, l.plan, l.service_start_at]),
+    ).toEqual([
+      [40, 'Storage, March', 'Business', '2025-03-01T00:00:00Z'],
+      [9.95, 'Transfer, March', 'Business', '2025-03-01T00:00:00Z'],
+    ])
+
+    const pay = JSON.parse(
+      (
+        await wharf([
+          'payment',
+          '--currency',
+          'EUR',
+          '--amount',
+          '30.00',
+          '--method',
+          'bank_transfer',
+          '--apply',
+          String(inv.id),
+        ])
+      ).stdout,
+    )
+    expect(pay).toMatchObject({ type: 'payment', amount: 30, balance: 0, method: 'bank_transfer' })
+    expect(pay.payment_line_items).toEqual([
+      { amount: 30, created_at: expect.any(String), invoice_id: inv.id, payment_id: pay.id },
+    ])
+    const row = await site.db.db
+      .selectFrom('account_line_items')
+      .select('balance_minor')
+      .where('id', '=', inv.id)
+      .executeTakeFirstOrThrow()
+    expect(row.balance_minor).toBe(1995)
+
+    const actions = await site.db.db
+      .selectFrom('actions')
+      .select(['action', 'targets', 'display', 'interface'])
+      .where('display', 'like', 'Recorded %')
+      .orderBy('id')
+      .execute()
+    expect(actions).toEqual([
+      {
+        action: 'create',
+        targets: JSON.stringify([{ type: 'invoice', id: inv.id }]),
+        display: `Recorded invoice #${inv.id} for EUR 49.95`,
+        interface: 'robot',
+      },
+      {
+        action: 'create',
+        targets: JSON.stringify([
+          { type: 'payment', id: pay.id },
+          { type: 'invoice', id: inv.id },
+        ]),
+        display: `Recorded payment #${pay.id} of EUR 30.00 applied to invoice #${inv.id}`,
+        interface: 'robot',
+      },
+    ])
+
+    // 19.95 is still owed: applying 20.00 overpays the invoice and is refused, nothing recorded.
+    const over = await refused([
+      'payment',
+      '--currency',
+      'EUR',
+      '--amount',
+      '50',
+      '--method',
+      'card',
+      '--apply',
+      `${inv.id}:20.00`,
+    ])
+    expect(over.code).toBe(1)
+    expect(over.stderr).toContain(
+      `error: processing-failure/model-save-error: Invoice #${inv.id} owes EUR 19.95: applying 20.00 would overpay it`,
+    )
+    const payments = await site.db.db
+      .selectFrom('account_line_items')
+      .select('id')
+      .where('type', '=', 'payment')
+      .execute()
+    expect(payments).toHaveLength(1)
+  }, 60_000)
+
+  it('explains a malformed line or application', async () => {
+    const line = await refused(['invoice', '--currency', 'USD', '--line', '12.00'])
+    expect(line.code).toBe(1)
+    expect(line.stderr).toContain('must be AMOUNT:DESCRIPTION')
+    const apply = await refused([
+      'payment',
+      '--currency',
+      'USD',
+      '--amount',
+      '1',
+      '--method',
+      'card',
+      '--apply',
+      'x',
+    ])
+    expect(apply.stderr).toContain('must be INVOICE_ID or INVOICE_ID:AMOUNT')
+  }, 60_000)
+})
