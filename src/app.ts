@@ -106,7 +106,8 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     if (request.format === 'xml') {
       const xml = request.routeOptions.config?.xml
       const [root, item] = Array.isArray(xml) ? xml : [xml ?? 'response', undefined]
-      reply.serializer((payload: unknown) => toXml(payload, root, item))
+      const floats = new Set(request.routeOptions.config?.xmlFloats ?? [])
+      reply.serializer((payload: unknown) => toXml(payload, root, item, floats))
       reply.type('application/xml; charset=utf-8')
     }
     done()

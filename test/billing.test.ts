@@ -224,6 +224,11 @@ describe.each(dialects)('billing records (%s)', (dialect) => {
     expect(one.text).toContain('<method nil="true"/>')
     const list = await call(s, 'GET', '/payments', { key: s.adminKey, accept: 'application/xml' })
     expect(list.text).toMatch(/<account-line-items type="array"[\s/>]/)
+    // A whole amount is still a double.
+    const whole = await call(s, 'GET', `/invoices/${await invoice(['2010.00'])}.xml`, { key: s.adminKey })
+    expect(whole.text).toContain('<amount type="float">2010</amount>')
+    expect(whole.text).toContain('<balance type="float">2010</balance>')
+    expect(whole.text).not.toContain('<amount type="integer">')
   })
 
   it('answers 404 for unknown ids, an invoice asked for as a payment, and 400 for bad ids', async () => {

@@ -90,21 +90,21 @@ function singular(name: string): string {
   return 'item'
 }
 
-function element(name: string, value: unknown, indent: string): string {
+function element(name: string, value: unknown, indent: string, floats: ReadonlySet<string>): string {
   if (value === null || value === undefined) return `${indent}<${name} nil="true"/>\n`
   if (typeof value === 'boolean') return `${indent}<${name} type="boolean">${value}</${name}>\n`
   if (typeof value === 'number') {
-    const t = Number.isInteger(value) ? 'integer' : 'float'
+    const t = Number.isInteger(value) && !floats.has(name) ? 'integer' : 'float'
     return `${indent}<${name} type="${t}">${value}</${name}>\n`
   }
   if (Array.isArray(value)) {
     if (value.length === 0) return `${indent}<${name} type="array"/>\n`
     const child = singular(name)
-    return `${indent}<${name} type="array">\n${value.map((v) => element(child, v, `${indent}  `)).join('')}${indent}</${name}>\n`
+    return `${indent}<${name} type="array">\n${value.map((v) => element(child, v, `${indent}  `, floats)).join('')}${indent}</${name}>\n`
   }
   if (typeof value === 'object') {
     const inner = Object.entries(value as Record<string, unknown>)
-      .map(([k, v]) => element(xmlName(k), v, `${indent}  `))
+      .map(([k, v]) => element(xmlName(k), v, `${indent}  `, floats))
       .join('')
     return inner ? `${indent}<${name}>\n${inner}${indent}</${name}>\n` : `${indent}<${name}/>\n`
   }
@@ -115,15 +115,22 @@ function element(name: string, value: unknown, indent: string): string {
  * Renders a payload in the spec's XML shapes: a list as `<plural type="array">` of `<singular>`
  * items, a record under its hyphenated singular root; typed elements, `nil="true"` for null.
  */
-export function toXml(payload: unknown, root: string, itemName?: string): string {
+export function toXml(
+  payload: unknown,
+  root: string,
+  itemName?: string,
+  floats: ReadonlySet<string> = NO_FLOATS,
+): string {
   const head = '<?xml version="1.0" encoding="UTF-8"?>\n'
   if (Array.isArray(payload)) {
     if (payload.length === 0) return `${head}<${root} type="array"/>\n`
     const child = itemName ?? singular(root)
-    return `${head}<${root} type="array">\n${payload.map((p) => element(child, p, '  ')).join('')}</${root}>\n`
+    return `${head}<${root} type="array">\n${payload.map((p) => element(child, p, '  ', floats)).join('')}</${root}>\n`
   }
-  return head + element(root, payload, '')
+  return head + element(root, payload, '', floats)
 }
+
+const NO_FLOATS: ReadonlySet<string> = new Set()
 
 // ---------- XML in ----------
 

@@ -19,6 +19,8 @@ declare module 'fastify' {
     access?: Access
     /** XML root element: the singular root of a record, or [plural, item] for a list. */
     xml?: string | [string, string]
+    /** Number fields the spec types as double: typed float in XML even when whole (`amount` 2010). */
+    xmlFloats?: readonly string[]
   }
   interface FastifyInstance {
     /** Every route as registered: method and URL (HEAD routes included). */

@@ -6,6 +6,9 @@ import { billingPdf } from '../../modules/billing/billing-pdf.js'
 import { sendPage } from '../pagination.js'
 import { DateTime, ErrorSchema, errorResponses, IdParams, listQuery, Nullable } from '../schemas.js'
 
+/** Amounts are doubles in the spec: `2010` is still typed float in XML. */
+const MONEY = ['amount', 'balance']
+
 const InvoiceLineItemSchema = Type.Object(
   {
     id: Type.Integer(),
@@ -76,7 +79,7 @@ export function billingRoutes(c: Container) {
       app.get<{ Querystring: Static<typeof ListQuery> }>(
         `/${plural}`,
         {
-          config: { xml: ['account-line-items', 'account-line-item'], access: 'any-key' },
+          config: { xml: ['account-line-items', 'account-line-item'], xmlFloats: MONEY, access: 'any-key' },
           schema: {
             summary: `List ${plural}`,
             tags,
@@ -89,7 +92,7 @@ export function billingRoutes(c: Container) {
       app.get<{ Params: Static<typeof IdParams> }>(
         `/${plural}/:id`,
         {
-          config: { xml: 'account-line-item', access: 'any-key' },
+          config: { xml: 'account-line-item', xmlFloats: MONEY, access: 'any-key' },
           schema: { summary: `Show a ${type}`, tags, params: IdParams, response: one },
         },
         async (request) => svc.get(request.principal, type, request.params.id),
