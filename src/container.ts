@@ -29,7 +29,6 @@ import { type BootstrapResult, bootstrapSite, type SiteRow } from './modules/sit
 import { UserService } from './modules/users/user-service.js'
 import type { Resolver } from './webhooks/address-guard.js'
 import { RetryPolicy } from './webhooks/retry-policy.js'
-import { type Sender, ThreadedSender } from './webhooks/threaded-sender.js'
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js'
 import { WebhookLogRetention } from './webhooks/webhook-log-retention.js'
 import { WebhookSender } from './webhooks/webhook-sender.js'
@@ -80,7 +79,7 @@ export interface Container {
   services: Services
   rateLimiter: RateLimiter
   /** Outbound webhooks: the outbox's dispatcher and the log's retention job. */
-  webhooks: { dispatcher: WebhookDispatcher; retention: WebhookLogRetention; sender: Sender }
+  webhooks: { dispatcher: WebhookDispatcher; retention: WebhookLogRetention; sender: WebhookSender }
   now: () => number
   /** Starts the background work (janitor, webhook delivery, log retention) once the server listens. */
   startBackground(): Promise<void>
@@ -121,18 +120,13 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const fileAccess = new FileAccess(db)
     const janitor = new BlobJanitor(db, blobs, now, { logger: opts.logger })
     const hooks = config.webhooks
-    const senderOptions = {
+    const sender = new WebhookSender({
       allowedCidrs: hooks.allowedCidrs,
       connectTimeoutMs: hooks.connectTimeoutMs,
       totalTimeoutMs: hooks.totalTimeoutMs,
       maxConnections: hooks.concurrency,
-    }
-    // The compiled server sends on a thread of its own; tests run the TypeScript sources (no
-    // thread can load those) and inject resolvers (which cannot cross to a thread).
-    const sender: Sender =
-      opts.resolver || !import.meta.url.endsWith('.js')
-        ? new WebhookSender({ ...senderOptions, ...(opts.resolver ? { resolver: opts.resolver } : {}) })
-        : new ThreadedSender(senderOptions)
+      ...(opts.resolver ? { resolver: opts.resolver } : {}),
+    })
     const retryPolicy = new RetryPolicy(hooks.retrySchedule)
     // Well past the longest a request may take: no other worker sends a notification while it
     // is out (45 s with the default timeouts).

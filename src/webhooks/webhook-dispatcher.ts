@@ -5,9 +5,8 @@ import type { Logger } from 'pino'
 import type { Database, WebhookNotificationsTable } from '../db/schema.js'
 import { type DeliveryLog, DeliveryLogWriter } from './delivery-log.js'
 import type { RetryPolicy } from './retry-policy.js'
-import type { Sender } from './threaded-sender.js'
 import { isPostgresDb, outboxSignal } from './webhook-outbox.js'
-import type { WebhookOutcome } from './webhook-sender.js'
+import type { WebhookOutcome, WebhookSender } from './webhook-sender.js'
 import { findWebhookSettings, type WebhookSettings } from './webhook-settings.js'
 import { signWebhook } from './webhook-signature.js'
 
@@ -81,7 +80,7 @@ export class WebhookDispatcher {
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly sender: Sender,
+    private readonly sender: Pick<WebhookSender, 'send'>,
     policy: RetryPolicy,
     private readonly now: () => number,
     private readonly opts: DispatcherOptions,
