@@ -158,4 +158,112 @@ describe.each(dialects)('wharf billing (%s)', (dialect) => {
     ])
     expect(apply.stderr).toContain('must be INVOICE_ID or INVOICE_ID:AMOUNT')
   }, 60_000)
+
+  it('reverses a payment: the invoices owe again exactly what it took, once, with an Action', async () => {
+    const invoice = async (line: string) =>
+      JSON.parse((await wharf(['invoice', '--currency', 'USD', '--line', line])).stdout).id as number
+    const a = await invoice('100.00:Storage, April')
+    const b = await invoice('25.50:Transfer, April')
+    const pay = JSON.parse(
+      (
+        await wharf([
+          'payment',
+          '--currency',
+          'USD',
+          '--amount',
+          '80.00',
+          '--method',
+          'card',
+          '--apply',
+          `${a}:40.25`,
+          '--apply',
+          String(b),
+        ])
+      ).stdout,
+    )
+    expect(pay).toMatchObject({ amount: 80, balance: 14.25, payment_reversed_at: null })
+    const balances = async () =>
+      (
+        await site.db.db
+          .selectFrom('account_line_items')
+          .select(['id', 'balance_minor'])
+          .where('id', 'in', [a, b, pay.id])
+          .orderBy('id')
+          .execute()
+      ).map((r) => [r.id, r.balance_minor])
+    expect(await balances()).toEqual([
+      [a, 5975],
+      [b, 0],
+      [pay.id, 1425],
+    ])
+
+    const printed = JSON.parse((await wharf(['reverse-payment', '--id', String(pay.id)])).stdout)
+    expect(printed).toMatchObject({ id: pay.id, type: 'payment', amount: 80, balance: 0 })
+    expect(await balances()).toEqual([
+      [a, 10000],
+      [b, 2550],
+      [pay.id, 0],
+    ])
+
+    const server = await servers.serve(site.env())
+    const res = await fetch(`${server.api}/payments/${pay.id}`, { headers: { 'X-FilesAPI-Key': site.key } })
+    expect(res.status).toBe(200)
+    const got = (await res.json()) as any
+    expect(got.payment_reversed_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{3})?Z$/)
+    expect(got.payment_reversed_at).toBe(printed.payment_reversed_at)
+    expect(got.balance).toBe(0)
+    // The applications stay, as the history of what the payment once settled.
+    expect(got.payment_line_items.map((l: any) => [l.invoice_id, l.amount])).toEqual([
+      [a, 40.25],
+      [b, 25.5],
+    ])
+
+    const again = await refused(['reverse-payment', '--id', String(pay.id)])
+    expect(again.code).toBe(1)
+    expect(again.stderr).toContain(
+      `error: processing-failure/model-save-error: Payment #${pay.id} was already reversed at ${printed.payment_reversed_at}`,
+    )
+    expect(await balances()).toEqual([
+      [a, 10000],
+      [b, 2550],
+      [pay.id, 0],
+    ])
+
+    const actions = await site.db.db
+      .selectFrom('actions')
+      .select(['action', 'targets', 'display', 'interface'])
+      .where('display', 'like', 'Reversed %')
+      .execute()
+    expect(actions).toEqual([
+      {
+        action: 'create',
+        targets: JSON.stringify([
+          { type: 'payment', id: pay.id },
+          { type: 'invoice', id: a },
+          { type: 'invoice', id: b },
+        ]),
+        display: `Reversed payment #${pay.id} of USD 80.00, given back to invoice #${a}, #${b}`,
+        interface: 'robot',
+      },
+    ])
+  }, 60_000)
+
+  it('refuses to reverse an unknown id or an invoice', async () => {
+    const unknown = await refused(['reverse-payment', '--id', '999999'])
+    expect(unknown.code).toBe(1)
+    expect(unknown.stderr).toContain('error: not-found: No payment with id 999999')
+    const inv = JSON.parse((await wharf(['invoice', '--currency', 'USD', '--line', '5.00:Support'])).stdout)
+    const asInvoice = await refused(['reverse-payment', '--id', String(inv.id)])
+    expect(asInvoice.code).toBe(1)
+    expect(asInvoice.stderr).toContain(`error: not-found: #${inv.id} is an invoice, not a payment`)
+    const row = await site.db.db
+      .selectFrom('account_line_items')
+      .select(['balance_minor', 'payment_reversed_at'])
+      .where('id', '=', inv.id)
+      .executeTakeFirstOrThrow()
+    expect(row).toEqual({ balance_minor: 500, payment_reversed_at: null })
+    const malformed = await refused(['reverse-payment', '--id', 'x'])
+    expect(malformed.code).toBe(1)
+    expect(malformed.stderr).toContain('must be a payment id')
+  }, 60_000)
 })

@@ -23,8 +23,14 @@ function parseApply(v: string): NonNullable<NewPayment['apply']>[number] {
   return { invoice_id: Number(m[1]), ...(m[2] !== undefined ? { amount: m[2].trim() } : {}) }
 }
 
+function parseId(v: string): number {
+  if (!/^\d{1,15}$/.test(v.trim()) || Number(v) < 1)
+    throw new InvalidArgumentError(`--id "${v}" must be a payment id, e.g. 12`)
+  return Number(v)
+}
+
 /**
- * `wharf billing invoice` and `wharf billing payment`: how an operator records what the
+ * `wharf billing invoice`, `payment` and `reverse-payment`: how an operator records what the
  * read-only /invoices and /payments endpoints show. Each prints the record as the API renders it.
  */
 export function registerBillingCommands(program: Command, withContainer: WithContainer): void {
@@ -83,6 +89,17 @@ export function registerBillingCommands(program: Command, withContainer: WithCon
           apply,
         })
         console.log(JSON.stringify(await c.services.billing.getInSite(c.site.id, 'payment', id), null, 2))
+      })
+    })
+
+  billing
+    .command('reverse-payment')
+    .description('reverse a payment: the invoices it settled owe again what it took off them')
+    .requiredOption('--id <n>', 'the payment id', parseId)
+    .action(async (o) => {
+      await withContainer(async (c) => {
+        await c.services.billingLedger.reversePayment(operatorPrincipal(c.site.id), o.id)
+        console.log(JSON.stringify(await c.services.billing.getInSite(c.site.id, 'payment', o.id), null, 2))
       })
     })
 }

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { Database } from '../../db/schema.js'
-import { parseDateTime } from '../../http/datetime.js'
+import { formatDateTime, parseDateTime } from '../../http/datetime.js'
 import { ApiError } from '../../http/errors.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
@@ -196,6 +196,75 @@ export class BillingLedger {
         now,
       )
       return id
+    })
+  }
+
+  /**
+   * Reverses a payment (a chargeback or refund): every invoice it was applied to owes again
+   * exactly what the payment took off it, and the payment's balance becomes 0, since the money is
+   * gone and nothing of it can settle another invoice. Its line items stay, as history of what it
+   * once settled. An unknown id or an invoice's id is 404; a payment already reversed is 422.
+   */
+  async reversePayment(p: Principal, id: number): Promise<void> {
+    const now = this.now()
+    await this.db.transaction().execute(async (trx) => {
+      // The check is in the UPDATE itself: two reversals of one payment at once cannot both give
+      // its amounts back to the invoices.
+      const res = await trx
+        .updateTable('account_line_items')
+        .set({ payment_reversed_at: now, balance_minor: 0, updated_at: now })
+        .where('site_id', '=', p.siteId)
+        .where('type', '=', 'payment')
+        .where('id', '=', id)
+        .where('payment_reversed_at', 'is', null)
+        .executeTakeFirst()
+      if (Number(res.numUpdatedRows) !== 1) throw await this.whyNotReversed(trx, p, id)
+      const pay = await trx
+        .selectFrom('account_line_items')
+        .select(['currency', 'amount_minor'])
+        .where('id', '=', id)
+        .executeTakeFirstOrThrow()
+      const applied = await trx
+        .selectFrom('payment_line_items')
+        .select(['invoice_id', (eb) => eb.fn.sum<number | string>('amount_minor').as('amount_minor')])
+        .where('payment_id', '=', id)
+        .groupBy('invoice_id')
+        .orderBy('invoice_id')
+        .execute()
+      for (const a of applied) {
+        await trx
+          .updateTable('account_line_items')
+          .set((eb) => ({ balance_minor: eb('balance_minor', '+', Number(a.amount_minor)), updated_at: now }))
+          .where('id', '=', a.invoice_id)
+          .execute()
+      }
+      const onto = applied.map((a) => `#${a.invoice_id}`).join(', ')
+      await recordAction(
+        trx,
+        contextOf(p),
+        {
+          action: 'create',
+          display: `Reversed payment #${id} of ${pay.currency} ${toDecimal(pay.amount_minor, pay.currency)}${onto ? `, given back to invoice ${onto}` : ''}`,
+          targets: [{ type: 'payment', id }, ...applied.map((a) => ({ type: 'invoice', id: a.invoice_id }))],
+        },
+        now,
+      )
+    })
+  }
+
+  /** Why the reversal's UPDATE touched nothing: no such payment, or reversed already. */
+  private async whyNotReversed(trx: Kysely<Database>, p: Principal, id: number): Promise<ApiError> {
+    const row = await trx
+      .selectFrom('account_line_items')
+      .select(['type', 'payment_reversed_at'])
+      .where('site_id', '=', p.siteId)
+      .where('id', '=', id)
+      .executeTakeFirst()
+    if (!row) return new ApiError('not-found', `No payment with id ${id}`)
+    if (row.type !== 'payment') return new ApiError('not-found', `#${id} is an invoice, not a payment`)
+    const message = `Payment #${id} was already reversed at ${formatDateTime(row.payment_reversed_at)}`
+    return new ApiError('processing-failure/model-save-error', message, {
+      modelErrors: { payment_reversed_at: [message] },
     })
   }
 }
