@@ -4,7 +4,7 @@ import { formatDateTime, parseDateTime } from '../../http/datetime.js'
 import { ApiError } from '../../http/errors.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
-import { parseAmount, parseCurrency, toDecimal } from './money.js'
+import { MAX_MINOR, parseAmount, parseCurrency, toDecimal } from './money.js'
 
 /** One line of a new invoice; amounts are decimal text ("49.90") so nothing is rounded on the way. */
 export interface NewInvoiceLine {
@@ -70,6 +70,8 @@ export class BillingLedger {
       }
     })
     const total = lines.reduce((sum, l) => sum + l.amount_minor, 0)
+    if (total > MAX_MINOR)
+      throw invalid(`The invoice's total must be at most ${currency} ${toDecimal(MAX_MINOR, currency)}`)
     const now = this.now()
     return this.db.transaction().execute(async (trx) => {
       const { id } = await trx
