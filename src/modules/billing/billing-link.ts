@@ -1,6 +1,5 @@
-import { ApiError } from '../../http/errors.js'
 import { hmac, safeEqual } from '../../security/secrets.js'
-import { parseExpiry } from '../files/signed-link.js'
+import { invalidLink, parseExpiry } from '../files/signed-link.js'
 
 /**
  * `download_uri` of an invoice or payment: a signed, expiring link to its PDF, usable without
@@ -32,6 +31,3 @@ export function checkBillingDocumentLink(
   const expires = parseExpiry(query.expires, nowMs)
   if (!safeEqual(query.signature ?? '', signature(secret, siteId, id, expires))) throw invalidLink()
 }
-
-export const invalidLink = () =>
-  new ApiError('not-authenticated/invalid-or-expired-code', 'This link is invalid or has expired')

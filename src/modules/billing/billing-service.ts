@@ -5,8 +5,9 @@ import { formatDateTime } from '../../http/datetime.js'
 import { ApiError } from '../../http/errors.js'
 import { applyListQuery, type ListSpec, type Page, parseListQuery, toPage } from '../../http/pagination.js'
 import type { Principal } from '../auth/principal.js'
+import { invalidLink } from '../files/signed-link.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
-import { billingDocumentUrl, checkBillingDocumentLink, invalidLink } from './billing-link.js'
+import { billingDocumentUrl, checkBillingDocumentLink } from './billing-link.js'
 import { toNumber } from './money.js'
 
 /** InvoiceLineItem, with the Files.com SDK's field names. */

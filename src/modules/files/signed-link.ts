@@ -7,7 +7,8 @@ import { hmac, safeEqual } from '../../security/secrets.js'
  * it until then, exactly like a Files.com link.
  */
 
-const invalid = () =>
+/** The one refusal of every signed link, whatever is wrong with it: nothing to probe. */
+export const invalidLink = () =>
   new ApiError('not-authenticated/invalid-or-expired-code', 'This link is invalid or has expired')
 
 export function uploadPartSignature(
@@ -41,13 +42,13 @@ export function checkUploadPartSignature(
   expires: number,
   signature: string,
 ): void {
-  if (!safeEqual(signature, uploadPartSignature(secret, siteId, ref, part, expires))) throw invalid()
+  if (!safeEqual(signature, uploadPartSignature(secret, siteId, ref, part, expires))) throw invalidLink()
 }
 
 /** `expires` of a signed URL: epoch seconds, refused once passed (401). */
 export function parseExpiry(raw: unknown, nowMs: number): number {
   const expires = typeof raw === 'string' && /^\d{1,12}$/.test(raw) ? Number(raw) : Number.NaN
-  if (!Number.isFinite(expires) || expires * 1000 <= nowMs) throw invalid()
+  if (!Number.isFinite(expires) || expires * 1000 <= nowMs) throw invalidLink()
   return expires
 }
 
@@ -81,16 +82,16 @@ export function signDownloadToken(secret: string, claims: DownloadClaims): strin
  */
 export function readDownloadToken(token: string): { claims: DownloadClaims; payload: string; sig: string } {
   const sep = token.lastIndexOf('~')
-  if (sep <= 0 || token.length > 2048) throw invalid()
+  if (sep <= 0 || token.length > 2048) throw invalidLink()
   const payload = token.slice(0, sep)
   const sig = token.slice(sep + 1)
   let claims: unknown
   try {
     claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'))
   } catch {
-    throw invalid()
+    throw invalidLink()
   }
-  if (!isClaims(claims)) throw invalid()
+  if (!isClaims(claims)) throw invalidLink()
   return { claims, payload, sig }
 }
 
@@ -99,8 +100,8 @@ export function verifyDownloadToken(
   t: { claims: DownloadClaims; payload: string; sig: string },
   nowMs: number,
 ): void {
-  if (!safeEqual(t.sig, hmac(secret, `download:${t.payload}`))) throw invalid()
-  if (t.claims.e * 1000 <= nowMs) throw invalid()
+  if (!safeEqual(t.sig, hmac(secret, `download:${t.payload}`))) throw invalidLink()
+  if (t.claims.e * 1000 <= nowMs) throw invalidLink()
 }
 
 function isClaims(v: unknown): v is DownloadClaims {
