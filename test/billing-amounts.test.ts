@@ -30,6 +30,19 @@ describe.each(dialects)('invoice totals (%s)', (dialect) => {
     expect(after).toHaveLength(before.length)
   })
 
+  it('refuses an expiry of prepaid bytes on a line without prepaid bytes', async () => {
+    const err = await ledger()
+      .createInvoice(operator(), {
+        currency: 'USD',
+        lines: [{ amount: '5.00', description: 'Storage', prepaid_bytes_expire_at: '2030-01-01T00:00:00Z' }],
+      })
+      .then(() => undefined)
+      .catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(ApiError)
+    expect((err as ApiError).type).toBe('bad-request/request-params-invalid')
+    expect((err as ApiError).message).toBe('line 1: an expiry of prepaid bytes needs prepaid bytes')
+  })
+
   it('takes an invoice whose total is exactly the largest amount', async () => {
     const id = await ledger().createInvoice(operator(), {
       currency: 'USD',

@@ -159,6 +159,18 @@ describe.each(dialects)('wharf billing (%s)', (dialect) => {
     expect(apply.stderr).toContain('must be INVOICE_ID or INVOICE_ID:AMOUNT')
   }, 60_000)
 
+  it('refuses prepaid bytes that are not digits, and their expiry without them', async () => {
+    const line = ['invoice', '--currency', 'USD', '--line', '12.00:Storage']
+    for (const bytes of [' ', '1e3', '0x10']) {
+      const r = await refused([...line, '--prepaid-bytes', bytes])
+      expect(r.code).toBe(1)
+      expect(r.stderr).toContain('must be a whole number of bytes')
+    }
+    const expiry = await refused([...line, '--prepaid-bytes-expire-at', '2030-01-01'])
+    expect(expiry.code).toBe(1)
+    expect(expiry.stderr).toContain('--prepaid-bytes-expire-at needs --prepaid-bytes')
+  }, 60_000)
+
   it('reverses a payment: the invoices owe again exactly what it took, once, with an Action', async () => {
     const invoice = async (line: string) =>
       JSON.parse((await wharf(['invoice', '--currency', 'USD', '--line', line])).stdout).id as number

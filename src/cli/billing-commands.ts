@@ -29,6 +29,13 @@ function parseId(v: string): number {
   return Number(v)
 }
 
+/** `--prepaid-bytes`: digits only (Number() would take " " as 0 and "1e3" or "0x10" as numbers). */
+function parseBytes(v: string): number {
+  if (!/^\d{1,16}$/.test(v.trim()) || !Number.isSafeInteger(Number(v)))
+    throw new InvalidArgumentError(`--prepaid-bytes "${v}" must be a whole number of bytes, e.g. 1073741824`)
+  return Number(v)
+}
+
 /**
  * `wharf billing invoice`, `payment` and `reverse-payment`: how an operator records what the
  * read-only /invoices and /payments endpoints show. Each prints the record as the API renders it.
@@ -49,16 +56,18 @@ export function registerBillingCommands(program: Command, withContainer: WithCon
     .option('--plan <name>', 'service (plan) name shown on every line')
     .option('--from <date>', 'start of the service period (ISO 8601)')
     .option('--to <date>', 'end of the service period (ISO 8601)')
-    .option('--prepaid-bytes <n>', 'prepaid bytes the invoice buys (on the first line)')
+    .option('--prepaid-bytes <n>', 'prepaid bytes the invoice buys (on the first line)', parseBytes)
     .option('--prepaid-bytes-expire-at <date>', 'when the prepaid bytes expire')
     .action(async (o) => {
+      if (o.prepaidBytesExpireAt !== undefined && o.prepaidBytes === undefined)
+        throw new InvalidArgumentError('--prepaid-bytes-expire-at needs --prepaid-bytes')
       const lines: NewInvoiceLine[] = (o.line as string[]).map((v, i) => ({
         ...parseLine(v),
         plan: o.plan,
         service_start_at: o.from,
         service_end_at: o.to,
         ...(i === 0 && o.prepaidBytes !== undefined
-          ? { prepaid_bytes: Number(o.prepaidBytes), prepaid_bytes_expire_at: o.prepaidBytesExpireAt }
+          ? { prepaid_bytes: o.prepaidBytes as number, prepaid_bytes_expire_at: o.prepaidBytesExpireAt }
           : {}),
       }))
       await withContainer(async (c) => {

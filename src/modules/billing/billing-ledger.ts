@@ -57,6 +57,8 @@ export class BillingLedger {
         throw invalid(`${what}: the service ends before it starts`)
       if (l.prepaid_bytes !== undefined && (!Number.isSafeInteger(l.prepaid_bytes) || l.prepaid_bytes < 0))
         throw invalid(`${what}: prepaid bytes must be a whole number`)
+      if (l.prepaid_bytes_expire_at && l.prepaid_bytes === undefined)
+        throw invalid(`${what}: an expiry of prepaid bytes needs prepaid bytes`)
       return {
         amount_minor: parseAmount(l.amount, currency, `${what} amount`),
         description: l.description.trim(),
