@@ -57,3 +57,32 @@ describe.each(dialects)('invoice totals (%s)', (dialect) => {
     expect(res.body.balance).toBe(10_000_000_000_000)
   })
 })
+
+describe.each(dialects)('ledger constraints (%s)', (dialect) => {
+  let s: TestServer
+  beforeAll(async () => {
+    s = await startServer(dialect)
+  })
+  afterAll(async () => s?.close())
+
+  it('refuses in the database a balance below zero or above the amount', async () => {
+    const id = await s.container.services.billingLedger.createInvoice(
+      operatorPrincipal(s.container.site.id),
+      {
+        currency: 'USD',
+        lines: [{ amount: '10.00', description: 'Storage' }],
+      },
+    )
+    for (const balance of [-1, 1001]) {
+      await expect(
+        s.container.db
+          .updateTable('account_line_items')
+          .set({ balance_minor: balance })
+          .where('id', '=', id)
+          .execute(),
+      ).rejects.toThrow(/check constraint|CHECK constraint/i)
+    }
+    const res = await call(s, 'GET', `/invoices/${id}`, { key: s.adminKey })
+    expect(res.body.balance).toBe(10)
+  })
+})

@@ -1,4 +1,4 @@
-import { type Kysely, PostgresAdapter } from 'kysely'
+import { type Kysely, PostgresAdapter, sql } from 'kysely'
 
 /**
  * Billing records: invoices and payments (AccountLineItem), the lines of an invoice, and the
@@ -26,6 +26,13 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('payment_reversed_at', 'bigint')
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .addColumn('updated_at', 'bigint', (c) => c.notNull())
+    // The ledger's own checks keep these true; here a bug or a hand-made UPDATE cannot make an
+    // invoice owe more than it asked, or a balance go below zero, without failing loudly.
+    .addCheckConstraint('account_line_items_type', sql`type in ('invoice', 'payment')`)
+    .addCheckConstraint(
+      'account_line_items_balance',
+      sql`amount_minor > 0 and balance_minor >= 0 and balance_minor <= amount_minor`,
+    )
     .execute()
   // The two lists page by id within one site and one type.
   await db.schema
@@ -60,7 +67,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('site_id', 'bigint', (c) => c.notNull().references('sites.id'))
     .addColumn('payment_id', 'bigint', (c) => c.notNull().references('account_line_items.id'))
     .addColumn('invoice_id', 'bigint', (c) => c.notNull().references('account_line_items.id'))
-    .addColumn('amount_minor', 'bigint', (c) => c.notNull())
+    .addColumn('amount_minor', 'bigint', (c) => c.notNull().check(sql`amount_minor > 0`))
     .addColumn('created_at', 'bigint', (c) => c.notNull())
     .execute()
   await db.schema
