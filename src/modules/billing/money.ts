@@ -23,11 +23,21 @@ export function parseCurrency(raw: string): string {
   return code
 }
 
-/** Decimal places of a currency's minor unit (2 for USD, 0 for JPY, 3 for KWD). */
+const DIGITS = new Map<string, number>()
+
+/**
+ * Decimal places of a currency's minor unit (2 for USD, 0 for JPY, 3 for KWD). Remembered per
+ * currency: every amount of every rendered record asks, and building an Intl.NumberFormat is slow.
+ */
 export function currencyDigits(currency: string): number {
-  return (
-    new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2
-  )
+  let digits = DIGITS.get(currency)
+  if (digits === undefined) {
+    digits =
+      new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ??
+      2
+    DIGITS.set(currency, digits)
+  }
+  return digits
 }
 
 /** "12.30" → 1230 (USD). Positive only; more decimals than the currency has is an error. */
