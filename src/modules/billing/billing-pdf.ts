@@ -1,6 +1,6 @@
 import PDFDocument from 'pdfkit'
 import type { AccountLineItemJson } from './billing-service.js'
-import { currencyDigits } from './money.js'
+import { currencyDigits, toDecimal } from './money.js'
 
 /**
  * The PDF behind an invoice's or payment's `download_uri`, drawn by pdfkit and streamed as it is
@@ -9,7 +9,9 @@ import { currencyDigits } from './money.js'
  */
 export function billingPdf(item: AccountLineItemJson): PDFKit.PDFDocument {
   const digits = currencyDigits(item.currency)
-  const money = (n: number) => `${item.currency} ${n.toFixed(digits)}`
+  // Back to exact minor units, then the same decimal text as everywhere else: toFixed on a large
+  // double can print the wrong last digit.
+  const money = (n: number) => `${item.currency} ${toDecimal(Math.round(n * 10 ** digits), item.currency)}`
   const date = (iso: string | null) => (iso ? iso.slice(0, 10) : '')
   const title = item.type === 'invoice' ? `Invoice #${item.id}` : `Payment receipt #${item.id}`
   const doc = new PDFDocument({
