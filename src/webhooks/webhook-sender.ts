@@ -57,10 +57,34 @@ const systemResolver: Resolver = async (hostname) =>
 /** What has arrived so far, so that a timeout still reports the part of the body it cut short. */
 interface Progress {
   status: number | null
-  headers: Record<string, string | string[] | undefined>
+  /** `Retry-After` and `Content-Length` as undici's header parsing gives them (repeats as an array). */
+  retryAfter: string | string[] | undefined
+  contentLength: string | string[] | undefined
   kept: Buffer[]
   keptBytes: number
   size: number
+}
+
+const nothingYet = (): Progress => ({
+  status: null,
+  retryAfter: undefined,
+  contentLength: undefined,
+  kept: [],
+  keptBytes: 0,
+  size: 0,
+})
+
+/** Where a listener URL sends requests, parsed once per URL. */
+interface Target {
+  origin: string
+  path: string
+  tls: boolean
+}
+
+interface Outcomes {
+  answered(progress: Progress, started: number): WebhookOutcome
+  failed(err: unknown, tls: boolean, progress: Progress, started: number): WebhookOutcome
+  timedOut(progress: Progress, started: number): WebhookOutcome
 }
 
 type LookupCallback = (err: Error | null, address: string | dns.LookupAddress[], family?: number) => void
@@ -81,6 +105,15 @@ export class WebhookSender {
   readonly #agent: Agent
   /** Errors raised while a connection was being opened, told apart from errors on an open one. */
   readonly #connectErrors = new WeakSet<object>()
+  /** The last listener URL sent to, parsed (a site has one listener). */
+  #lastUrl = ''
+  #lastTarget: Target | null = null
+  /** How an exchange turns into an outcome, for the undici handler of each request. */
+  readonly #outcomes: Outcomes = {
+    answered: (progress, started) => this.#answered(progress, started),
+    failed: (err, tls, progress, started) => this.#failed(err, tls, progress, started),
+    timedOut: (progress, started) => this.#timedOut(progress, started),
+  }
 
   constructor(opts: SenderOptions) {
     this.#guard = new AddressGuard(opts.allowedCidrs)
@@ -105,47 +138,21 @@ export class WebhookSender {
    * POSTs one request and reports the outcome. Rejects only for a caller's mistake undici refuses
    * before sending, such as a Transfer-Encoding header or a CR/LF in a header value.
    */
-  async send(req: WebhookRequest): Promise<WebhookOutcome> {
+  send(req: WebhookRequest): Promise<WebhookOutcome> {
     const started = this.#now()
-    const progress: Progress = { status: null, headers: {}, kept: [], keptBytes: 0, size: 0 }
-    let url: URL
-    try {
-      url = new URL(req.url)
-    } catch {
-      return this.#networkOutcome(7, 'Invalid URL', progress, started)
-    }
-    // Anything but http(s) is refused like a disallowed address: status 7, nothing is contacted.
-    if (url.protocol !== 'http:' && url.protocol !== 'https:')
-      return this.#networkOutcome(7, `Protocol ${url.protocol} is not allowed`, progress, started)
-
-    const controller = new AbortController()
-    let timer: NodeJS.Timeout | undefined
-    const timedOut = new Promise<'timeout'>((resolve) => {
-      timer = setTimeout(() => resolve('timeout'), this.#totalTimeoutMs)
+    const target = this.#target(req.url)
+    if (typeof target === 'string')
+      return Promise.resolve(this.#networkOutcome(7, target, nothingYet(), started))
+    return new Promise((resolve, reject) => {
+      // undici's dispatch with a handler of our own: the response is counted as it arrives, with
+      // no stream, promise or abort signal of its own per request.
+      const exchange = new Exchange(this.#outcomes, target.tls, started, resolve, reject)
+      exchange.timer = setTimeout(exchange.timeout, this.#totalTimeoutMs)
+      this.#agent.dispatch(
+        { origin: target.origin, path: target.path, method: 'POST', headers: req.headers, body: req.body },
+        exchange,
+      )
     })
-    const exchange = this.#exchange(url, req, controller.signal, progress)
-    exchange.catch(() => {}) // still settles (and is ignored) after a timeout
-    try {
-      // A request queued behind a connection being opened only sees its abort once that connect ends,
-      // so the timer races the exchange rather than relying on the abort alone.
-      if ((await Promise.race([exchange, timedOut])) === 'timeout') {
-        controller.abort()
-        return this.#networkOutcome(28, `Timed out after ${this.#totalTimeoutMs} ms`, progress, started)
-      }
-      return this.#httpOutcome(progress, started)
-    } catch (err) {
-      if ((err as { code?: unknown } | null)?.code === 'UND_ERR_INVALID_ARG') throw err
-      const { status, message } = describeNetworkFailure(err, {
-        connecting: err instanceof Object && this.#connectErrors.has(err),
-        tls: url.protocol === 'https:',
-        responded: progress.status !== null,
-        connectTimeoutMs: this.#connectTimeoutMs,
-        totalTimeoutMs: this.#totalTimeoutMs,
-      })
-      return this.#networkOutcome(status, message, progress, started)
-    } finally {
-      clearTimeout(timer)
-    }
   }
 
   /** Waits for deliveries in flight, then closes every connection. */
@@ -153,36 +160,47 @@ export class WebhookSender {
     await this.#agent.close()
   }
 
-  async #exchange(url: URL, req: WebhookRequest, signal: AbortSignal, progress: Progress): Promise<'done'> {
-    const res = await this.#agent.request({
-      origin: url.origin,
-      path: url.pathname + url.search,
-      method: 'POST',
-      headers: req.headers,
-      body: req.body,
-      signal,
-    })
-    progress.status = res.statusCode
-    progress.headers = res.headers
-    for await (const chunk of res.body as AsyncIterable<Buffer>) {
-      progress.size += chunk.length
-      if (progress.keptBytes < RESPONSE_BODY_KEPT) {
-        // A copy, so that a kept slice does not pin the whole chunk it came from.
-        const part = Buffer.from(chunk.subarray(0, RESPONSE_BODY_KEPT - progress.keptBytes))
-        progress.kept.push(part)
-        progress.keptBytes += part.length
-      }
-      if (progress.size >= RESPONSE_BODY_COUNTED) {
-        // Leaving the loop destroys the body, and undici closes a connection whose response is unread.
-        const declared = Number(res.headers['content-length'])
-        if (Number.isSafeInteger(declared) && declared > progress.size) progress.size = declared
-        break
-      }
+  /** The origin and path of a listener URL, or why it is refused (status 7, nothing is contacted). */
+  #target(url: string): Target | string {
+    if (url === this.#lastUrl && this.#lastTarget !== null) return this.#lastTarget
+    let parsed: URL
+    try {
+      parsed = new URL(url)
+    } catch {
+      return 'Invalid URL'
     }
-    return 'done'
+    // Anything but http(s) is refused like a disallowed address.
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+      return `Protocol ${parsed.protocol} is not allowed`
+    const target = {
+      origin: parsed.origin,
+      path: parsed.pathname + parsed.search,
+      tls: parsed.protocol === 'https:',
+    }
+    this.#lastUrl = url
+    this.#lastTarget = target
+    return target
   }
 
-  #httpOutcome(progress: Progress, started: number): WebhookOutcome {
+  /** The outcome of an exchange that ended with an error from undici. */
+  #failed(err: unknown, tls: boolean, progress: Progress, started: number): WebhookOutcome {
+    const { status, message } = describeNetworkFailure(err, {
+      connecting: err instanceof Object && this.#connectErrors.has(err),
+      tls,
+      responded: progress.status !== null,
+      connectTimeoutMs: this.#connectTimeoutMs,
+      totalTimeoutMs: this.#totalTimeoutMs,
+    })
+    return this.#networkOutcome(status, message, progress, started)
+  }
+
+  /** The outcome of an exchange that ran out of time. */
+  #timedOut(progress: Progress, started: number): WebhookOutcome {
+    return this.#networkOutcome(28, `Timed out after ${this.#totalTimeoutMs} ms`, progress, started)
+  }
+
+  /** The outcome of an exchange that got its response (whole, or its first 1 MiB). */
+  #answered(progress: Progress, started: number): WebhookOutcome {
     const status = progress.status ?? 0
     const success = status === 200 || status === 204
     const reason = STATUS_CODES[status]
@@ -192,11 +210,9 @@ export class WebhookSender {
       message: success ? (reason ?? 'OK') : `HTTP ${status}${reason ? ` ${reason}` : ''}`,
       network: false,
       responseSize: progress.size,
-      responseBody: Buffer.concat(progress.kept).toString('utf8'),
+      responseBody: keptText(progress),
       retryAfterSeconds:
-        status === 429 || status === 503
-          ? parseRetryAfter(progress.headers['retry-after'], this.#now())
-          : null,
+        status === 429 || status === 503 ? parseRetryAfter(progress.retryAfter, this.#now()) : null,
       durationMs: this.#now() - started,
     }
   }
@@ -208,7 +224,7 @@ export class WebhookSender {
       message,
       network: true,
       responseSize: progress.size,
-      responseBody: Buffer.concat(progress.kept).toString('utf8'),
+      responseBody: keptText(progress),
       retryAfterSeconds: null,
       durationMs: this.#now() - started,
     }
@@ -256,6 +272,118 @@ export class WebhookSender {
         fail(new AddressRefusedError(peer ?? options.hostname))
       })
     }
+  }
+}
+
+const keptText = (p: Progress) => (p.kept.length === 0 ? '' : Buffer.concat(p.kept).toString('utf8'))
+
+/** The value of one response header as undici's parseHeaders gives it: a string, or an array when repeated. */
+function addHeader(
+  have: string | string[] | undefined,
+  value: Buffer | string | string[],
+): string | string[] {
+  const text =
+    typeof value === 'string' ? value : Array.isArray(value) ? value.join(', ') : value.toString('latin1')
+  if (have === undefined) return text
+  return typeof have === 'string' ? [have, text] : [...have, text]
+}
+
+/**
+ * One request to a listener as undici's dispatcher drives it (its handler interface). Settles
+ * exactly once: with the response once it has been read (or its first 1 MiB), with the
+ * network failure undici reports, or with a timeout when the total time runs out first.
+ */
+class Exchange {
+  readonly progress = nothingYet()
+  timer: NodeJS.Timeout | undefined
+  #abort: ((reason?: Error) => void) | null = null
+  #settled = false
+  #timedOut = false
+
+  constructor(
+    private readonly outcomes: Outcomes,
+    private readonly tls: boolean,
+    private readonly started: number,
+    private readonly resolve: (outcome: WebhookOutcome) => void,
+    private readonly reject: (err: unknown) => void,
+  ) {}
+
+  /** A request queued behind a connection being opened has no abort yet: it is aborted once it has one. */
+  readonly timeout = (): void => {
+    if (this.#settled) return
+    this.#timedOut = true
+    this.#settle(this.outcomes.timedOut(this.progress, this.started))
+    this.#abort?.(new Error('webhook request timed out'))
+  }
+
+  onConnect(abort: (reason?: Error) => void): void {
+    if (this.#timedOut) abort(new Error('webhook request timed out'))
+    else this.#abort = abort
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[] | string[] | null, _resume: () => void): boolean {
+    // 1xx interim responses are not the answer.
+    if (statusCode < 200 || this.#settled) return true
+    const p = this.progress
+    p.status = statusCode
+    // Only these two are read; the header buffers are undici's own and reused after this call.
+    if (rawHeaders) {
+      for (let i = 0; i < rawHeaders.length; i += 2) {
+        const name = rawHeaders[i]!
+        if (name.length !== 11 && name.length !== 14) continue
+        const lower = name.toString('latin1').toLowerCase()
+        if (lower === 'retry-after') p.retryAfter = addHeader(p.retryAfter, rawHeaders[i + 1]!)
+        else if (lower === 'content-length') p.contentLength = addHeader(p.contentLength, rawHeaders[i + 1]!)
+      }
+    }
+    return true
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.#settled) return true
+    const p = this.progress
+    p.size += chunk.length
+    if (p.keptBytes < RESPONSE_BODY_KEPT) {
+      // A copy: undici's buffer is reused, and a kept slice must not pin what it came from.
+      const part = Buffer.from(chunk.subarray(0, RESPONSE_BODY_KEPT - p.keptBytes))
+      p.kept.push(part)
+      p.keptBytes += part.length
+    }
+    if (p.size >= RESPONSE_BODY_COUNTED) {
+      // Enough: what is unread is not read, and undici closes the connection of an aborted request.
+      const declared = Number(p.contentLength)
+      if (Number.isSafeInteger(declared) && declared > p.size) p.size = declared
+      this.#settle(this.outcomes.answered(p, this.started))
+      this.#abort?.(new Error('webhook response body over the counted limit'))
+      return false
+    }
+    return true
+  }
+
+  onComplete(): void {
+    if (!this.#settled) this.#settle(this.outcomes.answered(this.progress, this.started))
+  }
+
+  onError(err: Error): void {
+    if (this.#settled) return
+    if ((err as { code?: unknown }).code === 'UND_ERR_INVALID_ARG') {
+      this.#settled = true
+      clearTimeout(this.timer)
+      this.reject(err)
+      return
+    }
+    this.#settle(this.outcomes.failed(err, this.tls, this.progress, this.started))
+  }
+
+  onUpgrade(): void {
+    // Never asked for (no Upgrade header is sent); undici requires the method of a handler.
+    this.onError(new Error('unexpected protocol upgrade'))
+  }
+
+  #settle(outcome: WebhookOutcome): void {
+    this.#settled = true
+    clearTimeout(this.timer)
+    this.resolve(outcome)
   }
 }
 
