@@ -137,6 +137,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       leaseMs,
       // One process owns a SQLite file: claims left by a crash are void at once.
       releaseClaimsOnStart: database.dialect.name === 'sqlite',
+      sqlite: database.sqlite,
       logger: opts.logger,
       ...(listen
         ? { listen: (onNotify: () => void) => listen((schema) => `wharf_webhooks_${schema}`, onNotify) }

@@ -23,7 +23,25 @@ export interface DatabaseHandle {
    * process owns the file and wakes itself.
    */
   listen?: (channel: (schema: string) => string, onNotify: () => void) => Promise<() => Promise<void>>
+  /**
+   * SQLite only: the better-sqlite3 connection under Kysely, for the few statements run many times
+   * a second (the webhook dispatcher's claims and delivery log) without Kysely's executor.
+   */
+  sqlite?: RawSqlite
   close(): Promise<void>
+}
+
+/**
+ * Synchronous statements on the SQLite connection. `hold` runs `work` while it holds Kysely's
+ * connection, so no Kysely transaction is open around it and none begins during it: a
+ * transaction `work` begins commits (or rolls back) before anyone else uses the connection.
+ */
+export interface RawSqlite {
+  hold<T>(work: (db: SQLite.Database) => T): Promise<T>
+  /** The statement of a fixed SQL text, prepared once (`all`/`run` leave it free for the next use). */
+  statement(text: string): SQLite.Statement
+  /** Runs `work` in a transaction: committed when it returns, rolled back when it throws. Within `hold` only. */
+  transaction<T>(work: () => T): T
 }
 
 export interface DatabaseOptions {
@@ -71,7 +89,21 @@ function openSqlite(opts: DatabaseOptions): DatabaseHandle {
   // them SQLite can pick the time index of a large history over the path index of one file.
   sqlite.pragma('optimize = 0x10002')
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) })
-  return handle(db, { name: 'sqlite', skipLocked: false })
+  const statements = new Map<string, SQLite.Statement>()
+  const inTransaction = sqlite.transaction((work: () => unknown) => work())
+  const raw: RawSqlite = {
+    hold: (work) => db.connection().execute(async () => work(sqlite)),
+    statement(text) {
+      let stmt = statements.get(text)
+      if (stmt === undefined) {
+        stmt = sqlite.prepare(text)
+        statements.set(text, stmt)
+      }
+      return stmt
+    },
+    transaction: <T>(work: () => T) => inTransaction(work) as T,
+  }
+  return { ...handle(db, { name: 'sqlite', skipLocked: false }), sqlite: raw }
 }
 
 /**

@@ -1,4 +1,5 @@
 import { CompiledQuery, type Kysely, type Selectable, sql } from 'kysely'
+import type { RawSqlite } from '../db/database.js'
 import type { Database, NotificationState, WebhookAttemptsTable } from '../db/schema.js'
 import { isPostgresDb } from './webhook-outbox.js'
 
@@ -70,7 +71,7 @@ const SQLITE_INSERT = new Map(
 const SQLITE_UPDATE = `update webhook_notifications set attempts = ?, state = ?, next_attempt_at = ?,
   lease_owner = null, lease_until = null, updated_at = ? where id = ? and lease_owner = ?`
 
-type Returned = { id: number; notification_id: number; attempt: number }
+export type Returned = { id: number; notification_id: number; attempt: number }
 
 /** Inserts the attempts; returns their ids with what identifies each (RETURNING promises no order). */
 export async function insertAttempts(db: Kysely<Database>, rows: AttemptRow[]): Promise<Returned[]> {
@@ -110,4 +111,34 @@ export async function updateNotifications(db: Kysely<Database>, owner: string, s
   for (const s of states) {
     await db.executeQuery(CompiledQuery.raw(SQLITE_UPDATE, [s.attempts, s.state, s.next, s.now, s.id, owner]))
   }
+}
+
+/**
+ * SQLite, on the connection itself: the attempts and their notifications' new state in one
+ * transaction, run synchronously (the caller holds the connection: see RawSqlite.hold). The same
+ * statements as insertAttempts and updateNotifications, without an executor between them.
+ */
+export function writeAttemptsSqlite(
+  raw: RawSqlite,
+  owner: string,
+  rows: AttemptRow[],
+  states: NextState[],
+): Returned[] {
+  return raw.transaction(() => {
+    const out: Returned[] = []
+    let i = 0
+    while (i < rows.length) {
+      const n = CHUNKS.find((c) => c <= rows.length - i)!
+      const params: unknown[] = []
+      for (let j = i; j < i + n; j++) {
+        const row = rows[j]!
+        for (const c of COLUMNS) params.push(row[c])
+      }
+      for (const r of raw.statement(SQLITE_INSERT.get(n)!).all(params) as Returned[]) out.push(r)
+      i += n
+    }
+    const update = raw.statement(SQLITE_UPDATE)
+    for (const s of states) update.run(s.attempts, s.state, s.next, s.now, s.id, owner)
+    return out
+  })
 }

@@ -1,6 +1,13 @@
 import type { Kysely } from 'kysely'
+import type { RawSqlite } from '../db/database.js'
 import type { Database, NotificationState } from '../db/schema.js'
-import { insertAttempts, updateNotifications } from './delivery-log-sql.js'
+import {
+  type AttemptRow,
+  insertAttempts,
+  type NextState,
+  updateNotifications,
+  writeAttemptsSqlite,
+} from './delivery-log-sql.js'
 import type { RetryPolicy } from './retry-policy.js'
 import type { WebhookOutcome } from './webhook-sender.js'
 
@@ -63,6 +70,8 @@ export class DeliveryLogWriter {
     private readonly db: Kysely<Database>,
     private readonly policy: RetryPolicy,
     private readonly owner: string,
+    /** SQLite: the connection itself, for the log's two statements. */
+    private readonly raw?: RawSqlite,
     private readonly maxBatch = 256,
   ) {}
 
@@ -93,46 +102,52 @@ export class DeliveryLogWriter {
     this.flushing = null
   }
 
-  private write(batch: Queued[]): Promise<DeliveryLog[]> {
-    return this.db.transaction().execute(async (trx) => {
-      const rows = await insertAttempts(
-        trx,
-        batch.map(({ n, r }) => ({
-          site_id: n.site_id,
-          notification_id: n.id,
-          attempt: r.attempt,
-          created_at: r.sentAt,
-          user_id: n.user_id,
-          operation: n.operation,
-          status: r.outcome.status,
-          message: r.outcome.message,
-          success: r.outcome.success ? 1 : 0,
-          request_headers: JSON.stringify(r.headers),
-          request_method: 'POST',
-          request_url: r.url,
-          request_body: r.body,
-          path: n.path,
-          folder: n.folder,
-          response_size: r.outcome.responseSize,
-          // PostgreSQL text cannot hold NUL, and one unstorable record would stall the batch.
-          response_body: r.outcome.responseBody.replaceAll('\u0000', '\ufffd'),
-          duration_ms: Math.round(r.outcome.durationMs),
-        })),
-      )
-      const idOf = new Map(rows.map((row) => [`${row.notification_id}:${row.attempt}`, Number(row.id)]))
-      const states = batch.map(({ n, r }) => ({ n, r, ...nextState(this.policy, n, r) }))
-      await updateNotifications(
-        trx,
-        this.owner,
-        states.map(({ n, r, state, next }) => ({ id: n.id, attempts: r.attempt, state, next, now: r.now })),
-      )
-      return states.map(({ n, r, state }) => ({
-        id: idOf.get(`${n.id}:${r.attempt}`)!,
+  private async write(batch: Queued[]): Promise<DeliveryLog[]> {
+    const rows: AttemptRow[] = []
+    const states: NextState[] = []
+    const logs: DeliveryLog[] = []
+    for (const { n, r } of batch) {
+      rows.push({
+        site_id: n.site_id,
+        notification_id: n.id,
         attempt: r.attempt,
-        state,
-        outcome: r.outcome,
-      }))
-    })
+        created_at: r.sentAt,
+        user_id: n.user_id,
+        operation: n.operation,
+        status: r.outcome.status,
+        message: r.outcome.message,
+        success: r.outcome.success ? 1 : 0,
+        request_headers: JSON.stringify(r.headers),
+        request_method: 'POST',
+        request_url: r.url,
+        request_body: r.body,
+        path: n.path,
+        folder: n.folder,
+        response_size: r.outcome.responseSize,
+        // PostgreSQL text cannot hold NUL, and one unstorable record would stall the batch.
+        response_body: r.outcome.responseBody.replaceAll('\u0000', '\ufffd'),
+        duration_ms: Math.round(r.outcome.durationMs),
+      })
+      const { state, next } = nextState(this.policy, n, r)
+      states.push({ id: n.id, attempts: r.attempt, state, next, now: r.now })
+      logs.push({ id: 0, attempt: r.attempt, state, outcome: r.outcome })
+    }
+    // SQLite: both statements on the connection itself, in one synchronous transaction.
+    const raw = this.raw
+    const inserted = raw
+      ? await raw.hold(() => writeAttemptsSqlite(raw, this.owner, rows, states))
+      : await this.db.transaction().execute(async (trx) => {
+          const ids = await insertAttempts(trx, rows)
+          await updateNotifications(trx, this.owner, states)
+          return ids
+        })
+    const idOf = new Map<string, number>()
+    for (const row of inserted) idOf.set(`${row.notification_id}:${row.attempt}`, Number(row.id))
+    for (const [i, { n }] of batch.entries()) {
+      const log = logs[i]!
+      log.id = idOf.get(`${n.id}:${log.attempt}`)!
+    }
+    return logs
   }
 }
 

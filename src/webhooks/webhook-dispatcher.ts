@@ -2,6 +2,7 @@ import crypto from 'node:crypto'
 import os from 'node:os'
 import { CompiledQuery, type Kysely, type Selectable, sql } from 'kysely'
 import type { Logger } from 'pino'
+import type { RawSqlite } from '../db/database.js'
 import type { Database, WebhookNotificationsTable } from '../db/schema.js'
 import { type DeliveryLog, DeliveryLogWriter } from './delivery-log.js'
 import type { RetryPolicy } from './retry-policy.js'
@@ -24,6 +25,8 @@ export interface DispatcherOptions {
   logger?: Logger | undefined
   /** Clears every claim at start (SQLite: no other process can hold one). */
   releaseClaimsOnStart?: boolean
+  /** SQLite: the connection itself, for the usual claim and the delivery log (no Kysely executor). */
+  sqlite?: RawSqlite | undefined
 }
 
 /** Literals, not parameters: SQLite uses the partial indexes on pending rows only then. */
@@ -43,6 +46,12 @@ function claimSql(kind: Kind, pg: boolean): string {
         and next_attempt_at <= ${p(3)} and (lease_until is null or lease_until < ${p(4)})
       order by next_attempt_at, id limit ${p(5)}${pg ? ' for update skip locked' : ''})
     returning *`
+}
+
+/** The claim's text for each kind and dialect, built once. */
+const CLAIM_SQL = {
+  first: { sqlite: claimSql('first', false), pg: claimSql('first', true) },
+  retry: { sqlite: claimSql('retry', false), pg: claimSql('retry', true) },
 }
 
 /** After this many failures in a row a site's listener gets one request at a time. */
@@ -86,7 +95,7 @@ export class WebhookDispatcher {
     private readonly opts: DispatcherOptions,
   ) {
     this.pollMs = opts.pollMs ?? 2000
-    this.log = new DeliveryLogWriter(db, policy, this.owner)
+    this.log = new DeliveryLogWriter(db, policy, this.owner, opts.sqlite)
   }
 
   async start(): Promise<void> {
@@ -216,8 +225,13 @@ export class WebhookDispatcher {
     if (by.site === undefined && !by.exclude?.length) {
       // The usual claim, many times a second under load: a fixed statement, prepared once.
       const params = [this.owner, now + this.opts.leaseMs, now, now, limit]
+      const raw = this.opts.sqlite
+      if (raw) {
+        const stmt = raw.statement(CLAIM_SQL[kind].sqlite)
+        return raw.hold(() => stmt.all(params) as NotificationRow[])
+      }
       const claimed = await db.executeQuery<NotificationRow>(
-        CompiledQuery.raw(claimSql(kind, isPostgresDb(db)), params),
+        CompiledQuery.raw(isPostgresDb(db) ? CLAIM_SQL[kind].pg : CLAIM_SQL[kind].sqlite, params),
       )
       return claimed.rows
     }
