@@ -1,3 +1,4 @@
+import crypto from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { recordAction } from '../src/modules/actions/action-recorder.js'
 import { RetryPolicy } from '../src/webhooks/retry-policy.js'
@@ -37,6 +38,28 @@ describe('webhook signatures', () => {
         '{"test": 2432232314}',
       ),
     ).toBe('v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=')
+  })
+
+  it('computes X-Service-Signature as the md5 of the token bytes, then the UTF-8 body bytes', () => {
+    const token = '0123456789abcdef0123456789abcdef'
+    const body = '{"path":"a/é ✓.txt"}'
+    const expected = crypto.createHash('md5').update(token, 'utf8').update(body, 'utf8').digest('hex')
+    expect(serviceSignature(token, body)).toBe(expected)
+  })
+
+  it('signs with a secret of its own after another, and again with the first', () => {
+    const other = `whsec_${Buffer.alloc(24, 7).toString('base64')}`
+    const reference = 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE='
+    const sign = (secret: string) =>
+      standardSignature(secret, 'msg_p5jXN8AQM9LWM0D4loKWxJek', 1614265330, '{"test": 2432232314}')
+    expect(sign('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw')).toBe(reference)
+    const key = Buffer.alloc(24, 7)
+    const mac = crypto
+      .createHmac('sha256', key)
+      .update('msg_p5jXN8AQM9LWM0D4loKWxJek.1614265330.{"test": 2432232314}')
+      .digest('base64')
+    expect(sign(other)).toBe(`v1,${mac}`)
+    expect(sign('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw')).toBe(reference)
   })
 
   it('signs md5(token + body) and sends the fields in the spec order', () => {

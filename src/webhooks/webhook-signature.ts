@@ -24,13 +24,31 @@ export interface SigningKeys {
 
 /** `X-Service-Signature`: md5 of the verification token followed by the raw body, 32 hex. */
 export function serviceSignature(token: string, body: string): string {
-  return crypto.createHash('md5').update(token).update(body).digest('hex')
+  // One-shot: no Hash object per request (the bytes hashed are the same as token, then body).
+  return crypto.hash('md5', token + body, 'hex')
+}
+
+/** HMAC keys by signing secret, decoded once (a site has one secret at a time). */
+const hmacKeys = new Map<string, crypto.KeyObject>()
+
+function hmacKey(secret: string): crypto.KeyObject {
+  let key = hmacKeys.get(secret)
+  if (key === undefined) {
+    if (hmacKeys.size >= 256) hmacKeys.clear()
+    key = crypto.createSecretKey(
+      Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64'),
+    )
+    hmacKeys.set(secret, key)
+  }
+  return key
 }
 
 /** `webhook-signature` of Standard Webhooks: HMAC-SHA256 over `id.timestamp.body`. */
 export function standardSignature(secret: string, id: string, timestamp: number, body: string): string {
-  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64')
-  const mac = crypto.createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')
+  const mac = crypto
+    .createHmac('sha256', hmacKey(secret))
+    .update(`${id}.${timestamp}.${body}`)
+    .digest('base64')
   return `v1,${mac}`
 }
 
