@@ -1,7 +1,6 @@
 import { CompiledQuery, type Kysely, type Selectable, sql } from 'kysely'
 import type { RawSqlite } from '../db/database.js'
 import type { Database, NotificationState, WebhookAttemptsTable } from '../db/schema.js'
-import { isPostgresDb } from './webhook-outbox.js'
 
 /** One `webhook_attempts` row as written. */
 export type AttemptRow = Omit<Selectable<WebhookAttemptsTable>, 'id'>
@@ -73,16 +72,11 @@ const SQLITE_UPDATE = `update webhook_notifications set attempts = ?, state = ?,
 
 export type Returned = { id: number; notification_id: number; attempt: number }
 
-/** Inserts the attempts; returns their ids with what identifies each (RETURNING promises no order). */
+/**
+ * SQLite through Kysely (a dispatcher given no RawSqlite): inserts the attempts and returns their
+ * ids with what identifies each (RETURNING promises no order).
+ */
 export async function insertAttempts(db: Kysely<Database>, rows: AttemptRow[]): Promise<Returned[]> {
-  if (isPostgresDb(db)) {
-    const json = JSON.stringify(rows)
-    const query = sql<Returned>`
-        insert into webhook_attempts (${columnList})
-        select ${columnList} from json_to_recordset(${json}::json) as v(${pgRecord})
-        returning id, notification_id, attempt`
-    return (await query.execute(db)).rows
-  }
   const out: Returned[] = []
   let i = 0
   while (i < rows.length) {
@@ -96,21 +90,39 @@ export async function insertAttempts(db: Kysely<Database>, rows: AttemptRow[]): 
   return out
 }
 
-/** Sets each notification's new state, where this worker still holds its claim. */
+/** SQLite through Kysely: sets each notification's new state, where this worker still holds its claim. */
 export async function updateNotifications(db: Kysely<Database>, owner: string, states: NextState[]) {
-  if (isPostgresDb(db)) {
-    const json = JSON.stringify(states)
-    await sql`
-        update webhook_notifications as w
-        set attempts = v.attempts, state = v.state, next_attempt_at = v.next,
-            lease_owner = null, lease_until = null, updated_at = v.now
-        from json_to_recordset(${json}::json) as v(id bigint, attempts int, state text, next bigint, now bigint)
-        where w.id = v.id and w.lease_owner = ${owner}`.execute(db)
-    return
-  }
   for (const s of states) {
     await db.executeQuery(CompiledQuery.raw(SQLITE_UPDATE, [s.attempts, s.state, s.next, s.now, s.id, owner]))
   }
+}
+
+/**
+ * PostgreSQL: the attempts and their notifications' new state in one statement (a statement is
+ * atomic on its own, and a data-modifying WITH always runs to completion): one round trip and
+ * one plan per batch, instead of BEGIN, two statements and COMMIT.
+ */
+export async function writeAttemptsPostgres(
+  db: Kysely<Database>,
+  owner: string,
+  rows: AttemptRow[],
+  states: NextState[],
+): Promise<Returned[]> {
+  const query = sql<Returned>`
+      with inserted as (
+        insert into webhook_attempts (${columnList})
+        select ${columnList} from json_to_recordset(${JSON.stringify(rows)}::json) as v(${pgRecord})
+        returning id, notification_id, attempt
+      ), updated as (
+        update webhook_notifications as w
+        set attempts = v.attempts, state = v.state, next_attempt_at = v.next,
+            lease_owner = null, lease_until = null, updated_at = v.now
+        from json_to_recordset(${JSON.stringify(states)}::json)
+          as v(id bigint, attempts int, state text, next bigint, now bigint)
+        where w.id = v.id and w.lease_owner = ${owner}
+      )
+      select id, notification_id, attempt from inserted`
+  return (await query.execute(db)).rows
 }
 
 /**

@@ -6,9 +6,11 @@ import {
   insertAttempts,
   type NextState,
   updateNotifications,
+  writeAttemptsPostgres,
   writeAttemptsSqlite,
 } from './delivery-log-sql.js'
 import type { RetryPolicy } from './retry-policy.js'
+import { isPostgresDb } from './webhook-outbox.js'
 import type { WebhookOutcome } from './webhook-sender.js'
 
 export interface AttemptRecord {
@@ -133,14 +135,17 @@ export class DeliveryLogWriter {
       logs.push({ id: 0, attempt: r.attempt, state, outcome: r.outcome })
     }
     // SQLite: both statements on the connection itself, in one synchronous transaction.
+    // PostgreSQL: one statement. Either way the records and the new states commit together.
     const raw = this.raw
     const inserted = raw
       ? await raw.hold(() => writeAttemptsSqlite(raw, this.owner, rows, states))
-      : await this.db.transaction().execute(async (trx) => {
-          const ids = await insertAttempts(trx, rows)
-          await updateNotifications(trx, this.owner, states)
-          return ids
-        })
+      : isPostgresDb(this.db)
+        ? await writeAttemptsPostgres(this.db, this.owner, rows, states)
+        : await this.db.transaction().execute(async (trx) => {
+            const ids = await insertAttempts(trx, rows)
+            await updateNotifications(trx, this.owner, states)
+            return ids
+          })
     const idOf = new Map<string, number>()
     for (const row of inserted) idOf.set(`${row.notification_id}:${row.attempt}`, Number(row.id))
     for (const [i, { n }] of batch.entries()) {
