@@ -6,6 +6,7 @@ import type { Container } from './container.js'
 import { handleError } from './http/error-handler.js'
 import { ApiError } from './http/errors.js'
 import { API_PREFIX, type Format, negotiate, parseXmlBody, splitFormatSuffix, toXml } from './http/format.js'
+import { lazyCompilers } from './http/lazy-compilers.js'
 import { registerAuth } from './http/plugins/auth.js'
 import { apiKeyRoutes } from './http/routes/api-keys.js'
 import { appRoutes } from './http/routes/apps.js'
@@ -33,6 +34,7 @@ const BAD_SUFFIX = Symbol('wharf.badSuffix')
 /** Builds the HTTP application around a container; it neither listens nor reads the environment. */
 export async function buildApp(container: Container, opts: { logger?: Logger } = {}) {
   const { config } = container
+  const compilers = lazyCompilers()
   const app = Fastify({
     ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
     // One access-log line per request (below) instead of Fastify's two, and no child logger per
@@ -55,6 +57,8 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
         allowMatchingProperties: true,
       },
     },
+    // Each route's validators and serializers are compiled by its first request (lazy-compilers.ts).
+    schemaController: { compilersFactory: compilers.compilersFactory },
     rewriteUrl(req) {
       const r = splitFormatSuffix(req.url ?? '/')
       ;(req as any)[FORMAT] = r.format
@@ -67,6 +71,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
   // show wildcard routes faithfully.
   const routeTable: { method: string; url: string }[] = []
   app.decorate('routeTable', routeTable)
+  app.decorate('compileSchemas', compilers.compilePending)
   app.addHook('onRoute', (route) => {
     for (const method of [route.method].flat()) routeTable.push({ method, url: route.url })
   })

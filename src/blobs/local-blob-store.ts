@@ -39,6 +39,7 @@ export class LocalBlobStore implements BlobStore {
   private readonly tmp: string
   private ready: Promise<void> | null = null
   private readonly hasher = new PartHasher()
+  private readonly writeback = new Writeback()
 
   constructor(readonly root: string) {
     this.blobs = path.join(root, 'blobs')
@@ -123,6 +124,7 @@ export class LocalBlobStore implements BlobStore {
     // Each writer has its own temporary file and rename replaces atomically: when the same part
     // arrives twice at once, the last one to finish wins whole. No flush here (assemble flushes):
     // a flush per part made every part wait for the disk and cut upload throughput by a third.
+    // Writeback only starts one in the background, which nobody waits for.
     const tmp = await this.writeTemp(data, digest, false)
     try {
       await mkdirDurable(path.dirname(file))
@@ -132,12 +134,15 @@ export class LocalBlobStore implements BlobStore {
       throw err
     }
     this.hasher.staged(ref, this.partDir(ref))
+    this.writeback.add(ref, file)
     return { size: digest.size }
   }
 
   async assemble(ref: string, partNumbers: number[], expected?: number[]): Promise<BlobInfo> {
     const dir = this.partDir(ref)
     const names = partNumbers.map(partName)
+    // Parts still waiting for their head start are flushed below anyway.
+    this.writeback.forget(ref)
     await this.init()
     const tmp = this.tmpPath()
     try {
@@ -178,6 +183,7 @@ export class LocalBlobStore implements BlobStore {
 
   async discardUpload(ref: string): Promise<void> {
     this.hasher.forget(ref)
+    this.writeback.forget(ref)
     await fsp.rm(this.partDir(ref), { recursive: true, force: true })
   }
 
@@ -392,6 +398,42 @@ async function flushAll(files: string[], expected?: { size: number; part: number
     }
   }
   await Promise.all(Array.from({ length: Math.min(8, files.length) }, worker))
+}
+
+/**
+ * Starts writing staged parts to disk while the rest of their upload is still arriving, one part
+ * at a time and without anyone waiting for it: otherwise the kernel keeps a whole upload in the
+ * page cache and `assemble` would wait for all of it to reach the disk at once. This is only a
+ * head start: `assemble` still flushes every part itself before it publishes the blob, and a
+ * failure here (a part replaced or discarded meanwhile) only leaves it more to do.
+ */
+class Writeback {
+  private readonly queue: { ref: string; file: string }[] = []
+  private running = false
+
+  add(ref: string, file: string): void {
+    this.queue.push({ ref, file })
+    if (!this.running) void this.run()
+  }
+
+  /** The upload is ending or gone: its parts are flushed by assemble, or not needed. */
+  forget(ref: string): void {
+    for (let i = this.queue.length - 1; i >= 0; i--) if (this.queue[i]!.ref === ref) this.queue.splice(i, 1)
+  }
+
+  private async run(): Promise<void> {
+    this.running = true
+    try {
+      for (let next = this.queue.shift(); next; next = this.queue.shift()) {
+        const handle = await fsp.open(next.file, 'r').catch(() => null)
+        if (!handle) continue
+        await handle.datasync().catch(() => undefined)
+        await handle.close().catch(() => undefined)
+      }
+    } finally {
+      this.running = false
+    }
+  }
 }
 
 /** Counts the bytes of a part (checksums come later, from PartHasher) and stops past a limit. */

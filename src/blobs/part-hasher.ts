@@ -1,4 +1,3 @@
-import fs from 'node:fs'
 import fsp from 'node:fs/promises'
 import path from 'node:path'
 import { Digest } from './digest.js'
@@ -50,6 +49,7 @@ export class PartHasher {
   }
 
   private async advance(st: State, dir: string): Promise<void> {
+    let buffer: Buffer | undefined
     for (;;) {
       const file = path.join(dir, String(st.hashed.length + 1))
       const handle = await fsp.open(file, 'r').catch((err: NodeJS.ErrnoException) => {
@@ -57,10 +57,14 @@ export class PartHasher {
         throw err
       })
       if (!handle) return
-      const stat = await handle.stat()
-      for await (const chunk of handle.createReadStream({ highWaterMark: 1024 * 1024 }))
-        st.digest.add(chunk as Buffer)
-      st.hashed.push({ ino: stat.ino, size: stat.size, mtimeMs: stat.mtimeMs })
+      try {
+        const stat = await handle.stat()
+        buffer ??= Buffer.allocUnsafe(READ_BYTES)
+        await hashHandle(st.digest, handle, buffer)
+        st.hashed.push({ ino: stat.ino, size: stat.size, mtimeMs: stat.mtimeMs })
+      } finally {
+        await handle.close()
+      }
     }
   }
 
@@ -86,13 +90,35 @@ export class PartHasher {
   }
 }
 
+/**
+ * Bytes read per call. Hashing reads into one buffer, reused: md5 and CRC-32 take the bytes
+ * before the next read, and a gigabyte upload no longer leaves a gigabyte of 1 MiB buffers for
+ * the garbage collector (they raised the server's resident memory by tens of MiB).
+ */
+const READ_BYTES = 1024 * 1024
+
+/** Feeds a whole open file, from its start to its end, to a digest. */
+async function hashHandle(digest: Digest, handle: fsp.FileHandle, buffer: Buffer): Promise<void> {
+  for (let position = 0; ; ) {
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, position)
+    if (bytesRead === 0) return
+    digest.add(buffer.subarray(0, bytesRead))
+    position += bytesRead
+  }
+}
+
 /** Feeds whole files to a digest, returning each one's size. */
 export async function hashFiles(digest: Digest, files: string[]): Promise<number[]> {
   const sizes: number[] = []
+  const buffer = files.length > 0 ? Buffer.allocUnsafe(READ_BYTES) : Buffer.alloc(0)
   for (const file of files) {
     const before = digest.size
-    for await (const chunk of fs.createReadStream(file, { highWaterMark: 1024 * 1024 }))
-      digest.add(chunk as Buffer)
+    const handle = await fsp.open(file, 'r')
+    try {
+      await hashHandle(digest, handle, buffer)
+    } finally {
+      await handle.close()
+    }
     sizes.push(digest.size - before)
   }
   return sizes

@@ -1,4 +1,5 @@
-import { XMLParser, XMLValidator } from 'fast-xml-parser'
+import { createRequire } from 'node:module'
+import type { XMLParser, XMLValidator } from 'fast-xml-parser'
 import { ApiError } from './errors.js'
 
 export type Format = 'json' | 'xml'
@@ -134,7 +135,7 @@ const NO_FLOATS: ReadonlySet<string> = new Set()
 
 // ---------- XML in ----------
 
-const parser = new XMLParser({
+const PARSER_OPTIONS = {
   ignoreAttributes: false,
   attributeNamePrefix: '@_',
   parseTagValue: false,
@@ -144,7 +145,16 @@ const parser = new XMLParser({
   processEntities: true,
   htmlEntities: false,
   isArray: () => false,
-})
+}
+
+// The parser is loaded with the first XML body (~3 MiB of memory a JSON-only server never needs).
+let xml: { parser: XMLParser; validator: typeof XMLValidator } | undefined
+function xmlParser() {
+  if (xml) return xml
+  const fxp = createRequire(import.meta.url)('fast-xml-parser') as typeof import('fast-xml-parser')
+  xml = { parser: new fxp.XMLParser(PARSER_OPTIONS), validator: fxp.XMLValidator }
+  return xml
+}
 
 /** Parses an XML request body: the root's child elements are the fields. Never resolves a DTD. */
 export function parseXmlBody(text: string): Record<string, unknown> {
@@ -155,7 +165,8 @@ export function parseXmlBody(text: string): Record<string, unknown> {
     )
   }
   if (text.trim() === '') return {}
-  const valid = XMLValidator.validate(text)
+  const { parser, validator } = xmlParser()
+  const valid = validator.validate(text)
   if (valid !== true) throw new ApiError('bad-request/invalid-body', `Malformed XML: ${valid.err.msg}`)
   let doc: Record<string, unknown>
   try {

@@ -25,6 +25,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** Every route as registered: method and URL (HEAD routes included). */
     routeTable: { method: string; url: string }[]
+    /** Compiles the schemas no request has used yet (lazy-compilers.ts); returns how many. */
+    compileSchemas(): number
   }
   interface FastifyRequest {
     principal: Principal

@@ -1,7 +1,8 @@
 import dns from 'node:dns'
 import { STATUS_CODES } from 'node:http'
+import { createRequire } from 'node:module'
 import net from 'node:net'
-import { Agent, buildConnector } from 'undici'
+import type { Agent, buildConnector } from 'undici'
 import { AddressGuard, AddressRefusedError, type Resolver } from './address-guard.js'
 import { describeNetworkFailure, HostResolutionError } from './network-failure.js'
 
@@ -87,6 +88,10 @@ interface Outcomes {
   timedOut(progress: Progress, started: number): WebhookOutcome
 }
 
+// undici is loaded with the first webhook a site sends: a server that sends none never pays its
+// ~6 MiB of memory.
+const loadUndici = () => createRequire(import.meta.url)('undici') as typeof import('undici')
+
 type LookupCallback = (err: Error | null, address: string | dns.LookupAddress[], family?: number) => void
 
 /**
@@ -102,7 +107,8 @@ export class WebhookSender {
   readonly #now: () => number
   readonly #connectTimeoutMs: number
   readonly #totalTimeoutMs: number
-  readonly #agent: Agent
+  readonly #maxConnections: number
+  #agent: Agent | undefined
   /** Errors raised while a connection was being opened, told apart from errors on an open one. */
   readonly #connectErrors = new WeakSet<object>()
   /** The last listener URL sent to, parsed (a site has one listener). */
@@ -121,17 +127,25 @@ export class WebhookSender {
     this.#now = opts.now ?? Date.now
     this.#connectTimeoutMs = opts.connectTimeoutMs
     this.#totalTimeoutMs = opts.totalTimeoutMs
+    this.#maxConnections = opts.maxConnections ?? 64
+  }
+
+  /** The connection pool, made on first use. */
+  #pool(): Agent {
+    if (this.#agent) return this.#agent
+    const { Agent, buildConnector } = loadUndici()
     // net.connect (and tls.connect) call `lookup` within the connect timeout, so it covers resolution
     // too. undici checks that timer about once a second, which is precise enough for seconds.
-    const connector = buildConnector({ timeout: opts.connectTimeoutMs, lookup: this.#lookup })
+    const connector = buildConnector({ timeout: this.#connectTimeoutMs, lookup: this.#lookup })
     this.#agent = new Agent({
       connect: this.#guardedConnector(connector),
-      connections: opts.maxConnections ?? 64,
+      connections: this.#maxConnections,
       pipelining: 1,
       // Our own timer ends the exchange; these only keep undici's defaults from outliving it.
-      headersTimeout: opts.totalTimeoutMs,
-      bodyTimeout: opts.totalTimeoutMs,
+      headersTimeout: this.#totalTimeoutMs,
+      bodyTimeout: this.#totalTimeoutMs,
     })
+    return this.#agent
   }
 
   /**
@@ -148,7 +162,7 @@ export class WebhookSender {
       // no stream, promise or abort signal of its own per request.
       const exchange = new Exchange(this.#outcomes, target.tls, started, resolve, reject)
       exchange.timer = setTimeout(exchange.timeout, this.#totalTimeoutMs)
-      this.#agent.dispatch(
+      this.#pool().dispatch(
         { origin: target.origin, path: target.path, method: 'POST', headers: req.headers, body: req.body },
         exchange,
       )
@@ -157,7 +171,7 @@ export class WebhookSender {
 
   /** Waits for deliveries in flight, then closes every connection. */
   async close(): Promise<void> {
-    await this.#agent.close()
+    await this.#agent?.close()
   }
 
   /** The origin and path of a listener URL, or why it is refused (status 7, nothing is contacted). */

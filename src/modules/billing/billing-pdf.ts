@@ -1,6 +1,12 @@
-import PDFDocument from 'pdfkit'
+import { createRequire } from 'node:module'
+import type PDFKitDocument from 'pdfkit'
 import type { AccountLineItemJson } from './billing-service.js'
 import { currencyDigits, toDecimal } from './money.js'
+
+// pdfkit (with its font metrics, ~10 MiB of memory) is loaded by the first PDF a server draws,
+// not by every server at start-up: most never draw one.
+let PDFDocument: typeof PDFKitDocument | undefined
+const loadPdfKit = () => (PDFDocument ??= createRequire(import.meta.url)('pdfkit') as typeof PDFKitDocument)
 
 /**
  * The PDF behind an invoice's or payment's `download_uri`, drawn by pdfkit and streamed as it is
@@ -14,7 +20,7 @@ export function billingPdf(item: AccountLineItemJson): PDFKit.PDFDocument {
   const money = (n: number) => `${item.currency} ${toDecimal(Math.round(n * 10 ** digits), item.currency)}`
   const date = (iso: string | null) => (iso ? iso.slice(0, 10) : '')
   const title = item.type === 'invoice' ? `Invoice #${item.id}` : `Payment receipt #${item.id}`
-  const doc = new PDFDocument({
+  const doc = new (loadPdfKit())({
     size: 'A4',
     margin: 50,
     info: { Title: title, Author: item.site_name, CreationDate: new Date(item.updated_at) },
