@@ -92,7 +92,15 @@ export async function startServer(
     container,
     adminKey: created.key!,
     async close() {
-      await app.close()
+      // As `wharf serve` does on SIGTERM: a keep-alive connection whose last response is still
+      // finishing (a streamed download the client has read to its Content-Length) goes idle a
+      // moment after closing starts, and would hold the close open for the keep-alive timeout.
+      const sweep = setInterval(() => app.server.closeIdleConnections(), 50)
+      try {
+        await app.close()
+      } finally {
+        clearInterval(sweep)
+      }
       await container.close()
       await fs.rm(dataDir, { recursive: true, force: true })
       if (schema) {
