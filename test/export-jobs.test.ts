@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import { stringify } from 'csv-stringify/sync'
 import { afterEach, describe, expect, it } from 'vitest'
 import { ExportBuilder } from '../src/exports/export-builder.js'
 import { ExportFailure, type ExportJob, type ExportSource } from '../src/exports/export-kind.js'
@@ -67,6 +68,104 @@ describe.each(dialects)('export jobs (%s)', (dialect) => {
     servers.push(s)
     return s
   }
+
+  it('writes the webhook log’s CSV byte for byte as csv-stringify would, whatever the fields hold', async () => {
+    const s = await serve({ EXPORT_PAGE_SIZE: '2' })
+    const siteId = s.container.site.id
+    const folder = `csv-${Math.random().toString(36).slice(2, 8)}`
+    const n = await s.container.db
+      .insertInto('webhook_notifications')
+      .values({
+        site_id: siteId,
+        action_id: null,
+        message_id: `msg-${folder}`,
+        operation: 'Upload',
+        user_id: null,
+        username: '',
+        protocol: 'restapi',
+        path: `${folder}/a`,
+        sourcepath: '',
+        folder,
+        state: 'failed',
+        max_attempts: 8,
+        next_attempt_at: null,
+        lease_owner: null,
+        lease_until: null,
+        created_at: 0,
+        updated_at: 0,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow()
+    const awkward = [
+      '',
+      'plain',
+      'a,b',
+      'say "hi"',
+      'line\nbreak',
+      'cr\rhere',
+      'crlf\r\nend',
+      'trailing\r',
+      '{}',
+      'héllo ✓',
+    ]
+    const rows = awkward.map((text, i) => ({
+      site_id: siteId,
+      notification_id: n.id,
+      attempt: i + 1,
+      created_at: Date.UTC(2025, 0, 2, 3, 4, 5) + i * 1001,
+      user_id: null,
+      operation: i % 2 ? 'Create Folder' : text,
+      status: i % 3 ? 500 : 28,
+      message: text,
+      success: i % 2,
+      request_headers: i ? JSON.stringify({ 'X-Test': text }) : '{}',
+      request_method: 'POST',
+      request_url: `https://hooks.example.com/${text}`,
+      request_body: text,
+      path: `${folder}/${text}`,
+      folder,
+      response_size: i * 7,
+      response_body: text,
+      duration_ms: 1,
+    }))
+    const ids = (
+      await s.container.db.insertInto('webhook_attempts').values(rows).returning('id').execute()
+    ).map((r) => Number(r.id))
+    const made = await call(s, 'POST', '/action_notification_exports', {
+      ...admin(s),
+      body: { query_folder: folder },
+    })
+    const e = await untilBuilt(s, made.body.id)
+    expect(e.status).toBe('ready')
+    const res = await fetch(e.results_url)
+    const csv = await res.text()
+    expect(res.headers.get('content-length')).toBe(String(Buffer.byteLength(csv)))
+    const iso = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z')
+    const expected = stringify(
+      [
+        [...EXPORT_KINDS.webhook_log.columns],
+        ...rows.map((r, i) => [
+          ids[i],
+          iso(r.created_at),
+          r.status,
+          r.message,
+          r.success ? 'true' : 'false',
+          r.request_headers,
+          r.request_method,
+          r.request_url,
+          r.path,
+          r.folder,
+          r.attempt,
+          r.operation,
+          r.response_size,
+          r.response_body,
+          r.request_body,
+        ]),
+      ],
+      { record_delimiter: 'windows', quote_record_delimiter: true },
+    )
+    expect(csv === expected, `the CSV differs:\n${csv}\n---\n${expected}`).toBe(true)
+  })
 
   it('marks a build that throws failed, with a reason, and refuses its results', async () => {
     let fail: Error = new Error('connection reset by the disk')

@@ -4,8 +4,11 @@ import type { BlobStore } from '../blobs/blob-store.js'
 import type { ExportKind } from '../db/schema.js'
 import type { ExportJob, ExportKindSpec, ExportSource } from './export-kind.js'
 
-/** RFC 4180: CRLF between records, fields quoted only when they must be. */
-const CSV = { record_delimiter: 'windows', cast: { boolean: (b: boolean) => String(b) } } as const
+/**
+ * RFC 4180: CRLF between records; a field is quoted (its quotes doubled) when it holds a quote, a
+ * comma, a CR or an LF, so that no reader takes a line break inside a field for the end of a record.
+ */
+const CSV = { record_delimiter: 'windows', quote_record_delimiter: true } as const
 
 export interface BuiltExport {
   blobKey: string
@@ -37,11 +40,19 @@ export class ExportBuilder {
       yield header
       for await (const page of source.pages(job, pageSize, signal)) {
         signal.throwIfAborted()
-        count += page.length
-        yield stringify(page, CSV)
+        if (Array.isArray(page)) {
+          count += page.length
+          yield stringify(page, CSV)
+        } else if (page.lines.length > 0) {
+          count += page.lines.length
+          yield `${page.lines.join('\r\n')}\r\n`
+        }
       }
     }
-    const info = await this.blobs.put(Readable.from(csv(), { objectMode: false }))
+    // Room for about one page ahead: the next page is read while the last one is being written.
+    const info = await this.blobs.putUnhashed(
+      Readable.from(csv(), { objectMode: false, highWaterMark: 4 * 1024 * 1024 }),
+    )
     return { blobKey: info.key, bytes: info.size, count }
   }
 }

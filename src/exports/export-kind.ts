@@ -29,9 +29,14 @@ export interface ParsedQuery {
  * fails, or a slow one), through the container's options.
  */
 export interface ExportSource {
-  /** The matching records, oldest first, in pages of CSV rows (values in the kind's column order). */
-  pages(job: ExportJob, pageSize: number, signal: AbortSignal): AsyncIterable<unknown[][]>
+  /**
+   * The matching records, oldest first, a page at a time: rows of values in the kind's column
+   * order (encoded with csv-stringify), or lines already encoded as CSV (without line ends).
+   */
+  pages(job: ExportJob, pageSize: number, signal: AbortSignal): AsyncIterable<CsvPage>
 }
+
+export type CsvPage = unknown[][] | { lines: string[] }
 
 /** One kind of export: its query fields, its result fields, and how a CSV row reads back as JSON. */
 export interface ExportKindSpec {

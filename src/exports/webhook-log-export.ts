@@ -121,9 +121,19 @@ export const WEBHOOK_LOG_EXPORT: ExportKindSpec = {
   },
 }
 
+/** A text column as csv-stringify writes it: quoted (quotes doubled) when it holds `"`, `,`, CR or LF. */
+function csvText(dialect: Dialect, column: string) {
+  const c = sql.ref(column)
+  const find = sql.raw(dialect === 'sqlite' ? 'instr' : 'strpos')
+  const nl = sql.raw(dialect === 'sqlite' ? 'char(10)' : 'chr(10)')
+  const cr = sql.raw(dialect === 'sqlite' ? 'char(13)' : 'chr(13)')
+  return sql`(case when ${find}(${c}, '"') > 0 or ${find}(${c}, ',') > 0 or ${find}(${c}, ${nl}) > 0 or ${find}(${c}, ${cr}) > 0 then '"' || replace(${c}, '"', '""') || '"' else ${c} end)`
+}
+
 /**
- * The log records of an export, as CSV rows straight from the database: the date is formatted
- * and the boolean spelled out by SQL, so no JavaScript runs per row.
+ * The log records of an export as CSV lines made by the database: csv-stringify's output for the
+ * same values (RFC 4180 quoting only where needed; a test holds them to it), but without a
+ * JavaScript call per field, which cost ten times what the database spends reading the rows.
  */
 export function webhookLogSource(handle: DatabaseHandle): ExportSource {
   const dialect = handle.dialect.name
@@ -132,36 +142,42 @@ export function webhookLogSource(handle: DatabaseHandle): ExportSource {
     dialect === 'sqlite'
       ? sql<string>`strftime('%Y-%m-%dT%H:%M:%SZ', created_at / 1000, 'unixepoch')`
       : sql<string>`to_char(to_timestamp(created_at / 1000) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')`
+  const num = (column: string) => sql`cast(${sql.ref(column)} as text)`
+  const text = (column: string) => csvText(dialect, column)
+  const fields = [
+    num('id'),
+    iso,
+    num('status'),
+    text('message'),
+    sql`(case when success = 1 then 'true' else 'false' end)`,
+    text('request_headers'),
+    text('request_method'),
+    text('request_url'),
+    text('path'),
+    text('folder'),
+    num('attempt'),
+    text('operation'),
+    num('response_size'),
+    text('response_body'),
+    text('request_body'),
+  ]
+  const line = sql<string>`${sql.join(fields, sql` || ',' || `)}`
   return {
-    pages(job: ExportJob, pageSize: number, signal: AbortSignal) {
+    async *pages(job: ExportJob, pageSize: number, signal: AbortSignal) {
       const query = parseQuery(job.query, dialect)
-      return keysetPages(handle, {
+      const rows = keysetPages(handle, {
         table: 'webhook_attempts',
         job,
         pageSize,
         signal,
-        select: (qb) =>
-          qb
-            .select([
-              'id',
-              iso.as('created_at'),
-              'status',
-              'message',
-              sql<string>`case when success = 1 then 'true' else 'false' end`.as('success'),
-              'request_headers',
-              'request_method',
-              'request_url',
-              'path',
-              'folder',
-              'attempt',
-              'operation',
-              'response_size',
-              'response_body',
-              'request_body',
-            ])
-            .where((eb) => eb.and(query.where(eb))),
         db,
+        select: (qb) => qb.select(['id', line.as('line')]).where((eb) => eb.and(query.where(eb))),
       })
+      for await (const page of rows) {
+        const lines = new Array<string>(page.length)
+        for (let i = 0; i < page.length; i++) lines[i] = page[i]![1] as string
+        yield { lines }
+      }
     },
   }
 }
