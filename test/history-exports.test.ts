@@ -353,7 +353,9 @@ describe.each(dialects)('history exports over HTTP (%s)', (dialect) => {
     tampered.searchParams.set('signature', `x${tampered.searchParams.get('signature')!.slice(1)}`)
     const refused = await fetch(tampered)
     expect(refused.status).toBe(401)
-    expect(((await refused.json()) as { type: string }).type).toBe('not-authenticated/invalid-or-expired-code')
+    expect(((await refused.json()) as { type: string }).type).toBe(
+      'not-authenticated/invalid-or-expired-code',
+    )
   })
 
   it('speaks XML: a body of fields in, the singular and plural roots out', async () => {
