@@ -330,6 +330,12 @@ describe.each(dialects)('history exports over HTTP (%s)', (dialect) => {
     const seen = (await historyResults(s, asUser.id, fa)).body as any[]
     expect(seen.map((r) => r.path)).toContain(`${folder}/x.txt`)
     expect(seen.every((r) => r.path === folder || r.path.startsWith(`${folder}/`))).toBe(true)
+    // Once they no longer administer the folder, their exports of it are refused.
+    await s.container.db.deleteFrom('permissions').where('user_id', '=', folderAdmin.id).execute()
+    const type = 'not-authorized/folder-admin-permission-required'
+    expectError(await call(s, 'GET', `/history_exports/${own.id}`, fa), 403, type)
+    expectError(await historyResults(s, own.id, fa), 403, type)
+    expect((await call(s, 'GET', `/history_exports/${own.id}`, sa)).status).toBe(200)
   })
 
   it('writes the same records to the CSV as the JSON results, and pages them forward one by one', async () => {

@@ -233,7 +233,10 @@ export class ExportService {
     }
   }
 
-  /** The export if the actor may see it: site admins every export of the site, others their own. */
+  /**
+   * The export if the actor may see it: site admins every export of the site, others their own,
+   * as long as they still administer the folders and paths it names.
+   */
   private async visible(p: Principal, actor: Actor, spec: ExportKindSpec, id: number): Promise<ExportRow> {
     const row = await this.db
       .selectFrom('exports')
@@ -244,6 +247,11 @@ export class ExportService {
       .executeTakeFirst()
     if (!row || (!actor.siteAdmin && row.user_id !== actor.userId)) {
       throw new ApiError('not-found', `No export with id ${id}`)
+    }
+    // A user who no longer administers what the export covers may no longer read it.
+    if (!actor.siteAdmin) {
+      const given = JSON.parse(row.query) as Record<string, unknown>
+      await this.checkScope(p.siteId, actor, spec.parseQuery(given, this.dialect))
     }
     return row
   }
