@@ -316,10 +316,17 @@ describe.each(dialects)('export jobs (%s)', (dialect) => {
     await s.container.exports.worker.stop()
     const row = await s.container.db
       .selectFrom('exports')
-      .select(['status', 'lease_owner', 'lease_until', 'blob_key'])
+      .select(['status', 'lease_owner', 'lease_until', 'blob_key', 'attempts'])
       .where('id', '=', made.body.id)
       .executeTakeFirstOrThrow()
-    expect(row).toEqual({ status: 'building', lease_owner: null, lease_until: null, blob_key: null })
+    // Not counted as an attempt: only builds cut short by a crash are.
+    expect(row).toEqual({
+      status: 'building',
+      lease_owner: null,
+      lease_until: null,
+      blob_key: null,
+      attempts: 0,
+    })
   })
 })
 

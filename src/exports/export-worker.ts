@@ -1,7 +1,7 @@
 import crypto from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import os from 'node:os'
-import { type Kysely, type Selectable, sql, type Updateable } from 'kysely'
+import { type Kysely, type Selectable, sql, type UpdateObject } from 'kysely'
 import type { Logger } from 'pino'
 import type { BlobStore } from '../blobs/blob-store.js'
 import type { Database, ExportsTable } from '../db/schema.js'
@@ -178,7 +178,7 @@ export class ExportWorker {
   }
 
   /** Updates the export only while this worker still holds its claim. */
-  private mine(id: number, set: Updateable<ExportsTable>) {
+  private mine(id: number, set: UpdateObject<Database, 'exports'>) {
     return this.db
       .updateTable('exports')
       .set(set)
@@ -208,7 +208,8 @@ export class ExportWorker {
       const why = signal.aborted ? signal.reason : err
       if (why instanceof ClaimLost) return
       if (why instanceof Stopping) {
-        await this.mine(row.id, { lease_owner: null, lease_until: null })
+        // A graceful stop is not a failed attempt: it does not count towards MAX_ATTEMPTS.
+        await this.mine(row.id, { lease_owner: null, lease_until: null, attempts: sql<number>`attempts - 1` })
         return
       }
       if (err instanceof ExportFailure) {
