@@ -8,13 +8,16 @@ import { ApiError } from './http/errors.js'
 import { API_PREFIX, type Format, negotiate, parseXmlBody, splitFormatSuffix, toXml } from './http/format.js'
 import { lazyCompilers } from './http/lazy-compilers.js'
 import { registerAuth } from './http/plugins/auth.js'
+import { actionNotificationExportRoutes } from './http/routes/action-notification-exports.js'
 import { apiKeyRoutes } from './http/routes/api-keys.js'
 import { appRoutes } from './http/routes/apps.js'
 import { billingRoutes } from './http/routes/billing.js'
+import { exportFileRoutes } from './http/routes/export-files.js'
 import { fileOperationRoutes } from './http/routes/file-operations.js'
 import { fileRoutes } from './http/routes/files.js'
 import { folderRoutes } from './http/routes/folders.js'
 import { historyRoutes } from './http/routes/history.js'
+import { historyExportRoutes } from './http/routes/history-exports.js'
 import { permissionRoutes } from './http/routes/permissions.js'
 import { sessionRoutes } from './http/routes/sessions.js'
 import { swaggerRoutes } from './http/routes/swagger.js'
@@ -199,6 +202,9 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       await api.register(historyRoutes(container))
       await api.register(webhookSettingsRoutes(container))
       await api.register(webhookDeliveryRoutes(container))
+      await api.register(actionNotificationExportRoutes(container))
+      await api.register(historyExportRoutes(container))
+      await api.register(exportFileRoutes(container))
       await api.register(billingRoutes(container))
       await api.register(appRoutes(container))
       await api.register(swaggerRoutes())

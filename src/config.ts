@@ -46,6 +46,16 @@ export interface Config {
     /** How long delivery-log records (and finished notifications) are kept. */
     logRetentionDays: number
   }
+  exports: {
+    /** Exports (and their CSV files) are deleted this long after they were created. */
+    retentionDays: number
+    /** Export builds running at once, per process. */
+    concurrency: number
+    /** Records read and written per step of a build. */
+    pageSize: number
+    /** How long a worker's claim on a build lasts without renewal (renewed while it runs). */
+    leaseSeconds: number
+  }
 }
 
 export class ConfigError extends Error {
@@ -160,6 +170,12 @@ export function loadConfig(env: Env = process.env): Config {
       totalTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 15_000, 10, 120_000),
       concurrency: int('WEBHOOK_CONCURRENCY', 64, 1, 1024),
       logRetentionDays: int('WEBHOOK_LOG_RETENTION_DAYS', 90, 1, 36500),
+    },
+    exports: {
+      retentionDays: int('EXPORT_RETENTION_DAYS', 7, 1, 36500),
+      concurrency: int('EXPORT_CONCURRENCY', 2, 1, 64),
+      pageSize: int('EXPORT_PAGE_SIZE', 5000, 1, 100_000),
+      leaseSeconds: int('EXPORT_LEASE_SECONDS', 60, 1, 86400),
     },
   }
   if (problems.length > 0) throw new ConfigError(problems)

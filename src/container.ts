@@ -6,7 +6,15 @@ import type { BlobStore } from './blobs/blob-store.js'
 import { LocalBlobStore } from './blobs/local-blob-store.js'
 import type { Config } from './config.js'
 import { type DatabaseHandle, openDatabase } from './db/database.js'
-import type { Database } from './db/schema.js'
+import type { Database, ExportKind } from './db/schema.js'
+import { ExportBuilder } from './exports/export-builder.js'
+import type { ExportSource } from './exports/export-kind.js'
+import { EXPORT_KINDS } from './exports/export-kinds.js'
+import { ExportRetention } from './exports/export-retention.js'
+import { ExportService } from './exports/export-service.js'
+import { ExportWorker } from './exports/export-worker.js'
+import { historySource } from './exports/history-export.js'
+import { webhookLogSource } from './exports/webhook-log-export.js'
 import { RateLimiter } from './http/rate-limiter.js'
 import { ApiKeyService } from './modules/api-keys/api-key-service.js'
 import { loadAppCatalog } from './modules/apps/app-catalog.js'
@@ -63,6 +71,8 @@ export interface Services {
   billingLedger: BillingLedger
   /** GET /apps: the integration catalog, read from its file at start-up. */
   apps: AppService
+  /** Webhook-log and history exports: creation, status, results and their CSV. */
+  exports: ExportService
 }
 
 /** The composition root: one database, the services on it, and how to close them. */
@@ -80,8 +90,10 @@ export interface Container {
   rateLimiter: RateLimiter
   /** Outbound webhooks: the outbox's dispatcher and the log's retention job. */
   webhooks: { dispatcher: WebhookDispatcher; retention: WebhookLogRetention; sender: WebhookSender }
+  /** Export builds (claimed with a lease) and the deletion of old exports. */
+  exports: { worker: ExportWorker; retention: ExportRetention }
   now: () => number
-  /** Starts the background work (janitor, webhook delivery, log retention) once the server listens. */
+  /** Starts the background work (janitor, webhook delivery, export builds, retention) once the server listens. */
   startBackground(): Promise<void>
   close(): Promise<void>
 }
@@ -94,6 +106,8 @@ export interface ContainerOptions {
   logger?: Logger
   /** DNS for webhook listeners (tests inject one; never a real lookup of a test name). */
   resolver?: Resolver
+  /** Where exports read their records (tests inject a failing or slow one). */
+  exportSources?: Partial<Record<ExportKind, ExportSource>>
 }
 
 const HOUR = 3600_000
@@ -144,6 +158,25 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
         : {}),
     })
     const retention = new WebhookLogRetention(db, hooks.logRetentionDays, now, opts.logger)
+    const exportSources: Record<ExportKind, ExportSource> = {
+      webhook_log: webhookLogSource(database),
+      history: historySource(database),
+      ...opts.exportSources,
+    }
+    const exportWorker = new ExportWorker(
+      db,
+      new ExportBuilder(blobs, EXPORT_KINDS, exportSources, config.exports.pageSize),
+      blobs,
+      now,
+      {
+        concurrency: config.exports.concurrency,
+        leaseMs: config.exports.leaseSeconds * 1000,
+        releaseClaimsOnStart: database.dialect.name === 'sqlite',
+        skipLocked: database.dialect.skipLocked,
+        logger: opts.logger,
+      },
+    )
+    const exportRetention = new ExportRetention(db, config.exports.retentionDays, now, opts.logger)
     const services: Services = {
       auth: new AuthService(db, config, now, identities),
       apiKeys: new ApiKeyService(db, config, secrets, now, identities),
@@ -168,6 +201,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       billing: new BillingService(db, config, secrets, now),
       billingLedger: new BillingLedger(db, now),
       apps: new AppService(apps, secrets, () => config.baseUrl),
+      exports: new ExportService(db, database.dialect.name, blobs, secrets, () => config.baseUrl, now),
     }
     return {
       config,
@@ -180,14 +214,19 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       services,
       rateLimiter: new RateLimiter(config.rateLimit, now),
       webhooks: { dispatcher, retention, sender },
+      exports: { worker: exportWorker, retention: exportRetention },
       now,
       startBackground: async () => {
         janitor.start(config.files.janitorIntervalSeconds * 1000)
         retention.start(HOUR)
+        exportRetention.start(HOUR)
         await dispatcher.start()
+        await exportWorker.start()
       },
       close: async () => {
         // Background work first: what is in progress finishes before the database closes under it.
+        await exportWorker.stop()
+        await exportRetention.stop()
         await dispatcher.stop()
         await sender.close()
         await retention.stop()

@@ -31,6 +31,17 @@ describe('loadConfig', () => {
     expect(c.rateLimit).toEqual({ perSecond: 50, burst: 200, concurrent: 100 })
     expect(c.login).toEqual({ maxFailuresPerUser: 5, maxAttemptsPerIp: 30, windowMinutes: 15 })
     expect(c.bodyLimitBytes).toBe(1_048_576)
+    expect(c.exports).toEqual({ retentionDays: 7, concurrency: 2, pageSize: 5000, leaseSeconds: 60 })
+  })
+
+  it('reads the export settings', () => {
+    const c = loadConfig({
+      EXPORT_RETENTION_DAYS: '30',
+      EXPORT_CONCURRENCY: '4',
+      EXPORT_PAGE_SIZE: '100',
+      EXPORT_LEASE_SECONDS: '5',
+    })
+    expect(c.exports).toEqual({ retentionDays: 30, concurrency: 4, pageSize: 100, leaseSeconds: 5 })
   })
 
   it('treats empty variables as unset', () => {
@@ -126,6 +137,10 @@ describe('loadConfig', () => {
       [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY'],
       [{ RATE_LIMIT_PER_SECOND: '0' }, 'RATE_LIMIT_PER_SECOND'],
       [{ BODY_LIMIT_BYTES: '100' }, 'BODY_LIMIT_BYTES'],
+      [{ EXPORT_RETENTION_DAYS: '0' }, 'EXPORT_RETENTION_DAYS'],
+      [{ EXPORT_CONCURRENCY: 'two' }, 'EXPORT_CONCURRENCY'],
+      [{ EXPORT_PAGE_SIZE: '0' }, 'EXPORT_PAGE_SIZE'],
+      [{ EXPORT_LEASE_SECONDS: '0' }, 'EXPORT_LEASE_SECONDS'],
     ]
     for (const [env, name] of cases) {
       const problems = problemsOf(env)

@@ -64,6 +64,11 @@ export interface BlobStore {
   /** Streams `data` into a new blob (atomic: the blob appears complete or not at all). */
   put(data: Readable, opts?: { maxBytes?: number }): Promise<BlobInfo>
   /**
+   * The same without checksums, for blobs no one asks the md5 or CRC of (export files): hashing a
+   * gigabyte costs seconds of CPU.
+   */
+  putUnhashed(data: Readable): Promise<{ key: string; size: number }>
+  /**
    * Streams one part of an upload into staging (not yet flushed to disk: see assemble), replacing
    * an earlier copy of the same part only once this one is complete. A failed or aborted stream leaves the earlier copy (or none).
    */

@@ -118,6 +118,12 @@ export class LocalBlobStore implements BlobStore {
     return digest.result(key)
   }
 
+  async putUnhashed(data: Readable): Promise<{ key: string; size: number }> {
+    const counter = new Counter()
+    const key = await this.publish(await this.writeTemp(data, counter))
+    return { key, size: counter.size }
+  }
+
   async putPart(ref: string, partNumber: number, data: Readable, opts: { maxBytes?: number } = {}) {
     const file = path.join(this.partDir(ref), partName(partNumber))
     const digest = new Counter(opts.maxBytes)

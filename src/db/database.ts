@@ -24,6 +24,11 @@ export interface DatabaseHandle {
    */
   listen?: (channel: (schema: string) => string, onNotify: () => void) => Promise<() => Promise<void>>
   /**
+   * Runs a compiled SELECT and returns its rows as arrays, in the order of its columns: no object
+   * per row, for reads of many rows (exports). Same placeholders as Kysely compiles for the dialect.
+   */
+  queryArrays(sql: string, params: readonly unknown[]): Promise<unknown[][]>
+  /**
    * SQLite only: the better-sqlite3 connection under Kysely, for the few statements run many times
    * a second (the webhook dispatcher's claims and delivery log) without Kysely's executor.
    */
@@ -103,7 +108,21 @@ function openSqlite(opts: DatabaseOptions): DatabaseHandle {
     },
     transaction: <T>(work: () => T) => inTransaction(work) as T,
   }
-  return { ...handle(db, { name: 'sqlite', skipLocked: false }), sqlite: raw }
+  // Large reads take their statements from a cache of their own: these are switched to arrays.
+  const arrayStatements = new Map<string, SQLite.Statement>()
+  // Run while Kysely's connection is held, so a read never lands inside another caller's open
+  // transaction and sees rows that may yet roll back.
+  const queryArrays = (text: string, params: readonly unknown[]) =>
+    raw.hold(() => {
+      let stmt = arrayStatements.get(text)
+      if (stmt === undefined) {
+        stmt = sqlite.prepare(text).raw(true)
+        if (arrayStatements.size >= 50) arrayStatements.delete(arrayStatements.keys().next().value!)
+        arrayStatements.set(text, stmt)
+      }
+      return stmt.all(...params) as unknown[][]
+    })
+  return { ...handle(db, { name: 'sqlite', skipLocked: false }, queryArrays), sqlite: raw }
 }
 
 /**
@@ -138,8 +157,10 @@ function openPostgres(url: string, schema: string | undefined): DatabaseHandle {
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   })
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  const queryArrays = async (text: string, params: readonly unknown[]) =>
+    (await pool.query({ text, values: params as unknown[], rowMode: 'array' })).rows as unknown[][]
   const h = {
-    ...handle(db, { name: 'postgres', skipLocked: true }, schema),
+    ...handle(db, { name: 'postgres', skipLocked: true }, queryArrays, schema),
     listen: (channel: (schema: string) => string, onNotify: () => void) =>
       listenPostgres(pg, url, schema, channel, onNotify),
   }
@@ -160,10 +181,16 @@ function openPostgres(url: string, schema: string | undefined): DatabaseHandle {
   }
 }
 
-function handle(db: Kysely<Database>, dialect: DialectCapabilities, schema?: string): DatabaseHandle {
+function handle(
+  db: Kysely<Database>,
+  dialect: DialectCapabilities,
+  queryArrays: DatabaseHandle['queryArrays'],
+  schema?: string,
+): DatabaseHandle {
   return {
     db,
     dialect,
+    queryArrays,
     async migrate() {
       // Without the schema, Kysely looks for its migration tables in every schema of the database,
       // finds another schema's, skips creating its own and fails (test runs share one database,

@@ -242,6 +242,32 @@ export interface PaymentLineItemsTable {
   created_at: number
 }
 
+export type ExportKind = 'webhook_log' | 'history'
+export type ExportStatus = 'building' | 'ready' | 'failed'
+
+/** An export and the job that builds it (migration 006). */
+export interface ExportsTable {
+  id: Generated<number>
+  site_id: number
+  kind: ExportKind
+  /** The user it acts for and belongs to; null for a site-wide key. */
+  user_id: number | null
+  status: ExportStatus
+  failure_reason: string | null
+  start_at: number | null
+  end_at: number | null
+  /** JSON object of the query fields as given. */
+  query: string
+  blob_key: string | null
+  result_bytes: number | null
+  result_count: number | null
+  attempts: Generated<number>
+  lease_owner: string | null
+  lease_until: number | null
+  created_at: number
+  updated_at: number
+}
+
 export interface Database {
   sites: SitesTable
   users: UsersTable
@@ -259,4 +285,5 @@ export interface Database {
   account_line_items: AccountLineItemsTable
   invoice_line_items: InvoiceLineItemsTable
   payment_line_items: PaymentLineItemsTable
+  exports: ExportsTable
 }

@@ -132,7 +132,7 @@ export function parseListQuery(
   return { perPage, sort, filters, cursor, binding }
 }
 
-function parsePerPage(raw: unknown): number {
+export function parsePerPage(raw: unknown): number {
   if (raw === undefined || raw === '') return DEFAULT_PER_PAGE
   const s = String(raw)
   if (!/^\d+$/.test(s) || Number(s) < 1 || Number(s) > MAX_PER_PAGE) {

@@ -8,6 +8,8 @@ import { expect } from 'vitest'
 import { buildApp } from '../../src/app.js'
 import { loadConfig } from '../../src/config.js'
 import { type Container, createContainer } from '../../src/container.js'
+import type { ExportKind } from '../../src/db/schema.js'
+import type { ExportSource } from '../../src/exports/export-kind.js'
 import { operatorPrincipal } from '../../src/modules/auth/principal.js'
 import { hashPassword } from '../../src/security/secrets.js'
 import type { Resolver } from '../../src/webhooks/address-guard.js'
@@ -39,7 +41,12 @@ export interface TestServer {
 export async function startServer(
   dialect: DialectName,
   env: Record<string, string> = {},
-  opts: { now?: () => number; resolver?: Resolver } = {},
+  opts: {
+    now?: () => number
+    resolver?: Resolver
+    /** Where exports read their records, by kind (a failing or slow fake). */
+    exportSources?: Partial<Record<ExportKind, ExportSource>>
+  } = {},
 ): Promise<TestServer> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-test-'))
   const schema = dialect === 'postgres' ? `t_${crypto.randomBytes(6).toString('hex')}` : undefined
@@ -61,11 +68,14 @@ export async function startServer(
     ...(schema ? { databaseSchema: schema } : {}),
     ...(opts.now ? { now: opts.now } : {}),
     ...(opts.resolver ? { resolver: opts.resolver } : {}),
+    ...(opts.exportSources ? { exportSources: opts.exportSources } : {}),
   })
   const app = await buildApp(container)
   await app.listen({ host: '127.0.0.1', port: 0 })
-  // Webhooks go out as in production; the janitor and log retention run only when a test asks.
+  // Webhooks go out and exports are built as in production; the janitor and the retention jobs
+  // run only when a test asks.
   await container.webhooks.dispatcher.start()
+  await container.exports.worker.start()
   const addr = app.server.address()
   const port = typeof addr === 'object' && addr ? addr.port : 0
   const url = `http://127.0.0.1:${port}`
@@ -82,7 +92,15 @@ export async function startServer(
     container,
     adminKey: created.key!,
     async close() {
-      await app.close()
+      // As `wharf serve` does on SIGTERM: a keep-alive connection whose last response is still
+      // finishing (a streamed download the client has read to its Content-Length) goes idle a
+      // moment after closing starts, and would hold the close open for the keep-alive timeout.
+      const sweep = setInterval(() => app.server.closeIdleConnections(), 50)
+      try {
+        await app.close()
+      } finally {
+        clearInterval(sweep)
+      }
       await container.close()
       await fs.rm(dataDir, { recursive: true, force: true })
       if (schema) {

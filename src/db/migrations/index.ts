@@ -4,6 +4,7 @@ import * as m002 from './002-session-expiry.js'
 import * as m003 from './003-files.js'
 import * as m004 from './004-webhooks.js'
 import * as m005 from './005-billing.js'
+import * as m006 from './006-exports.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   '003-files': m003,
   '004-webhooks': m004,
   '005-billing': m005,
+  '006-exports': m006,
 }

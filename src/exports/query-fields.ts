@@ -1,0 +1,103 @@
+import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely'
+import { parseDateTime } from '../http/datetime.js'
+import { ApiError } from '../http/errors.js'
+import { normalizePath } from '../modules/paths.js'
+
+/**
+ * The query fields of exports: each takes several values separated by commas (OR within a field,
+ * AND across fields); empty values are ignored, and a field whose values are all empty is as if
+ * absent (api-spec.md: commas cannot themselves be searched for).
+ */
+
+export type Dialect = 'sqlite' | 'postgres'
+
+/** The given value of a field, split at commas; empty values dropped. Strings, numbers, booleans. */
+export function splitValues(raw: unknown, field: string, trim = false): string[] {
+  if (raw === undefined || raw === null) return []
+  if (typeof raw !== 'string' && typeof raw !== 'number' && typeof raw !== 'boolean') {
+    throw new ApiError('bad-request/request-params-invalid', `${field} must be a string`)
+  }
+  return String(raw)
+    .split(',')
+    .map((v) => (trim ? v.trim() : v))
+    .filter((v) => v !== '')
+}
+
+/** Paths as Wharf compares them: leading and trailing slashes stripped, `..` and control characters refused. */
+export function pathValues(raw: unknown, field: string): string[] {
+  return splitValues(raw, field).map((v) => normalizePath(v, field))
+}
+
+export function integerValues(raw: unknown, field: string): number[] {
+  return splitValues(raw, field, true).map((v) => {
+    if (!/^-?\d{1,15}$/.test(v)) {
+      throw new ApiError('bad-request/request-params-invalid', `${field} takes integers: "${v}" is not one`)
+    }
+    return Number(v)
+  })
+}
+
+/** true/false (as booleans, or as text from a query string or XML); several values may be listed. */
+export function booleanValues(raw: unknown, field: string): boolean[] {
+  if (typeof raw === 'boolean') return [raw]
+  return splitValues(raw, field, true).map((v) => {
+    const lower = v.toLowerCase()
+    if (lower !== 'true' && lower !== 'false') {
+      throw new ApiError('bad-request/request-params-invalid', `${field} must be true or false`)
+    }
+    return lower === 'true'
+  })
+}
+
+/** The query as stored and shown: each field's value as given, or null. */
+export function asGiven(raw: unknown): string | null {
+  if (raw === undefined || raw === null) return null
+  return String(raw)
+}
+
+/** start_at (inclusive) and end_at (exclusive), epoch milliseconds. */
+export function timeRange(body: Record<string, unknown>): { start: number | null; end: number | null } {
+  const at = (field: string) => {
+    const raw = body[field]
+    if (raw === undefined || raw === null || raw === '') return null
+    return parseDateTime(raw, field)
+  }
+  return { start: at('start_at'), end: at('end_at') }
+}
+
+/** The case folding of the database's lower(): SQLite folds only ASCII letters. */
+export function lowerLike(dialect: Dialect, s: string): string {
+  return dialect === 'sqlite' ? s.replace(/[A-Z]+/g, (m) => m.toLowerCase()) : s.toLowerCase()
+}
+
+type Eb = ExpressionBuilder<any, any>
+
+/** `lower(column)` equals one of the paths. */
+export function pathIn(eb: Eb, dialect: Dialect, column: string, paths: string[]): Expression<SqlBool> {
+  const col = sql.ref(column)
+  return eb(
+    sql`lower(${col})`,
+    'in',
+    paths.map((p) => lowerLike(dialect, p)),
+  )
+}
+
+/** The record's path is one of the folders or lies inside one (case-insensitive); '' is everything. */
+export function inFolders(eb: Eb, dialect: Dialect, column: string, folders: string[]): Expression<SqlBool> {
+  const col = sql.ref(column)
+  if (folders.includes('')) return sql<SqlBool>`1 = 1`
+  return eb.or(
+    folders.map((f) => {
+      const key = lowerLike(dialect, f)
+      const prefix = `${key}/`
+      return sql<SqlBool>`(lower(${col}) = ${key} or substr(lower(${col}), 1, ${[...prefix].length}) = ${prefix})`
+    }),
+  )
+}
+
+/** The column contains one of the values, ignoring letter case. */
+export function containsAny(eb: Eb, dialect: Dialect, column: string, values: string[]): Expression<SqlBool> {
+  const col = sql.ref(column)
+  const find = dialect === 'sqlite' ? 'instr' : 'strpos'
+  return eb.or(values.map((v) => sql<SqlBool>`${sql.raw(find)}(lower(${col}), ${lowerLike(dialect, v)}) > 0`))
+}

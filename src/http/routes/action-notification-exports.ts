@@ -1,0 +1,178 @@
+import { type Static, Type } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Container } from '../../container.js'
+import { WEBHOOK_LOG_EXPORT } from '../../exports/webhook-log-export.js'
+import { ApiError } from '../errors.js'
+import { setCursorHeaders } from '../pagination.js'
+import { DateTime, EchoId, errorResponses, Id, IdParams, Nullable, UserIdParam } from '../schemas.js'
+
+/** The query fields and the links every export shows (both kinds). */
+export const exportCommon = {
+  start_at: DateTime('Start of the export range (inclusive)'),
+  end_at: DateTime('End of the export range (exclusive)'),
+  status: Type.String({ description: 'building, ready or failed' }),
+}
+export const exportTail = {
+  results_url: Nullable(
+    Type.String({ description: 'When ready: signed link (24 hours) to all results as CSV, no credentials' }),
+  ),
+  user_id: Nullable(Type.Integer({ description: 'The user the export acts for; null for a site-wide key' })),
+  failure_reason: Nullable(Type.String({ description: 'Wharf extension: why the export failed' })),
+}
+
+const QueryText = (description: string) => Type.Optional(Type.String({ maxLength: 50_000, description }))
+export const Commas = 'several values may be given, separated by commas'
+
+export const ActionNotificationExportSchema = Type.Object(
+  {
+    id: Type.Integer(),
+    export_version: Type.String(),
+    ...exportCommon,
+    query_message: Nullable(Type.String()),
+    query_request_method: Nullable(Type.String()),
+    query_request_url: Nullable(Type.String()),
+    query_status: Nullable(Type.String()),
+    query_path: Nullable(Type.String()),
+    query_folder: Nullable(Type.String()),
+    query_success: Nullable(Type.Boolean()),
+    ...exportTail,
+  },
+  { $id: 'ActionNotificationExport', title: 'ActionNotificationExport' },
+)
+
+export const ActionNotificationExportResultSchema = Type.Object(
+  {
+    id: Type.Integer({ description: 'Id of the log record (what the retry endpoint takes)' }),
+    created_at: Type.Integer({ description: 'When the request was sent: Unix epoch seconds' }),
+    status: Type.Integer({ description: 'HTTP status, or a curl-style code for a network failure' }),
+    message: Type.String(),
+    success: Type.Boolean(),
+    request_headers: Type.String({ description: 'JSON of the headers sent' }),
+    request_method: Type.String(),
+    request_url: Type.String(),
+    path: Type.String(),
+    folder: Type.String(),
+    attempt: Type.Integer({ description: 'Wharf extension: attempt number' }),
+    operation: Type.String({ description: 'Wharf extension: Upload, Download, …' }),
+    response_size: Type.Integer({ description: 'Wharf extension: bytes of the answer' }),
+    response_body: Type.String({ description: 'Wharf extension: first 64 KiB of the answer' }),
+    request_body: Type.String({ description: 'Wharf extension: the payload sent' }),
+  },
+  { $id: 'ActionNotificationExportResult', title: 'ActionNotificationExportResult' },
+)
+
+const CreateBody = Type.Object(
+  {
+    user_id: Type.Optional(UserIdParam),
+    start_at: Type.Optional(
+      Type.String({ maxLength: 64, description: 'Records sent at or after this time' }),
+    ),
+    end_at: Type.Optional(Type.String({ maxLength: 64, description: 'Records sent before this time' })),
+    query_message: QueryText(`Records whose message contains this (any case); ${Commas}`),
+    query_request_method: QueryText(`HTTP method; ${Commas}`),
+    query_request_url: QueryText(`Listener URL; ${Commas}`),
+    query_status: QueryText(`HTTP status or curl-style code; ${Commas}`),
+    query_path: QueryText(`Exact path of the file; ${Commas}`),
+    query_folder: QueryText(`Folder: the folder and everything inside it; ${Commas}`),
+    query_success: Type.Optional(Type.Unknown({ description: 'true or false' })),
+  },
+  { additionalProperties: false },
+)
+
+/** GET /{id}: the Files.com SDKs repeat the id in the query string. */
+export const ShowQuery = Type.Object({ id: EchoId }, { additionalProperties: false })
+
+export const resultsQuery = (idField: string, description: string) =>
+  Type.Object(
+    {
+      [idField]: Id(description),
+      user_id: Type.Optional(UserIdParam),
+      cursor: Type.Optional(
+        Type.String({ maxLength: 4096, description: 'Cursor from X-Service-Cursor-Next' }),
+      ),
+      per_page: Type.Optional(Type.String({ description: 'Records per page: 1 to 10,000 (default 1,000)' })),
+      page: Type.Optional(
+        Type.String({ description: 'Ignored; sent by the Files.com SDKs while paginating' }),
+      ),
+    },
+    { additionalProperties: false },
+  )
+
+const ResultsQuery = resultsQuery('action_notification_export_id', 'Id of the export')
+
+export function checkShowEcho(params: { id: number }, query: { id?: number | undefined }): void {
+  if (query.id !== undefined && query.id !== params.id) {
+    throw new ApiError(
+      'bad-request/request-params-invalid',
+      'The id in the query differs from the id in the path',
+    )
+  }
+}
+
+const tags = ['action_notification_exports']
+
+/** Webhook-log exports: create, show, and the JSON results (the CSV is under /export_files). */
+export function actionNotificationExportRoutes(c: Container) {
+  const svc = c.services.exports
+  const spec = WEBHOOK_LOG_EXPORT
+  return async (app: FastifyInstance) => {
+    app.post<{ Body: Static<typeof CreateBody> }>(
+      '/action_notification_exports',
+      {
+        config: { xml: 'action-notification-export' },
+        schema: {
+          summary: 'Export the webhook log: starts building it in the background',
+          tags,
+          body: CreateBody,
+          response: { 201: ActionNotificationExportSchema, ...errorResponses },
+        },
+      },
+      async (request, reply) =>
+        reply
+          .code(201)
+          .send(await svc.create(request.principal, spec, request.body as Record<string, unknown>)),
+    )
+
+    app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof ShowQuery> }>(
+      '/action_notification_exports/:id',
+      {
+        config: { xml: 'action-notification-export' },
+        schema: {
+          summary: 'Show a webhook-log export (poll until status is ready)',
+          tags,
+          params: IdParams,
+          querystring: ShowQuery,
+          response: { 200: ActionNotificationExportSchema, ...errorResponses },
+        },
+      },
+      async (request) => {
+        checkShowEcho(request.params, request.query)
+        return svc.get(request.principal, spec, request.params.id)
+      },
+    )
+
+    app.get<{ Querystring: Static<typeof ResultsQuery> }>(
+      '/action_notification_export_results',
+      {
+        config: { xml: ['action-notification-export-results', 'action-notification-export-result'] },
+        schema: {
+          summary: 'Records of a ready webhook-log export, oldest first (forward-only cursor)',
+          tags: ['action_notification_export_results'],
+          querystring: ResultsQuery,
+          response: { 200: Type.Array(ActionNotificationExportResultSchema), ...errorResponses },
+        },
+      },
+      async (request, reply) => {
+        const q = request.query as Record<string, any>
+        const page = await svc.results(request.principal, spec, {
+          id: q['action_notification_export_id'] as number,
+          user_id: q.user_id,
+          cursor: q.cursor,
+          per_page: q.per_page,
+        })
+        setCursorHeaders(reply, { items: page.items, next: page.next, prev: null })
+        return page.items
+      },
+    )
+  }
+}

@@ -1,0 +1,165 @@
+import { type Static, Type } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Container } from '../../container.js'
+import { HISTORY_EXPORT, UNSUPPORTED_HISTORY_FIELDS } from '../../exports/history-export.js'
+import { setCursorHeaders } from '../pagination.js'
+import { errorResponses, IdParams, Nullable, UserIdParam } from '../schemas.js'
+import {
+  Commas,
+  checkShowEcho,
+  exportCommon,
+  exportTail,
+  resultsQuery,
+  ShowQuery,
+} from './action-notification-exports.js'
+
+const QueryText = (description: string) => Type.Optional(Type.String({ maxLength: 50_000, description }))
+const Unsupported = Type.Optional(
+  Type.String({ maxLength: 50_000, description: 'Not supported by Wharf: refused unless empty' }),
+)
+const unsupported = Object.fromEntries(UNSUPPORTED_HISTORY_FIELDS.map((f) => [f, Unsupported]))
+const nullableText = Nullable(Type.String())
+const nullableInt = Nullable(Type.Integer())
+
+export const HistoryExportSchema = Type.Object(
+  {
+    id: Type.Integer(),
+    history_version: Type.String(),
+    ...exportCommon,
+    query_action: nullableText,
+    query_interface: nullableText,
+    query_user_id: nullableText,
+    query_path: nullableText,
+    query_folder: nullableText,
+    query_src: nullableText,
+    query_destination: nullableText,
+    query_ip: nullableText,
+    query_username: nullableText,
+    query_failure_type: nullableText,
+    ...Object.fromEntries(UNSUPPORTED_HISTORY_FIELDS.map((f) => [f, nullableText])),
+    ...exportTail,
+  },
+  { $id: 'HistoryExport', title: 'HistoryExport' },
+)
+
+export const HistoryExportResultSchema = Type.Object(
+  {
+    id: Type.Integer({ description: 'Action id' }),
+    created_at: Type.Integer({ description: 'When the action happened: Unix epoch seconds' }),
+    created_at_iso: Type.String({ format: 'date-time' }),
+    user_id: nullableInt,
+    file_id: Nullable(Type.Integer({ description: 'Id of the file or folder acted on, if any' })),
+    parent_id: Nullable(Type.Integer({ description: 'Always null: Wharf does not record it' })),
+    path: Type.String(),
+    folder: Type.String(),
+    src: nullableText,
+    destination: nullableText,
+    ip: nullableText,
+    username: nullableText,
+    user_is_from_parent_site: Type.Boolean({ description: 'Always false: Wharf has no parent sites' }),
+    action: Type.String(),
+    failure_type: nullableText,
+    interface: nullableText,
+    target_id: Nullable(Type.Integer({ description: 'Id of the user, API key … acted on' })),
+    target_name: nullableText,
+    target_permission: nullableText,
+    target_recursive: Nullable(Type.Boolean()),
+    target_expires_at: nullableInt,
+    target_expires_at_iso: nullableText,
+    target_permission_set: nullableText,
+    target_platform: nullableText,
+    target_username: nullableText,
+    target_user_id: nullableInt,
+  },
+  { $id: 'HistoryExportResult', title: 'HistoryExportResult' },
+)
+
+const CreateBody = Type.Object(
+  {
+    user_id: Type.Optional(UserIdParam),
+    start_at: Type.Optional(Type.String({ maxLength: 64, description: 'Actions at or after this time' })),
+    end_at: Type.Optional(Type.String({ maxLength: 64, description: 'Actions before this time' })),
+    query_action: QueryText(`Action type; ${Commas}`),
+    query_interface: QueryText(`Interface; ${Commas}`),
+    query_user_id: QueryText(`Acting user id; ${Commas}`),
+    query_path: QueryText(`Exact path; ${Commas}`),
+    query_folder: QueryText(`Folder: the folder and everything inside it; ${Commas}`),
+    query_src: QueryText(`Exact source path of a move or copy; ${Commas}`),
+    query_destination: QueryText(`Exact destination path of a move or copy; ${Commas}`),
+    query_ip: QueryText(`Client IP address; ${Commas}`),
+    query_username: QueryText(`Acting username (any case); ${Commas}`),
+    query_failure_type: QueryText(`Failure type of a failed login; ${Commas}`),
+    ...unsupported,
+  },
+  { additionalProperties: false },
+)
+
+const ResultsQuery = resultsQuery('history_export_id', 'Id of the history export')
+
+const tags = ['history_exports']
+
+/** History exports: every stored Action (not only the last 24 hours), as CSV and JSON results. */
+export function historyExportRoutes(c: Container) {
+  const svc = c.services.exports
+  const spec = HISTORY_EXPORT
+  return async (app: FastifyInstance) => {
+    app.post<{ Body: Static<typeof CreateBody> }>(
+      '/history_exports',
+      {
+        config: { xml: 'history-export' },
+        schema: {
+          summary: 'Export the action history: starts building it in the background',
+          tags,
+          body: CreateBody,
+          response: { 201: HistoryExportSchema, ...errorResponses },
+        },
+      },
+      async (request, reply) =>
+        reply
+          .code(201)
+          .send(await svc.create(request.principal, spec, request.body as Record<string, unknown>)),
+    )
+
+    app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof ShowQuery> }>(
+      '/history_exports/:id',
+      {
+        config: { xml: 'history-export' },
+        schema: {
+          summary: 'Show a history export (poll until status is ready)',
+          tags,
+          params: IdParams,
+          querystring: ShowQuery,
+          response: { 200: HistoryExportSchema, ...errorResponses },
+        },
+      },
+      async (request) => {
+        checkShowEcho(request.params, request.query)
+        return svc.get(request.principal, spec, request.params.id)
+      },
+    )
+
+    app.get<{ Querystring: Static<typeof ResultsQuery> }>(
+      '/history_export_results',
+      {
+        config: { xml: ['history-export-results', 'history-export-result'] },
+        schema: {
+          summary: 'Records of a ready history export, oldest first (forward-only cursor)',
+          tags: ['history_export_results'],
+          querystring: ResultsQuery,
+          response: { 200: Type.Array(HistoryExportResultSchema), ...errorResponses },
+        },
+      },
+      async (request, reply) => {
+        const q = request.query as Record<string, any>
+        const page = await svc.results(request.principal, spec, {
+          id: q['history_export_id'] as number,
+          user_id: q['user_id'] as number | undefined,
+          cursor: q['cursor'] as string | undefined,
+          per_page: q['per_page'] as string | undefined,
+        })
+        setCursorHeaders(reply, { items: page.items, next: page.next, prev: null })
+        return page.items
+      },
+    )
+  }
+}
