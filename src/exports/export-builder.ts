@@ -53,9 +53,9 @@ export class ExportBuilder {
             yield stringify(page.slice(i, i + STRINGIFY_BATCH), CSV)
           }
           count += page.length
-        } else if (page.lines.length > 0) {
-          count += page.lines.length
-          yield `${page.lines.join('\r\n')}\r\n`
+        } else if (page.count > 0) {
+          count += page.count
+          yield page.csv
         }
       }
     }

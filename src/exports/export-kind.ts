@@ -31,12 +31,13 @@ export interface ParsedQuery {
 export interface ExportSource {
   /**
    * The matching records, oldest first, a page at a time: rows of values in the kind's column
-   * order (encoded with csv-stringify), or lines already encoded as CSV (without line ends).
+   * order (encoded with csv-stringify), or a block of records already encoded as CSV (each
+   * ending in CRLF) with their count.
    */
   pages(job: ExportJob, pageSize: number, signal: AbortSignal): AsyncIterable<CsvPage>
 }
 
-export type CsvPage = unknown[][] | { lines: string[] }
+export type CsvPage = unknown[][] | { csv: Buffer; count: number }
 
 /** One kind of export: its query fields, its result fields, and how a CSV row reads back as JSON. */
 export interface ExportKindSpec {

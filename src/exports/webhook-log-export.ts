@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely'
 import type { DatabaseHandle } from '../db/database.js'
 import type { Database } from '../db/schema.js'
 import type { ExportJob, ExportKindSpec, ExportSource, ParsedQuery } from './export-kind.js'
-import { keysetPages } from './keyset-pages.js'
+import { keysetCsvBlocks } from './keyset-pages.js'
 import {
   asGiven,
   booleanValues,
@@ -127,13 +127,15 @@ function csvText(dialect: Dialect, column: string) {
   const find = sql.raw(dialect === 'sqlite' ? 'instr' : 'strpos')
   const nl = sql.raw(dialect === 'sqlite' ? 'char(10)' : 'chr(10)')
   const cr = sql.raw(dialect === 'sqlite' ? 'char(13)' : 'chr(13)')
-  return sql`(case when ${find}(${c}, '"') > 0 or ${find}(${c}, ',') > 0 or ${find}(${c}, ${nl}) > 0 or ${find}(${c}, ${cr}) > 0 then '"' || replace(${c}, '"', '""') || '"' else ${c} end)`
+  // A quote settles it at once (JSON fields always hold one): the other scans only when there is none.
+  return sql`(case when ${find}(${c}, '"') > 0 then '"' || replace(${c}, '"', '""') || '"' when ${find}(${c}, ',') > 0 or ${find}(${c}, ${nl}) > 0 or ${find}(${c}, ${cr}) > 0 then '"' || ${c} || '"' else ${c} end)`
 }
 
 /**
- * The log records of an export as CSV lines made by the database: csv-stringify's output for the
- * same values (RFC 4180 quoting only where needed; a test holds them to it), but without a
- * JavaScript call per field, which cost ten times what the database spends reading the rows.
+ * The log records of an export as CSV made by the database, a page in one block: csv-stringify's
+ * output for the same values (RFC 4180 quoting only where needed; a test holds them to it), but
+ * without a JavaScript call per field, which cost ten times what the database spends reading the
+ * rows, nor a JavaScript string per record.
  */
 export function webhookLogSource(handle: DatabaseHandle): ExportSource {
   const dialect = handle.dialect.name
@@ -142,7 +144,9 @@ export function webhookLogSource(handle: DatabaseHandle): ExportSource {
     dialect === 'sqlite'
       ? sql<string>`strftime('%Y-%m-%dT%H:%M:%SZ', created_at / 1000, 'unixepoch')`
       : sql<string>`to_char(to_timestamp(created_at / 1000) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')`
-  const num = (column: string) => sql`cast(${sql.ref(column)} as text)`
+  // SQLite's || turns an integer into its text by itself; a cast per field cost 7% of the build.
+  const num = (column: string) =>
+    dialect === 'sqlite' ? sql.ref(column) : sql`cast(${sql.ref(column)} as text)`
   const text = (column: string) => csvText(dialect, column)
   const fields = [
     num('id'),
@@ -165,7 +169,7 @@ export function webhookLogSource(handle: DatabaseHandle): ExportSource {
   return {
     async *pages(job: ExportJob, pageSize: number, signal: AbortSignal) {
       const query = parseQuery(job.query, dialect)
-      const rows = keysetPages(handle, {
+      yield* keysetCsvBlocks(handle, {
         table: 'webhook_attempts',
         job,
         pageSize,
@@ -173,11 +177,6 @@ export function webhookLogSource(handle: DatabaseHandle): ExportSource {
         db,
         select: (qb) => qb.select(['id', line.as('line')]).where((eb) => eb.and(query.where(eb))),
       })
-      for await (const page of rows) {
-        const lines = new Array<string>(page.length)
-        for (let i = 0; i < page.length; i++) lines[i] = page[i]![1] as string
-        yield { lines }
-      }
     },
   }
 }
