@@ -1,8 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { Logger } from 'pino'
+import { RetentionJob } from '../db/retention-job.js'
 import type { Database } from '../db/schema.js'
-
-const DAY = 86_400_000
 
 /**
  * Deletes exports EXPORT_RETENTION_DAYS after their creation, whatever their state, and queues
@@ -11,43 +10,17 @@ const DAY = 86_400_000
  * processes at once. A build still running on a deleted export finds its claim gone and throws
  * its file away.
  */
-export class ExportRetention {
-  private timer: NodeJS.Timeout | null = null
-  private last: Promise<unknown> = Promise.resolve()
-
+export class ExportRetention extends RetentionJob {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly retentionDays: number,
-    private readonly now: () => number,
-    private readonly logger?: Logger,
-  ) {}
-
-  /** One pass; passes never overlap. Returns the number of exports removed. */
-  runOnce(): Promise<number> {
-    const run = this.last.catch(() => undefined).then(() => this.prune(this.now() - this.retentionDays * DAY))
-    this.last = run
-    return run
+    retentionDays: number,
+    now: () => number,
+    logger?: Logger,
+  ) {
+    super('exports', (cutoff) => this.pruneExports(cutoff, now()), retentionDays, now, logger)
   }
 
-  start(intervalMs: number): void {
-    if (this.timer) return
-    const tick = () =>
-      void this.runOnce().then(
-        (n) => n > 0 && this.logger?.info({ removed: n }, 'exports past retention removed'),
-        (err) => this.logger?.error({ err }, 'export retention failed'),
-      )
-    tick()
-    this.timer = setInterval(tick, intervalMs)
-    this.timer.unref()
-  }
-
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer)
-    this.timer = null
-    await this.last.catch(() => undefined)
-  }
-
-  private async prune(cutoff: number, batch = 500): Promise<number> {
+  private async pruneExports(cutoff: number, now: number, batch = 500): Promise<number> {
     let removed = 0
     for (;;) {
       const n = await this.db.transaction().execute(async (trx) => {
@@ -70,7 +43,6 @@ export class ExportRetention {
           .execute()
         const keys = gone.map((g) => g.blob_key).filter((k): k is string => k !== null)
         if (keys.length > 0) {
-          const now = this.now()
           await trx
             .insertInto('blob_garbage')
             .values(keys.map((blob_key) => ({ blob_key, created_at: now })))
