@@ -1,6 +1,6 @@
 import swagger from '@fastify/swagger'
 import { Type } from '@sinclair/typebox'
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyRequest, LogController } from 'fastify'
 import type { Logger } from 'pino'
 import type { Container } from './container.js'
 import { handleError } from './http/error-handler.js'
@@ -42,7 +42,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
     // One access-log line per request (below) instead of Fastify's two, and no child logger per
     // request: pino's child() costs more than the rest of an authenticated read.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     childLoggerFactory: (logger) => logger,
     trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
