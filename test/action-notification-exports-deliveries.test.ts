@@ -7,6 +7,7 @@ import {
   expectCsvMatches,
   expectedResult,
   exportIds,
+  RESULT_FIELDS,
   readyExport,
   type SeededRecord,
   walkResults,
@@ -74,23 +75,7 @@ describe.each(dialects)('webhook-log exports of real deliveries (%s)', (dialect)
     await configure(null, false)
     const rows = await s.container.db
       .selectFrom('webhook_attempts')
-      .select([
-        'id',
-        'created_at',
-        'status',
-        'message',
-        'success',
-        'request_headers',
-        'request_method',
-        'request_url',
-        'path',
-        'folder',
-        'attempt',
-        'operation',
-        'response_size',
-        'response_body',
-        'request_body',
-      ])
+      .select([...RESULT_FIELDS])
       .orderBy('id')
       .execute()
     log = rows.map((r) => ({
