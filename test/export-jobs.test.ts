@@ -15,6 +15,25 @@ import { call, dialects, expectError, startServer, type TestServer } from './hel
 const DAY = 86_400_000
 const admin = (s: TestServer) => ({ key: s.adminKey })
 
+/** A made-up webhook-log record, in the result fields' order. */
+const logRow = (id: number) => [
+  id,
+  '2025-01-01T00:00:00Z',
+  200,
+  'OK',
+  'true',
+  '{}',
+  'POST',
+  'u',
+  'p',
+  '',
+  1,
+  'Upload',
+  0,
+  '',
+  '{}',
+]
+
 /** A source of `pages` pages of one made-up row each, noting every build it serves. */
 function countingSource(builds: number[], pages = 3, pause = 5): ExportSource {
   return {
@@ -22,25 +41,7 @@ function countingSource(builds: number[], pages = 3, pause = 5): ExportSource {
       builds.push(job.id)
       for (let i = 0; i < pages; i++) {
         await sleep(pause)
-        yield [
-          [
-            job.id * 100 + i,
-            '2025-01-01T00:00:00Z',
-            200,
-            'OK',
-            'true',
-            '{}',
-            'POST',
-            'u',
-            'p',
-            '',
-            1,
-            'Upload',
-            0,
-            '',
-            '{}',
-          ],
-        ]
+        yield [logRow(job.id * 100 + i)]
       }
     },
   }
@@ -175,25 +176,7 @@ describe.each(dialects)('export jobs (%s)', (dialect) => {
         exportSources: {
           webhook_log: {
             async *pages() {
-              yield [
-                [
-                  1,
-                  '2025-01-01T00:00:00Z',
-                  200,
-                  'OK',
-                  'true',
-                  '{}',
-                  'POST',
-                  'u',
-                  'p',
-                  '',
-                  1,
-                  'Upload',
-                  0,
-                  '',
-                  '{}',
-                ],
-              ]
+              yield [logRow(1)]
               throw fail
             },
           },
