@@ -25,6 +25,7 @@ import { transferRoutes } from './http/routes/transfers.js'
 import { userRoutes } from './http/routes/users.js'
 import { webhookDeliveryRoutes } from './http/routes/webhook-delivery.js'
 import { webhookSettingsRoutes } from './http/routes/webhook-settings.js'
+import { registerWebUi } from './http/web-ui.js'
 import { redactUrl } from './logger.js'
 import './http/request-context.js'
 
@@ -102,6 +103,8 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
   // Format first, so that even the earliest error speaks the caller's format.
   app.addHook('onRequest', (request, reply, done) => {
     const raw = request.raw as any
+    // Only the API speaks XML: the web interface's files go out as they are, whatever a browser accepts.
+    if (!request.url.startsWith(API_PREFIX)) return done()
     request.format = raw[FORMAT] ?? negotiate(request.headers.accept)
     if (raw[BAD_SUFFIX] !== undefined) {
       return done(
@@ -211,6 +214,8 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     },
     { prefix: API_PREFIX },
   )
+
+  await registerWebUi(app, config.webDir)
 
   app.setNotFoundHandler(async (request) => {
     throw new ApiError('not-found', `No such endpoint: ${request.method} ${request.url.split('?')[0]}`)

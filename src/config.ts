@@ -1,4 +1,5 @@
 import path from 'node:path'
+import { fileURLToPath } from 'node:url'
 import ipaddr from 'ipaddr.js'
 
 /** Everything Wharf reads from the environment, validated once at start-up. */
@@ -22,6 +23,8 @@ export interface Config {
   bodyLimitBytes: number
   /** Catalog file of GET /apps replacing or extending the default one (absolute path), if any. */
   appsFile: string | undefined
+  /** Folder of the built web interface served at `/` (`npm run build` writes dist/web). */
+  webDir: string
   files: {
     /** Size of each upload part the server asks for (FileUploadPart.partsize). */
     partSize: number
@@ -64,6 +67,9 @@ export class ConfigError extends Error {
     this.name = 'ConfigError'
   }
 }
+
+// src/config.ts and dist/config.js both sit one folder below the project: its dist/web either way.
+const DEFAULT_WEB_DIR = fileURLToPath(new URL('../dist/web', import.meta.url))
 
 type Env = Record<string, string | undefined>
 
@@ -156,6 +162,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1_048_576, 1024, 1_073_741_824),
     appsFile: env['APPS_FILE'] ? path.resolve(env['APPS_FILE']) : undefined,
+    webDir: path.resolve(env['WEB_DIR'] || DEFAULT_WEB_DIR),
     files: {
       partSize: int('UPLOAD_PART_SIZE', 5 * 1024 * 1024, 1024, 5 * 1024 * 1024 * 1024),
       uploadUrlSeconds: int('UPLOAD_URL_SECONDS', 3600, 10, 7 * 86400),

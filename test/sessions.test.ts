@@ -94,6 +94,40 @@ describe.each(dialects)('sessions (%s)', (dialect) => {
     )
   })
 
+  it("records a web interface session's login and actions as interface web", async () => {
+    const u = await makeUser(s, { site_admin: true })
+    const r = await call(s, 'POST', '/sessions', {
+      body: { username: u.username, password: u.password },
+      headers: { 'X-Wharf-Interface': 'web' },
+    })
+    expect(r.status).toBe(201)
+    const made = await call(s, 'POST', `/folders/web-${dialect}`, { session: r.body.id })
+    expect(made.status).toBe(201)
+    const actions = await s.container.db
+      .selectFrom('actions')
+      .select(['action', 'interface'])
+      .where('user_id', '=', u.id)
+      .orderBy('id')
+      .execute()
+    expect(actions).toEqual([
+      { action: 'login', interface: 'web' },
+      { action: 'create', interface: 'web' },
+    ])
+    // Any other value of the header is an ordinary API login.
+    const other = await call(s, 'POST', '/sessions', {
+      body: { username: u.username, password: u.password },
+      headers: { 'X-Wharf-Interface': 'desktop' },
+    })
+    expect(other.status).toBe(201)
+    const last = await s.container.db
+      .selectFrom('actions')
+      .select('interface')
+      .where('user_id', '=', u.id)
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow()
+    expect(last.interface).toBe('restapi')
+  })
+
   it('ends the sessions of a disabled user', async () => {
     const u = await makeUser(s)
     const session = await login(s, u.username, u.password)

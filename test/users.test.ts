@@ -252,6 +252,26 @@ describe.each(dialects)('users (%s)', (dialect) => {
     })
   })
 
+  describe('GET /user', () => {
+    it("shows a key's owner and a session's user their own record", async () => {
+      const byKey = await call(s, 'GET', '/user', { key: regularKey })
+      expect(byKey.status).toBe(200)
+      expect(byKey.body).toMatchObject({ id: regular.id, username: 'regular-user', site_admin: false })
+      const session = await login(s, ADMIN_USERNAME, ADMIN_PASSWORD)
+      const bySession = await call(s, 'GET', '/user', { session })
+      expect(bySession.status).toBe(200)
+      expect(bySession.body).toMatchObject({ id: adminId, username: ADMIN_USERNAME, site_admin: true })
+    })
+
+    it('answers 404 for a site-wide key, which has no user, and 401 without credentials', async () => {
+      const r = await call(s, 'GET', '/user', { key: s.adminKey })
+      expect(r.status).toBe(404)
+      expect(r.body.type).toBe('not-found')
+      const anon = await call(s, 'GET', '/user')
+      expect(anon.status).toBe(401)
+    })
+  })
+
   describe('GET /users', () => {
     let listed: TestServer
     beforeAll(async () => {

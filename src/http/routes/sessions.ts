@@ -40,7 +40,8 @@ export function sessionRoutes(c: Container) {
           username: request.body.username,
           password: request.body.password,
           ip: request.ip,
-          interface: 'restapi',
+          // The web interface says so on its login; its session's actions are then recorded as `web`.
+          interface: request.headers['x-wharf-interface'] === 'web' ? 'web' : 'restapi',
         })
         return reply.code(201).send(session)
       },

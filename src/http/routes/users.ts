@@ -105,6 +105,19 @@ export function userRoutes(c: Container) {
       },
     )
 
+    app.get(
+      '/user',
+      {
+        config: { xml: 'user' },
+        schema: {
+          summary: "Show the caller's own user (the session's, or the API key's owner)",
+          tags,
+          response: one,
+        },
+      },
+      async (request) => svc.current(request.principal),
+    )
+
     app.get<{ Params: Static<typeof IdParams> }>(
       '/users/:id',
       { config: { xml: 'user' }, schema: { summary: 'Show a user', tags, params: IdParams, response: one } },

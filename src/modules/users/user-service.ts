@@ -68,6 +68,12 @@ export class UserService {
     return { ...page, items: page.items.map(toUserJson) }
   }
 
+  /** GET /user: whoever is calling (a session's user or an API key's owner). */
+  async current(p: Principal): Promise<UserJson> {
+    if (!p.user) throw new ApiError('not-found', 'A site-wide API key belongs to no user')
+    return this.get(p, p.user.id)
+  }
+
   async get(p: Principal, id: number): Promise<UserJson> {
     return toUserJson(await this.visible(p, id))
   }

@@ -1,0 +1,90 @@
+import { type Browser, chromium, type Locator, type Page } from 'playwright-core'
+import { expect, inject } from 'vitest'
+import { chromiumPath } from './chromium.js'
+import { ADMIN_PASSWORD, ADMIN_USERNAME, startServer, type TestServer } from './server.js'
+
+/** The web interface as global-setup built it for this run; '' when there is no browser. */
+export const webDir = inject('webDir')
+/** Browser tests run only where Chromium is installed (global-setup says so when they do not). */
+export const hasBrowser = webDir !== ''
+
+/**
+ * Debian's Chromium, headless, with nothing of its own on the network: without these flags it
+ * tries Google's hosts at every start.
+ */
+export async function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: chromiumPath()!,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-dev-shm-usage',
+    ],
+  })
+}
+
+/** A Wharf server (SQLite unless told) that also serves this run's web interface at `/`. */
+export function startWebServer(env: Record<string, string> = {}): Promise<TestServer> {
+  return startServer('sqlite', { WEB_DIR: webDir, ...env })
+}
+
+const outside = new WeakMap<Page, string[]>()
+
+/**
+ * A fresh page (its own storage) whose requests outside the server under test are refused and
+ * remembered: the interface must never reach for fonts, CDNs or anything else outside.
+ */
+export async function newPage(
+  browser: Browser,
+  s: TestServer,
+  viewport = { width: 1280, height: 800 },
+): Promise<Page> {
+  const context = await browser.newContext({ acceptDownloads: true, viewport })
+  const page = await context.newPage()
+  const refused: string[] = []
+  outside.set(page, refused)
+  await context.route('**/*', (route) => {
+    const url = route.request().url()
+    if (url.startsWith(`${s.url}/`) || url.startsWith('data:') || url.startsWith('blob:'))
+      return route.continue()
+    refused.push(url)
+    return route.abort()
+  })
+  return page
+}
+
+/** Fails unless every request the page made went to the server under test. */
+export function expectNoOutsideRequests(page: Page): void {
+  expect(outside.get(page) ?? [], 'requests outside the server').toEqual([])
+}
+
+/** Signs in through the sign-in form and waits for the interface to show the user. */
+export async function signIn(
+  page: Page,
+  s: TestServer,
+  username = ADMIN_USERNAME,
+  password = ADMIN_PASSWORD,
+): Promise<void> {
+  await page.goto(`${s.url}/`)
+  await page.getByLabel('Username').fill(username)
+  await page.getByLabel('Password').fill(password)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('button', { name: 'Sign out' }).waitFor()
+}
+
+/** Waits for an element to show (Playwright's own waiting; vitest's expect has no locator matchers). */
+export async function shown(locator: Locator, timeout = 10_000): Promise<void> {
+  await locator.first().waitFor({ state: 'visible', timeout })
+}
+
+/** The text of the first element the locator finds, once it shows. */
+export async function textOf(locator: Locator, timeout = 10_000): Promise<string> {
+  await shown(locator, timeout)
+  return (await locator.first().innerText()).trim()
+}

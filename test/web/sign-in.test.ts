@@ -1,0 +1,101 @@
+import type { Browser } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  expectNoOutsideRequests,
+  hasBrowser,
+  launchBrowser,
+  newPage,
+  shown,
+  signIn,
+  startWebServer,
+  textOf,
+} from '../helpers/browser.js'
+import { makeUser, type TestServer } from '../helpers/server.js'
+
+describe.skipIf(!hasBrowser)('web interface: sign in and out', () => {
+  let s: TestServer
+  let browser: Browser
+  beforeAll(async () => {
+    s = await startWebServer({ LOGIN_MAX_ATTEMPTS_PER_IP: '100000' })
+    browser = await launchBrowser()
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await s?.close()
+  })
+
+  it('signs in, shows the pages a site admin may use, and signs out', async () => {
+    const page = await newPage(browser, s)
+    await signIn(page, s)
+    const nav = page.getByRole('navigation', { name: 'Main' })
+    for (const name of [
+      'Files',
+      'History',
+      'Webhook logs',
+      'Developer',
+      'API keys',
+      'Billing',
+      'Apps',
+      'Users',
+    ]) {
+      await shown(nav.getByRole('link', { name }))
+    }
+    // The session is the web interface's: its login is recorded with interface web.
+    const login = await s.container.db
+      .selectFrom('actions')
+      .select('interface')
+      .where('action', '=', 'login')
+      .orderBy('id', 'desc')
+      .executeTakeFirstOrThrow()
+    expect(login.interface).toBe('web')
+
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.getByRole('button', { name: 'Sign in' }).waitFor()
+    expect(await s.container.db.selectFrom('sessions').select('id_hash').execute()).toEqual([])
+    expectNoOutsideRequests(page)
+    await page.context().close()
+  })
+
+  it('hides the site-admin pages from other users', async () => {
+    const u = await makeUser(s)
+    const page = await newPage(browser, s)
+    await signIn(page, s, u.username, u.password)
+    const nav = page.getByRole('navigation', { name: 'Main' })
+    await shown(nav.getByRole('link', { name: 'Files' }))
+    for (const name of ['Webhook logs', 'Developer', 'Billing', 'Users']) {
+      expect(await nav.getByRole('link', { name }).count()).toBe(0)
+    }
+    await page.context().close()
+  })
+
+  it('says in words why a sign-in failed: wrong password, then locked out', async () => {
+    const u = await makeUser(s)
+    const page = await newPage(browser, s)
+    await page.goto(`${s.url}/`)
+    for (let i = 0; i < 5; i++) {
+      await page.getByLabel('Username').fill(u.username)
+      await page.getByLabel('Password').fill('not-the-password')
+      await page.getByRole('button', { name: 'Sign in' }).click()
+      expect(await textOf(page.getByRole('alert'))).toBe('Wrong username or password.')
+      await page.getByRole('button', { name: 'Sign in' }).waitFor()
+    }
+    await page.getByLabel('Username').fill(u.username)
+    await page.getByLabel('Password').fill(u.password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await expect
+      .poll(() => page.getByRole('alert').innerText())
+      .toContain('locked after too many failed sign-ins')
+    await page.context().close()
+  })
+
+  it('works at phone width behind a menu button', async () => {
+    const page = await newPage(browser, s, { width: 390, height: 844 })
+    await signIn(page, s)
+    const nav = page.getByRole('navigation', { name: 'Main' })
+    expect(await nav.isVisible()).toBe(false)
+    await page.getByRole('button', { name: 'Menu' }).click()
+    await nav.getByRole('link', { name: 'History' }).click()
+    await shown(page.getByRole('heading', { level: 1, name: 'History' }))
+    await page.context().close()
+  })
+})

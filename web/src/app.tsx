@@ -1,0 +1,95 @@
+import { useEffect, useState } from 'preact/hooks'
+import { get, logout, type Me, onSessionChange, sessionId } from './api'
+import { ApiKeysPage } from './pages/api-keys'
+import { AppsPage } from './pages/apps'
+import { BillingPage } from './pages/billing'
+import { DeveloperPage } from './pages/developer'
+import { FilesPage } from './pages/files'
+import { HistoryPage } from './pages/history'
+import { SignInPage } from './pages/sign-in'
+import { UsersPage } from './pages/users'
+import { WebhookLogsPage } from './pages/webhook-logs'
+import { href, type Route, useRoute } from './router'
+import { ErrorBox, Loading } from './ui'
+
+interface NavItem {
+  page: string
+  label: string
+  adminOnly?: boolean
+  render: (props: { route: Route; me: Me }) => preact.JSX.Element
+}
+
+/** Every page of the interface, in the order of the navigation. */
+export const PAGES: NavItem[] = [
+  { page: 'files', label: 'Files', render: (p) => <FilesPage {...p} /> },
+  { page: 'history', label: 'History', render: (p) => <HistoryPage {...p} /> },
+  { page: 'webhook-logs', label: 'Webhook logs', adminOnly: true, render: (p) => <WebhookLogsPage {...p} /> },
+  { page: 'developer', label: 'Developer', adminOnly: true, render: (p) => <DeveloperPage {...p} /> },
+  { page: 'api-keys', label: 'API keys', render: (p) => <ApiKeysPage {...p} /> },
+  { page: 'billing', label: 'Billing', adminOnly: true, render: (p) => <BillingPage {...p} /> },
+  { page: 'apps', label: 'Apps', render: (p) => <AppsPage {...p} /> },
+  { page: 'users', label: 'Users', adminOnly: true, render: (p) => <UsersPage {...p} /> },
+]
+
+export function App() {
+  const [signedIn, setSignedIn] = useState(() => sessionId() !== null)
+  useEffect(() => onSessionChange(setSignedIn), [])
+  return signedIn ? <Shell /> : <SignInPage />
+}
+
+function Shell() {
+  const route = useRoute()
+  const [me, setMe] = useState<Me | null>(null)
+  const [error, setError] = useState<unknown>(null)
+  const [menuOpen, setMenuOpen] = useState(false)
+  useEffect(() => {
+    get<Me>('/user').then(setMe, setError)
+  }, [])
+  useEffect(() => setMenuOpen(false), [route.page, route.rest])
+
+  if (error) return <ErrorBox error={error} />
+  if (!me) return <Loading />
+  const visible = PAGES.filter((p) => !p.adminOnly || me.site_admin)
+  const current = visible.find((p) => p.page === route.page) ?? visible[0]!
+  return (
+    <div class="shell">
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <a class="brand" href={href('files')}>
+          Wharf
+        </a>
+        <button
+          type="button"
+          class="menu-toggle secondary"
+          aria-expanded={menuOpen}
+          aria-controls="nav"
+          onClick={() => setMenuOpen(!menuOpen)}
+        >
+          Menu
+        </button>
+        <nav id="nav" aria-label="Main" class={menuOpen ? 'open' : ''}>
+          <ul>
+            {visible.map((p) => (
+              <li key={p.page}>
+                <a href={href(p.page)} aria-current={p === current ? 'page' : undefined}>
+                  {p.label}
+                </a>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <div class="who">
+          <span>{me.name || me.username}</span>
+          <button type="button" class="secondary" onClick={() => logout()}>
+            Sign out
+          </button>
+        </div>
+      </header>
+      <main id="main" tabIndex={-1}>
+        {current.render({ route, me })}
+      </main>
+    </div>
+  )
+}
