@@ -1,0 +1,35 @@
+import path from 'node:path'
+import type { Browser } from 'playwright-core'
+import { afterAll, beforeAll, describe, it } from 'vitest'
+import { hasBrowser, launchBrowser, newPage, signIn, startWebServer } from '../../test/helpers/browser.js'
+import type { ShotContext } from './shot.js'
+import * as signInShots from './sign-in.js'
+
+const OUT = path.resolve(import.meta.dirname, '../../docs/screenshots')
+
+/** Each module seeds a server of its own and photographs its pages. */
+const MODULES: Record<string, { shoot(ctx: ShotContext): Promise<void> }> = {
+  'sign-in': signInShots,
+}
+
+describe.skipIf(!hasBrowser)('screenshots of the web interface', () => {
+  let browser: Browser
+  beforeAll(async () => {
+    browser = await launchBrowser()
+  })
+  afterAll(async () => browser?.close())
+
+  for (const [name, mod] of Object.entries(MODULES)) {
+    it(name, async () => {
+      const s = await startWebServer()
+      try {
+        const page = await newPage(browser, s)
+        await signIn(page, s)
+        await mod.shoot({ page, s, out: (shot) => path.join(OUT, `${shot}.png`) })
+        await page.context().close()
+      } finally {
+        await s.close()
+      }
+    })
+  }
+})
