@@ -67,8 +67,8 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
               <Fragment key={r.id}>
                 <tr data-record-id={r.id} class={r.success ? '' : 'wh-row-failed'}>
                   <td class="wh-nowrap">{formatDate(new Date(r.created_at * 1000).toISOString())}</td>
-                  <td class="wh-break">{r.request_url}</td>
-                  <td>
+                  <td class="wh-break wh-wide">{r.request_url}</td>
+                  <td class="wh-wide">
                     {r.operation}
                     {r.path ? (
                       <>
