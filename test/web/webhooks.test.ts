@@ -201,11 +201,11 @@ describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs
     await signIn(page, s)
     await page.goto(`${s.url}/#/webhook-logs`)
     await shown(page.locator('tbody tr[data-record-id]'))
-    const width = await page.evaluate(() => document.documentElement.scrollWidth)
+    const width = await page.evaluate<number>('document.documentElement.scrollWidth')
     expect(width).toBeLessThanOrEqual(390)
     await page.goto(`${s.url}/#/developer`)
     await shown(page.getByLabel('Listener URL'))
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390)
     await page.context().close()
   })
 
