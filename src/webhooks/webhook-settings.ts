@@ -6,17 +6,9 @@ import { ApiError, addModelError, type ModelErrors } from '../http/errors.js'
 import { contextOf, recordAction } from '../modules/actions/action-recorder.js'
 import { type Principal, requireSiteAdmin } from '../modules/auth/principal.js'
 import { refuseChangedReadOnly } from '../modules/read-only-fields.js'
+import { WEBHOOK_OPERATIONS, type WebhookOperation } from './webhook-operations.js'
 
-export const WEBHOOK_OPERATIONS = [
-  'Upload',
-  'Download',
-  'Delete',
-  'Create Folder',
-  'Rename',
-  'Move',
-  'Copy',
-] as const
-export type WebhookOperation = (typeof WEBHOOK_OPERATIONS)[number]
+export { WEBHOOK_OPERATIONS, type WebhookOperation }
 
 export interface WebhookSettings {
   siteId: number

@@ -1,0 +1,166 @@
+import { Fragment } from 'preact'
+import { useState } from 'preact/hooks'
+import { describe, post } from '../api'
+import { formatBytes, formatDate } from '../ui'
+import type { LogRecord } from './webhooks-chart'
+
+/** JSON shown indented; anything else as it is. */
+function pretty(text: string): string {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2)
+  } catch {
+    return text
+  }
+}
+
+type RetryState = { state: 'sending' } | { state: 'queued' } | { state: 'error'; message: string }
+
+/** The log records, one row each, with their details on demand and a retry for failures. */
+export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; onRefresh: () => void }) {
+  const [open, setOpen] = useState<Set<number>>(new Set())
+  const [retries, setRetries] = useState<Record<number, RetryState>>({})
+
+  async function retry(id: number) {
+    setRetries((r) => ({ ...r, [id]: { state: 'sending' } }))
+    try {
+      await post(`/action_webhook_failures/${id}/retry`)
+      setRetries((r) => ({ ...r, [id]: { state: 'queued' } }))
+    } catch (err) {
+      setRetries((r) => ({ ...r, [id]: { state: 'error', message: describe(err) } }))
+    }
+  }
+
+  function toggle(id: number) {
+    const next = new Set(open)
+    if (next.has(id)) next.delete(id)
+    else next.add(id)
+    setOpen(next)
+  }
+
+  if (records.length === 0) return <p class="muted">No webhook requests match these filters.</p>
+  return (
+    <div class="table-wrap">
+      <table class="wh-log">
+        <caption class="wh-sr-only">Webhook requests, oldest first</caption>
+        <thead>
+          <tr>
+            <th scope="col">Sent</th>
+            <th scope="col">Endpoint</th>
+            <th scope="col">Event</th>
+            <th scope="col">Status</th>
+            <th scope="col" class="num">
+              Attempt
+            </th>
+            <th scope="col" class="num">
+              Response
+            </th>
+            <th scope="col">
+              <span class="wh-sr-only">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {records.map((r) => {
+            const shown = open.has(r.id)
+            const rs = retries[r.id]
+            return (
+              <Fragment key={r.id}>
+                <tr data-record-id={r.id} class={r.success ? '' : 'wh-row-failed'}>
+                  <td class="wh-nowrap">{formatDate(new Date(r.created_at * 1000).toISOString())}</td>
+                  <td class="wh-break wh-wide">{r.request_url}</td>
+                  <td class="wh-wide">
+                    {r.operation}
+                    {r.path ? (
+                      <>
+                        {' '}
+                        <code class="wh-break">{r.path}</code>
+                      </>
+                    ) : null}
+                  </td>
+                  <td>
+                    <span class={`badge ${r.success ? 'ok' : 'bad'}`}>
+                      {r.status < 100 ? `Network error ${r.status}` : r.status}
+                    </span>
+                    <div class="muted wh-small">{r.message}</div>
+                  </td>
+                  <td class="num">{r.attempt}</td>
+                  <td class="num wh-nowrap">{formatBytes(r.response_size)}</td>
+                  <td>
+                    <div class="wh-row-actions">
+                      <button
+                        type="button"
+                        class="secondary"
+                        aria-expanded={shown}
+                        aria-controls={`wh-details-${r.id}`}
+                        onClick={() => toggle(r.id)}
+                      >
+                        Details<span class="wh-sr-only"> of request {r.id}</span>
+                      </button>
+                      {r.success ? null : (
+                        <button
+                          type="button"
+                          disabled={rs?.state === 'sending' || rs?.state === 'queued'}
+                          onClick={() => retry(r.id)}
+                        >
+                          {rs?.state === 'sending' ? 'Retrying…' : 'Retry'}
+                          <span class="wh-sr-only"> request {r.id}</span>
+                        </button>
+                      )}
+                    </div>
+                    {rs?.state === 'queued' ? (
+                      <p class="notice wh-small" role="status">
+                        Retry queued: the new attempt appears in the log once sent.{' '}
+                        <button type="button" class="secondary" onClick={onRefresh}>
+                          Refresh
+                        </button>
+                      </p>
+                    ) : null}
+                    {rs?.state === 'error' ? (
+                      <p class="error wh-small" role="alert">
+                        {rs.message}
+                      </p>
+                    ) : null}
+                  </td>
+                </tr>
+                {shown ? (
+                  <tr id={`wh-details-${r.id}`} class="wh-details">
+                    <td colSpan={7}>
+                      <Details r={r} />
+                    </td>
+                  </tr>
+                ) : null}
+              </Fragment>
+            )
+          })}
+        </tbody>
+      </table>
+    </div>
+  )
+}
+
+function Details({ r }: { r: LogRecord }) {
+  return (
+    <div class="wh-details-body">
+      <p>
+        <strong>
+          {r.request_method} {r.request_url}
+        </strong>{' '}
+        · {r.message} · folder <code>{r.folder || '/'}</code> · record {r.id}
+      </p>
+      <div class="wh-details-grid">
+        <section>
+          <h3 class="wh-h3">Request headers</h3>
+          <pre>{pretty(r.request_headers)}</pre>
+        </section>
+        <section>
+          <h3 class="wh-h3">Payload</h3>
+          <pre>{pretty(r.request_body)}</pre>
+        </section>
+        <section>
+          <h3 class="wh-h3">Response body ({formatBytes(r.response_size)})</h3>
+          {r.response_body ? <pre>{r.response_body}</pre> : <p class="muted">(empty)</p>}
+        </section>
+      </div>
+    </div>
+  )
+}
