@@ -125,6 +125,14 @@ export function ApiKeysPage({ me }: { route: Route; me: Me }) {
   )
 }
 
+/** An expiry set as a date (midnight here) shows as that date; any other time in full. */
+function formatExpiry(iso: string): string {
+  const d = new Date(iso)
+  if (Number.isNaN(d.getTime())) return iso
+  const midnight = d.getHours() === 0 && d.getMinutes() === 0 && d.getSeconds() === 0
+  return midnight ? d.toLocaleDateString() : formatDate(iso)
+}
+
 function keyName(k: ApiKey): string {
   return k.name || k.descriptive_label
 }
@@ -329,7 +337,7 @@ function KeyRow({
         </td>
         <td>{k.path ? <code>{k.path}</code> : <span class="muted">All</span>}</td>
         <td>
-          {k.expires_at ? formatDate(k.expires_at) : <span class="muted">Never</span>}
+          {k.expires_at ? formatExpiry(k.expires_at) : <span class="muted">Never</span>}
           {expired ? <span class="badge bad">expired</span> : null}
         </td>
         <td>{k.last_use_at ? formatDate(k.last_use_at) : <span class="muted">Never</span>}</td>
