@@ -10,6 +10,7 @@ import {
   startWebServer,
   textOf,
 } from '../helpers/browser.js'
+import { overflowing } from '../helpers/phone-layout.js'
 import { makeKey, makeUser, type TestServer } from '../helpers/server.js'
 
 /** A signed-in page whose every wait is bounded well inside the test's time. */
@@ -166,11 +167,7 @@ describe.skipIf(!hasBrowser)('web interface: API keys', () => {
     expect(await textOf(page.getByRole('alert'))).toContain('expires at must be in the future')
     expect(await page.getByTestId('new-key').count()).toBe(0)
     // The table scrolls inside its frame at phone width; the page itself does not.
-    const wide = await page.evaluate(() =>
-      [...document.querySelectorAll('body *')]
-        .filter((e) => !e.closest('.table-wrap') && e.getBoundingClientRect().right > window.innerWidth + 1)
-        .map((e) => `${e.tagName}.${e.className}`),
-    )
+    const wide = await overflowing(page)
     expect(wide).toEqual([])
     await page.context().close()
 

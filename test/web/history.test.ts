@@ -13,6 +13,7 @@ import {
   textOf,
 } from '../helpers/browser.js'
 import { recordAt, upload } from '../helpers/history-export-fixtures.js'
+import { overflowing } from '../helpers/phone-layout.js'
 import { call, grant, makeKey, makeUser, type TestServer, type TestUser } from '../helpers/server.js'
 
 const HOUR = 3_600_000
@@ -151,11 +152,7 @@ describe.skipIf(!hasBrowser)('web interface: history', () => {
     await shown(page.getByText('30 actions, all shown.'))
     expect(await page.getByRole('button', { name: 'Load more' }).count()).toBe(0)
     // Only the table scrolls sideways; the filters and the export wrap to the screen.
-    const wide = await page.evaluate(() =>
-      [...document.querySelectorAll('body *')]
-        .filter((e) => !e.closest('.table-wrap') && e.getBoundingClientRect().right > window.innerWidth + 1)
-        .map((e) => `${e.tagName}.${e.className}`),
-    )
+    const wide = await overflowing(page)
     expect(wide).toEqual([])
     await page.context().close()
   })
