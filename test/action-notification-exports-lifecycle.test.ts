@@ -70,7 +70,12 @@ describe.each(dialects)('webhook-log exports: building, ready, failed (%s)', (di
     const open = gate(folder)
     const made = await createExport(s, { query_folder: folder }, admin())
     expect(made.status, made.text).toBe(201)
-    expect(made.body).toMatchObject({ status: 'building', results_url: null, failure_reason: null })
+    expect(made.body).toMatchObject({
+      status: 'building',
+      results_url: null,
+      failure_reason: null,
+      results_count: null,
+    })
     const id = made.body.id as number
     // However often it is asked, it stays building while the build cannot go on.
     for (let i = 0; i < 3; i++) {
@@ -80,7 +85,7 @@ describe.each(dialects)('webhook-log exports: building, ready, failed (%s)', (di
     }
     open()
     const done = await pollExport(s, id, admin())
-    expect(done).toMatchObject({ id, status: 'ready', failure_reason: null })
+    expect(done).toMatchObject({ id, status: 'ready', failure_reason: null, results_count: 2 })
     const { rows } = await walkResults(s, id, admin())
     expect(rows).toEqual(seeded.map(expectedResult))
     await expectCsvMatches(done.results_url, rows)
@@ -101,7 +106,12 @@ describe.each(dialects)('webhook-log exports: building, ready, failed (%s)', (di
       const made = await createExport(s, { query_folder: folder }, admin())
       expect(made.status, made.text).toBe(201)
       const done = await pollExport(s, made.body.id, admin())
-      expect(done).toMatchObject({ status: 'failed', results_url: null, failure_reason: expect.any(String) })
+      expect(done).toMatchObject({
+        status: 'failed',
+        results_url: null,
+        failure_reason: expect.any(String),
+        results_count: null,
+      })
       expect(done.failure_reason.length).toBeGreaterThan(0)
       expectError(await getResults(s, made.body.id, admin()), 422, 'processing-failure/export-failure')
     }

@@ -146,9 +146,15 @@ describe.each(dialects)('webhook-log exports: the query (%s)', (dialect) => {
       results_url: null,
       user_id: null,
       failure_reason: null,
+      results_count: null,
     })
     const done = await pollExport(s, r.body.id, { key: s.adminKey })
-    expect(done).toEqual({ ...r.body, status: 'ready', results_url: expect.stringMatching(/^http:\/\//) })
+    expect(done).toEqual({
+      ...r.body,
+      status: 'ready',
+      results_url: expect.stringMatching(/^http:\/\//),
+      results_count: ids('bTimeout').length,
+    })
     expect(done.results_url.startsWith(`${s.url}/`)).toBe(true)
     const results = await call(
       s,

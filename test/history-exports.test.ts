@@ -63,6 +63,7 @@ describe.each(dialects)('history exports over HTTP (%s)', (dialect) => {
       end_at: null,
       user_id: null,
       failure_reason: null,
+      results_count: 3,
     })
     const rows = await allHistoryResults(s, e.id, admin())
     expect(rows.map((r) => r.id)).toEqual([old.id, moved.id, recent.id])

@@ -185,6 +185,7 @@ export class ExportService {
         : null
     out['user_id'] = row.user_id
     out['failure_reason'] = row.status === 'failed' ? row.failure_reason : null
+    out['results_count'] = row.status === 'ready' ? Number(row.result_count ?? 0) : null
     return out
   }
 

@@ -45,6 +45,7 @@ export const EXPORT_FIELDS = [
   'results_url',
   'user_id',
   'failure_reason',
+  'results_count',
 ]
 
 /** One log record to seed; everything but `path` has a default. */

@@ -18,6 +18,9 @@ export const exportTail = {
   ),
   user_id: Nullable(Type.Integer({ description: 'The user the export acts for; null for a site-wide key' })),
   failure_reason: Nullable(Type.String({ description: 'Wharf extension: why the export failed' })),
+  results_count: Nullable(
+    Type.Integer({ description: 'Wharf extension: when ready, how many records the results hold' }),
+  ),
 }
 
 const QueryText = (description: string) => Type.Optional(Type.String({ maxLength: 50_000, description }))
