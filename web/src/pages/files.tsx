@@ -214,7 +214,9 @@ function Folder({
                     <SortHeader label="Name" field="path" sort={sort} onSort={sortBy} />
                     <SortHeader label="Size" field="size" sort={sort} onSort={sortBy} num />
                     <SortHeader label="Modified" field="modified_at_datetime" sort={sort} onSort={sortBy} />
-                    <th scope="col">Type</th>
+                    <th scope="col" class="col-type">
+                      Type
+                    </th>
                     <th scope="col">Actions</th>
                   </tr>
                 </thead>
@@ -262,6 +264,12 @@ function Folder({
       ) : null}
     </>
   )
+}
+
+/** A short type for the listing: `PDF file`, from the name's extension. */
+function typeOf(name: string): string {
+  const dot = name.lastIndexOf('.')
+  return dot > 0 && dot < name.length - 1 ? `${name.slice(dot + 1).toUpperCase()} file` : 'File'
 }
 
 const relative = (folder: string, path: string) => (folder === '' ? path : path.slice(folder.length + 1))
@@ -319,9 +327,7 @@ function Row({
       <td class="name">
         {isDir ? (
           <a href={href('files', e.path)}>
-            <span aria-hidden="true" class="icon">
-              📁{' '}
-            </span>
+            <span aria-hidden="true" class="folder-icon" />
             {shown}
           </a>
         ) : (
@@ -329,8 +335,8 @@ function Row({
         )}
       </td>
       <td class="num">{isDir ? '' : formatBytes(e.size)}</td>
-      <td>{formatDate(e.mtime)}</td>
-      <td>{isDir ? 'Folder' : (e.mime_type ?? 'File')}</td>
+      <td class="when">{formatDate(e.mtime)}</td>
+      <td class="col-type">{isDir ? 'Folder' : typeOf(e.display_name)}</td>
       <td>
         <div class="row-actions">
           {!isDir && canRead ? (
