@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks'
+import { useRef, useState } from 'preact/hooks'
 import { encodePath, get, type Me, page, post } from '../api'
 import { href, type Route } from '../router'
 import { ErrorBox, formatBytes, formatDate, Loading, Notice, PageTitle, useAsync } from '../ui'
@@ -97,19 +97,28 @@ function Folder({
     return page<Entry>(listPath, query)
   }, [listPath, sort.field, sort.dir, search, refresh, changed])
 
+  const listData = useRef(list.data)
+  listData.current = list.data
+  const [loadingMore, setLoadingMore] = useState(false)
   const letters = perms.data ?? ''
   const canWrite = letters.includes('w')
   const items = [...(list.data?.items ?? []), ...(more?.items ?? [])]
   const next = more ? more.next : (list.data?.next ?? null)
 
   async function loadMore() {
-    if (!next) return
+    if (!next || loadingMore) return
     setMoreError(null)
+    setLoadingMore(true)
+    const from = list.data
     try {
       const p = await page<Entry>(listPath, { ...query, cursor: next })
-      setMore((m) => ({ items: [...(m?.items ?? []), ...p.items], next: p.next }))
+      // A page of a listing since sorted or reloaded otherwise would not belong here.
+      if (from === listData.current)
+        setMore((m) => ({ items: [...(m?.items ?? []), ...p.items], next: p.next }))
     } catch (err) {
       setMoreError(err)
+    } finally {
+      setLoadingMore(false)
     }
   }
 
@@ -121,6 +130,7 @@ function Folder({
 
   async function download(e: Entry) {
     setNotice(null)
+    setActionError(null)
     try {
       const f = await get<Entry & { download_uri: string }>(`/files/${encodePath(e.path)}`)
       const a = document.createElement('a')
@@ -242,8 +252,8 @@ function Folder({
           <ErrorBox error={moreError} />
           {next ? (
             <p>
-              <button type="button" class="secondary" onClick={loadMore}>
-                Load more
+              <button type="button" class="secondary" onClick={loadMore} disabled={loadingMore}>
+                {loadingMore ? 'Loading…' : 'Load more'}
               </button>
             </p>
           ) : null}

@@ -1,4 +1,4 @@
-import { useRef, useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import { describe } from '../../api'
 import { uploadFile } from './upload'
 
@@ -22,6 +22,15 @@ export function useUploads(onStored: (folder: string) => void) {
   const [items, setItems] = useState<UploadItem[]>([])
   const seq = useRef(0)
   const aborts = useRef(new Map<number, () => void>())
+
+  // Leaving or reloading the page would cut the uploads under way: the browser asks first.
+  const busy = items.some((u) => u.state === 'uploading')
+  useEffect(() => {
+    if (!busy) return
+    const warn = (e: BeforeUnloadEvent) => e.preventDefault()
+    window.addEventListener('beforeunload', warn)
+    return () => window.removeEventListener('beforeunload', warn)
+  }, [busy])
 
   const update = (id: number, change: Partial<UploadItem>) =>
     setItems((list) => list.map((u) => (u.id === id ? { ...u, ...change } : u)))
