@@ -1,0 +1,343 @@
+import fs from 'node:fs/promises'
+import type { Browser, Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  expectNoOutsideRequests,
+  hasBrowser,
+  launchBrowser,
+  newPage,
+  shown,
+  signIn,
+  startWebServer,
+  textOf,
+} from '../helpers/browser.js'
+import { bytes, download, md5, target, uploaded } from '../helpers/files.js'
+import { call, grant, makeUser, type TestServer } from '../helpers/server.js'
+
+const PART = 64 * 1024
+
+describe.skipIf(!hasBrowser)('web interface: files', () => {
+  let s: TestServer
+  let browser: Browser
+  beforeAll(async () => {
+    s = await startWebServer({ UPLOAD_PART_SIZE: String(PART), LOGIN_MAX_ATTEMPTS_PER_IP: '100000' })
+    browser = await launchBrowser()
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await s?.close()
+  })
+
+  const fileRow = (path: string) =>
+    s.container.db
+      .selectFrom('files')
+      .select(['id', 'path', 'type', 'md5', 'size'])
+      .where('path', '=', path)
+      .executeTakeFirst()
+
+  const actionsOf = (action: string, path: string) =>
+    s.container.db
+      .selectFrom('actions')
+      .select(['interface', 'path', 'source', 'destination'])
+      .where('action', '=', action)
+      .where('path', '=', path)
+      .execute()
+
+  /** A fresh page whose every wait is bounded below the test's own timeout. */
+  async function freshPage(viewport?: { width: number; height: number }): Promise<Page> {
+    const page = await newPage(browser, s, viewport)
+    page.setDefaultTimeout(10_000)
+    return page
+  }
+
+  async function openFolder(page: Page, folder: string) {
+    await page.goto(`${s.url}/#/files/${folder.split('/').map(encodeURIComponent).join('/')}`)
+    await shown(page.getByRole('heading', { level: 1, name: 'Files' }))
+  }
+
+  async function waitComplete(page: Page, name: string) {
+    const bar = page.getByLabel(`Upload progress of ${name}`, { exact: true })
+    await expect.poll(() => bar.getAttribute('value'), { timeout: 15_000 }).toBe('100')
+    const item = page.locator('li.upload', { has: bar })
+    await expect.poll(() => item.locator('.upload-status').innerText(), { timeout: 15_000 }).toBe('Complete')
+  }
+
+  it('uploads several files through the input and one by drop, in parts, recorded as web', async () => {
+    await call(s, 'POST', '/folders/inbox', { key: s.adminKey })
+    const page = await freshPage()
+    const partPuts: string[] = []
+    page.on('request', (r) => {
+      if (r.method() === 'PUT' && r.url().includes('/upload_parts/')) partPuts.push(r.url())
+    })
+    await signIn(page, s)
+    await openFolder(page, 'inbox')
+
+    const big = bytes(PART * 2 + 12_345, 3)
+    const small = Buffer.from('hello from the web interface\n')
+    const empty = Buffer.alloc(0)
+    await page.getByLabel('Choose files to upload').setInputFiles([
+      { name: 'big.bin', mimeType: 'application/octet-stream', buffer: big },
+      { name: 'notes.txt', mimeType: 'text/plain', buffer: small },
+      { name: 'empty.txt', mimeType: 'text/plain', buffer: empty },
+    ])
+    const dropped = bytes(5000, 9)
+    const dt = await page.evaluateHandle((b64) => {
+      // Runs in the page (this file is typed without the DOM).
+      const w = globalThis as any
+      const raw = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))
+      const d = new w.DataTransfer()
+      d.items.add(new w.File([raw], 'dropped.dat'))
+      return d
+    }, dropped.toString('base64'))
+    await page.dispatchEvent('[data-testid=drop-zone]', 'dragenter', { dataTransfer: dt })
+    await page.dispatchEvent('[data-testid=drop-zone]', 'drop', { dataTransfer: dt })
+
+    for (const name of ['big.bin', 'notes.txt', 'empty.txt', 'dropped.dat']) await waitComplete(page, name)
+
+    const expected: Record<string, Buffer> = {
+      'inbox/big.bin': big,
+      'inbox/notes.txt': small,
+      'inbox/empty.txt': empty,
+      'inbox/dropped.dat': dropped,
+    }
+    for (const [path, content] of Object.entries(expected)) {
+      const row = await fileRow(path)
+      expect(row, path).toMatchObject({ type: 'file', size: content.length, md5: md5(content) })
+      expect((await download(target(s), path)).equals(content), path).toBe(true)
+      expect(await actionsOf('create', path)).toEqual([expect.objectContaining({ interface: 'web', path })])
+    }
+    // The big file went in three parts of the server's part size, the empty one in none.
+    expect(partPuts.length).toBe(3 + 1 + 0 + 1)
+    expect(partPuts.filter((u) => /\/upload_parts\/[^/]+\/3\?/.test(u))).toHaveLength(1)
+
+    // The listing refreshed itself with the new files.
+    for (const name of ['big.bin', 'notes.txt', 'empty.txt', 'dropped.dat']) {
+      await shown(page.getByRole('cell', { name, exact: true }))
+    }
+    expect(await textOf(page.getByRole('row', { name: /big\.bin/ }))).toContain('140 KiB')
+
+    // Downloading through the page gives the very bytes.
+    const [dl] = await Promise.all([
+      page.waitForEvent('download', { timeout: 10_000 }),
+      page.getByRole('button', { name: 'Download big.bin' }).click(),
+    ])
+    expect(dl.suggestedFilename()).toBe('big.bin')
+    const saved = await fs.readFile((await dl.path())!)
+    expect(md5(saved)).toBe(md5(big))
+    expectNoOutsideRequests(page)
+    await page.context().close()
+  })
+
+  it('shows a failed upload in words, and retries or dismisses it', async () => {
+    const page = await freshPage()
+    await signIn(page, s)
+    await call(s, 'POST', '/folders/later', { key: s.adminKey })
+    await openFolder(page, 'later')
+    await shown(page.getByLabel('Choose files to upload'))
+    // The folder goes away (a file takes its name) after the page was opened.
+    await call(s, 'DELETE', '/files/later', { key: s.adminKey })
+    await uploaded(s, 'later', 'now a file')
+    await page
+      .getByLabel('Choose files to upload')
+      .setInputFiles([{ name: 'x.txt', mimeType: 'text/plain', buffer: Buffer.from('x') }])
+    const alert = page.locator('li.upload').getByRole('alert')
+    expect(await textOf(alert)).toContain('later is a file, so it cannot hold later/x.txt')
+    // After the obstacle is gone, Retry succeeds.
+    await call(s, 'DELETE', '/files/later', { key: s.adminKey })
+    await page.getByRole('button', { name: 'Retry x.txt' }).click()
+    await waitComplete(page, 'x.txt')
+    expect(await fileRow('later/x.txt')).toMatchObject({ size: 1, md5: md5('x') })
+    await page.getByRole('button', { name: 'Dismiss x.txt' }).click()
+    await expect.poll(() => page.getByLabel('Upload progress of x.txt').count()).toBe(0)
+    await page.context().close()
+  })
+
+  it('creates, renames, moves, copies and deletes, each recorded as web', async () => {
+    await call(s, 'POST', '/folders/work', { key: s.adminKey })
+    await uploaded(s, 'work/report.pdf', bytes(3000, 4))
+    const page = await freshPage()
+    await signIn(page, s)
+    await openFolder(page, 'work')
+    await shown(page.getByRole('cell', { name: 'report.pdf' }))
+
+    await page.getByLabel('New folder name').fill('archive')
+    await page.getByRole('button', { name: 'Create folder' }).click()
+    await shown(page.getByRole('link', { name: 'archive' }))
+    expect(await fileRow('work/archive')).toMatchObject({ type: 'directory' })
+    expect((await actionsOf('create', 'work/archive'))[0]?.interface).toBe('web')
+
+    const original = await fileRow('work/report.pdf')
+    await page.getByRole('button', { name: 'Rename report.pdf' }).click()
+    const dialog = page.getByRole('dialog', { name: 'Rename report.pdf' })
+    await dialog.getByLabel('New name').fill('report-2026.pdf')
+    await dialog.getByRole('button', { name: 'Rename' }).click()
+    await shown(page.getByRole('cell', { name: 'report-2026.pdf' }))
+    expect(await fileRow('work/report.pdf')).toBeUndefined()
+    expect((await fileRow('work/report-2026.pdf'))?.id).toBe(original!.id)
+    expect((await actionsOf('move', 'work/report-2026.pdf'))[0]).toMatchObject({
+      interface: 'web',
+      source: 'work/report.pdf',
+    })
+
+    await page.getByRole('button', { name: 'Copy report-2026.pdf' }).click()
+    const copy = page.getByRole('dialog', { name: 'Copy report-2026.pdf' })
+    expect(await copy.getByLabel('Copy to (full path)').inputValue()).toBe('work/report-2026 copy.pdf')
+    await copy.getByRole('button', { name: 'Copy' }).click()
+    await shown(page.getByRole('cell', { name: 'report-2026 copy.pdf' }))
+    const copied = await fileRow('work/report-2026 copy.pdf')
+    expect(copied?.md5).toBe(md5(bytes(3000, 4)))
+    expect((await actionsOf('copy', 'work/report-2026 copy.pdf'))[0]?.interface).toBe('web')
+
+    await page.getByRole('button', { name: 'Move report-2026 copy.pdf' }).click()
+    const move = page.getByRole('dialog', { name: 'Move report-2026 copy.pdf' })
+    await move.getByLabel('Move to (full path)').fill('work/archive/kept.pdf')
+    await move.getByRole('button', { name: 'Move' }).click()
+    await shown(page.getByRole('status').filter({ hasText: 'Moved work/report-2026 copy.pdf' }))
+    expect(await fileRow('work/report-2026 copy.pdf')).toBeUndefined()
+    expect((await fileRow('work/archive/kept.pdf'))?.id).toBe(copied!.id)
+
+    // A refused change keeps the dialog open and says why.
+    await page.getByRole('button', { name: 'Move report-2026.pdf' }).click()
+    const clash = page.getByRole('dialog', { name: 'Move report-2026.pdf' })
+    await clash.getByLabel('Move to (full path)').fill('work/archive')
+    await clash.getByRole('button', { name: 'Move' }).click()
+    expect(await textOf(clash.getByRole('alert'))).toMatch(/exists/)
+    await clash.getByRole('button', { name: 'Cancel' }).click()
+    expect(await fileRow('work/report-2026.pdf')).toBeDefined()
+
+    // Deleting a folder asks first, then takes everything inside it.
+    await page.getByRole('button', { name: 'Delete archive' }).click()
+    const confirm = page.getByRole('dialog', { name: 'Delete archive?' })
+    expect(await textOf(confirm)).toContain('everything inside it')
+    await confirm.getByRole('button', { name: 'Delete' }).click()
+    await shown(page.getByRole('status').filter({ hasText: 'Deleted work/archive' }))
+    expect(await fileRow('work/archive')).toBeUndefined()
+    expect(await fileRow('work/archive/kept.pdf')).toBeUndefined()
+    expect((await actionsOf('destroy', 'work/archive'))[0]?.interface).toBe('web')
+    await expect.poll(() => page.getByRole('link', { name: 'archive' }).count()).toBe(0)
+    await page.context().close()
+  })
+
+  it('offers a read-only user no changes, and shows a refusal that happens anyway', async () => {
+    await uploaded(s, 'shared/plan.txt', 'the plan')
+    await uploaded(s, 'team/todo.txt', 'things')
+    const u = await makeUser(s)
+    await grant(s, u.id, 'shared', 'readonly')
+    await grant(s, u.id, 'team', 'full')
+    const page = await freshPage()
+    await signIn(page, s, u.username, u.password)
+
+    await openFolder(page, 'shared')
+    await shown(page.getByRole('cell', { name: 'plan.txt' }))
+    await shown(page.getByText('You can look at this folder but not change it.'))
+    await shown(page.getByRole('button', { name: 'Download plan.txt' }))
+    for (const name of ['Delete plan.txt', 'Rename plan.txt', 'Move plan.txt', 'Copy plan.txt']) {
+      expect(await page.getByRole('button', { name }).count(), name).toBe(0)
+    }
+    expect(await page.getByLabel('Choose files to upload').count()).toBe(0)
+    expect(await page.getByLabel('New folder name').count()).toBe(0)
+
+    // The root shows only the way to the user's folders, with nothing to change there.
+    await page
+      .getByRole('navigation', { name: 'Breadcrumb' })
+      .getByRole('link', { name: 'All files' })
+      .click()
+    await shown(page.getByRole('link', { name: 'team' }))
+    await shown(page.getByText('You can look at this folder but not change it.'))
+    expect(await page.getByRole('link', { name: 'work' }).count()).toBe(0)
+    expect(await page.getByLabel('Choose files to upload').count()).toBe(0)
+
+    // Full permission on team: changes are offered; taken away meanwhile, the API's refusal shows.
+    await page.getByRole('link', { name: 'team' }).click()
+    await shown(page.getByRole('button', { name: 'Delete todo.txt' }))
+    await shown(page.getByLabel('Choose files to upload'))
+    await s.container.db
+      .deleteFrom('permissions')
+      .where('user_id', '=', u.id)
+      .where('path', '=', 'team')
+      .execute()
+    await grant(s, u.id, 'team', 'readonly')
+    await page.getByRole('button', { name: 'Delete todo.txt' }).click()
+    const confirm = page.getByRole('dialog', { name: 'Delete todo.txt?' })
+    await confirm.getByRole('button', { name: 'Delete' }).click()
+    expect(await textOf(confirm.getByRole('alert'))).toBe(
+      'You do not have permission to delete team/todo.txt',
+    )
+    expect(await fileRow('team/todo.txt')).toBeDefined()
+    await page.context().close()
+  })
+
+  it('sorts by the column headers, searches, and loads more', async () => {
+    await uploaded(s, 'sorted/b-medium.txt', 'x'.repeat(50))
+    await uploaded(s, 'sorted/a-large.txt', 'x'.repeat(500))
+    await uploaded(s, 'sorted/c-small.txt', 'x')
+    await uploaded(s, 'sorted/deep/inner/c-needle.txt', 'found')
+    for (let i = 0; i < 100; i++) {
+      await call(s, 'POST', `/folders/sorted/z${String(i).padStart(3, '0')}`, { key: s.adminKey })
+    }
+    const page = await freshPage()
+    await signIn(page, s)
+    await openFolder(page, 'sorted')
+    const names = () => page.locator('tbody tr td.name').allInnerTexts()
+    await shown(page.getByRole('cell', { name: 'a-large.txt' }))
+    expect((await names()).slice(0, 4)).toEqual(['a-large.txt', 'b-medium.txt', 'c-small.txt', 'deep'])
+    expect(await page.locator('tbody tr').count()).toBe(100)
+    await page.getByRole('button', { name: 'Load more' }).click()
+    await expect.poll(() => page.locator('tbody tr').count()).toBe(104)
+    expect(await page.getByRole('button', { name: 'Load more' }).count()).toBe(0)
+
+    await page.getByRole('button', { name: /^Size/ }).click()
+    // Sorted anew from the first page: the 101 empty folders come first, the largest file last.
+    await expect.poll(async () => (await names()).length).toBe(100)
+    const types = () => page.locator('tbody tr td.col-type').allInnerTexts()
+    await expect.poll(async () => (await types()).every((t) => t === 'Folder')).toBe(true)
+    await page.getByRole('button', { name: 'Load more' }).click()
+    await expect
+      .poll(async () => (await names()).slice(101))
+      .toEqual(['c-small.txt', 'b-medium.txt', 'a-large.txt'])
+    expect(await page.locator('th[aria-sort]').getAttribute('aria-sort')).toBe('ascending')
+    await page.getByRole('button', { name: /^Size/ }).click()
+    await expect
+      .poll(async () => (await names()).slice(0, 3))
+      .toEqual(['a-large.txt', 'b-medium.txt', 'c-small.txt'])
+    expect(await page.locator('th[aria-sort]').getAttribute('aria-sort')).toBe('descending')
+
+    await page.getByLabel('Search in this folder').fill('needle')
+    await page.getByRole('button', { name: 'Search', exact: true }).click()
+    await expect.poll(names).toEqual(['deep/inner/c-needle.txt'])
+    await page.getByRole('button', { name: 'Clear search' }).click()
+    await expect.poll(async () => (await names()).length).toBe(100)
+    await page.context().close()
+  })
+
+  it('works with spaces and unicode in names, and at phone width', async () => {
+    const page = await freshPage({ width: 390, height: 844 })
+    await signIn(page, s)
+    await openFolder(page, '')
+    const folder = 'Q3 reports – été 日本'
+    await page.getByLabel('New folder name').fill(folder)
+    await page.getByRole('button', { name: 'Create folder' }).click()
+    await page.getByRole('link', { name: folder }).click()
+    await shown(page.getByRole('navigation', { name: 'Breadcrumb' }).getByRole('link', { name: folder }))
+    expect(decodeURIComponent(new URL(page.url()).hash)).toBe(`#/files/${folder}`)
+    const content = Buffer.from('naïve café ☕\n')
+    await page
+      .getByLabel('Choose files to upload')
+      .setInputFiles([{ name: 'résumé #1 & notes.txt', mimeType: 'text/plain', buffer: content }])
+    await waitComplete(page, 'résumé #1 & notes.txt')
+    const path = `${folder}/résumé #1 & notes.txt`
+    expect(await fileRow(path)).toMatchObject({ md5: md5(content) })
+    await shown(page.getByRole('cell', { name: 'résumé #1 & notes.txt' }))
+    const [dl] = await Promise.all([
+      page.waitForEvent('download', { timeout: 10_000 }),
+      page.getByRole('button', { name: 'Download résumé #1 & notes.txt' }).click(),
+    ])
+    expect((await fs.readFile((await dl.path())!)).equals(content)).toBe(true)
+    // Nothing wider than the phone: the table scrolls inside its own box.
+    expect(
+      await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth),
+    ).toBeLessThanOrEqual(390)
+    expectNoOutsideRequests(page)
+    await page.context().close()
+  })
+})
