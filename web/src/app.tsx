@@ -10,7 +10,7 @@ import { SignInPage } from './pages/sign-in'
 import { UsersPage } from './pages/users'
 import { WebhookLogsPage } from './pages/webhook-logs'
 import { href, type Route, useRoute } from './router'
-import { ErrorBox, Loading } from './ui'
+import { ErrorBox, Loading, PageTitle } from './ui'
 
 interface NavItem {
   page: string
@@ -50,7 +50,10 @@ function Shell() {
   if (error) return <ErrorBox error={error} />
   if (!me) return <Loading />
   const visible = PAGES.filter((p) => !p.adminOnly || me.site_admin)
-  const current = visible.find((p) => p.page === route.page) ?? visible[0]!
+  const wanted = PAGES.find((p) => p.page === route.page)
+  // A site-admin page reached by its address says why it shows nothing; an unknown one shows Files.
+  const refused = wanted !== undefined && !visible.includes(wanted)
+  const current = refused ? wanted : (visible.find((p) => p.page === route.page) ?? visible[0]!)
   return (
     <div class="shell">
       <a class="skip" href="#main">
@@ -88,7 +91,16 @@ function Shell() {
         </div>
       </header>
       <main id="main" tabIndex={-1}>
-        {current.render({ route, me })}
+        {refused ? (
+          <section>
+            <PageTitle>{current.label}</PageTitle>
+            <p class="error" role="alert">
+              Only site administrators can use this page.
+            </p>
+          </section>
+        ) : (
+          current.render({ route, me })
+        )}
       </main>
     </div>
   )
