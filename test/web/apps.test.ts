@@ -106,7 +106,7 @@ describe.skipIf(!hasBrowser)('web interface: apps', () => {
     await shown(card)
     const box = (await card.boundingBox())!
     expect(box.width).toBeLessThanOrEqual(390)
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390)
     expectNoOutsideRequests(page)
     await page.context().close()
   })

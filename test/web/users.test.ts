@@ -148,7 +148,10 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', () =
     expect(await self.getByLabel(/^Site administrator/).isDisabled()).toBe(true)
     expect(await self.getByLabel(/^Disabled/).isDisabled()).toBe(true)
     // Nothing is wider than the phone's screen but the table, which scrolls in its frame.
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390)
+    await page.goto(`${s.url}/#/users/permissions`)
+    await shown(page.getByRole('form', { name: 'Grant a folder permission' }))
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390)
     await page.context().close()
   })
 

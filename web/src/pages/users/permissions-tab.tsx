@@ -138,7 +138,7 @@ function FilterForm({
   const [p, setP] = useState(path)
   return (
     <form
-      class="form-row"
+      class="form-row toolbar"
       aria-label="Filter permissions"
       onSubmit={(e) => {
         e.preventDefault()
@@ -204,7 +204,7 @@ function GrantForm({
   return (
     <form class="panel" onSubmit={submit} aria-labelledby="grant-title">
       <h2 id="grant-title">Grant a folder permission</h2>
-      <div class="form-row">
+      <div class="form-row fit-row">
         <label>
           Folder path
           <input

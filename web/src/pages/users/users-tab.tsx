@@ -28,7 +28,7 @@ export function UsersTab({ me }: { me: Me }) {
 
   return (
     <div>
-      <div class="actions">
+      <div class="actions toolbar">
         <form
           class="form-row"
           onSubmit={(e) => {
