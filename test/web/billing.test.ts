@@ -89,6 +89,30 @@ describe.skipIf(!hasBrowser)('web interface: billing', () => {
     await page.context().close()
   })
 
+  it('follows a fresh link when the page was left open past the link expiry', async () => {
+    const page = await newPage(browser, s)
+    await page.clock.install()
+    await signIn(page, s)
+    await page.goto(`${s.url}/#/billing`)
+    const link = page.getByRole('link', { name: `Download PDF of invoice #${invoiceId}` })
+    await shown(link)
+    // Two hours later (the links last one hour), as far as the page can tell.
+    await page.clock.setSystemTime(Date.now() + 2 * 3600_000)
+    const [asked, download] = await Promise.all([
+      page.waitForRequest((r) => r.url() === `${s.api}/invoices/${invoiceId}`, { timeout: 15_000 }),
+      page.waitForEvent('download', { timeout: 15_000 }),
+      link.click(),
+    ])
+    expect(asked.method()).toBe('GET')
+    expect(download.url()).toMatch(
+      new RegExp(`^${s.api}/billing_documents/${invoiceId}\\?expires=\\d+&signature=`),
+    )
+    const chunks: Buffer[] = []
+    for await (const c of (await download.createReadStream())!) chunks.push(c as Buffer)
+    expect(Buffer.concat(chunks).subarray(0, 5).toString('latin1')).toBe('%PDF-')
+    await page.context().close()
+  })
+
   it('pages through more invoices than fit on one page', async () => {
     const operator = operatorPrincipal(s.container.site.id)
     for (let i = 0; i < 26; i++) {

@@ -43,6 +43,10 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', () =
     // Create: a refusal of the server is shown in words, then the corrected form goes through.
     await page.getByRole('button', { name: 'New user' }).click()
     const form = page.getByRole('form', { name: 'New user' })
+    // The opened form takes the keyboard focus.
+    const focused =
+      "document.activeElement === document.querySelector('#new-user-title').closest('form').querySelector('input')"
+    await expect.poll(() => page.evaluate<boolean>(focused)).toBe(true)
     await form.getByLabel('Username', { exact: true }).fill('carol has spaces')
     await form.getByLabel('Name', { exact: true }).fill('Carol Jones')
     await form.getByLabel('Email').fill('carol@example.com')

@@ -1,4 +1,5 @@
-import type { Me } from '../api'
+import { useState } from 'preact/hooks'
+import { get, type Me } from '../api'
 import { Pager, useCursorPages } from '../components/accounts-paging'
 import type { Route } from '../router'
 import { ErrorBox, formatDate, Loading, PageTitle } from '../ui'
@@ -44,14 +45,53 @@ function paymentStatus(p: LineItem): { text: string; cls: string } {
   return { text: 'Received', cls: 'ok' }
 }
 
+/** Seconds since the epoch at which a signed link stops working (its `expires`), if it says. */
+function expiresAt(uri: string): number | null {
+  try {
+    const v = Number(new URL(uri, location.href).searchParams.get('expires'))
+    return Number.isFinite(v) && v > 0 ? v : null
+  } catch {
+    return null
+  }
+}
+
+/**
+ * The record's PDF link. A page left open past the link's expiry asks the API for the record
+ * again and follows its fresh link, instead of sending the user to a refusal.
+ */
+function PdfLink({ item, onError }: { item: LineItem; onError: (err: unknown) => void }) {
+  async function open(e: MouseEvent) {
+    const expires = expiresAt(item.download_uri)
+    if (expires === null || expires - Date.now() / 1000 > 30) return
+    e.preventDefault()
+    try {
+      const fresh = await get<LineItem>(`/${item.type}s/${item.id}`)
+      location.assign(fresh.download_uri)
+    } catch (err) {
+      onError(err)
+    }
+  }
+  return (
+    <a
+      href={item.download_uri}
+      download
+      onClick={open}
+      aria-label={`Download PDF of ${item.type} #${item.id}`}
+    >
+      Download PDF
+    </a>
+  )
+}
+
 function Records({ type }: { type: 'invoice' | 'payment' }) {
   const plural = type === 'invoice' ? 'Invoices' : 'Payments'
   const list = useCursorPages<LineItem>(`/${type}s`, {}, PER_PAGE)
   const items = list.data?.items
+  const [linkError, setLinkError] = useState<unknown>(null)
   return (
     <section aria-labelledby={`${type}s-title`}>
       <h2 id={`${type}s-title`}>{plural}</h2>
-      <ErrorBox error={list.error} />
+      <ErrorBox error={list.error ?? linkError} />
       {list.loading && !items ? <Loading /> : null}
       {items && items.length === 0 ? <p class="muted">No {type}s yet.</p> : null}
       {items && items.length > 0 ? (
@@ -85,9 +125,7 @@ function Records({ type }: { type: 'invoice' | 'payment' }) {
                     </td>
                     <td class={status.cls}>{status.text}</td>
                     <td>
-                      <a href={r.download_uri} download aria-label={`Download PDF of ${type} #${r.id}`}>
-                        Download PDF
-                      </a>
+                      <PdfLink item={r} onError={setLinkError} />
                     </td>
                   </tr>
                 )
@@ -106,8 +144,8 @@ export function BillingPage(_props: { route: Route; me: Me }) {
     <section>
       <PageTitle>Billing</PageTitle>
       <p class="muted">
-        Invoices and payments of this site. Each PDF link is signed and works for a limited time; reload the
-        page for fresh links.
+        Invoices and payments of this site. Each PDF is a signed link that opens without signing in, for a
+        limited time.
       </p>
       <Records type="invoice" />
       <Records type="payment" />

@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import { type Me, patch, post } from '../../api'
 import { withReauthentication } from '../../components/accounts-reauth'
 import { ErrorBox } from '../../ui'
@@ -7,6 +7,13 @@ import type { User } from './user-types'
 /** Text fields sent as null when left empty, so clearing a name really clears it. */
 const orNull = (s: string) => (s.trim() === '' ? null : s.trim())
 
+/** A form opened by a button takes the focus, so keyboard users land in it, not behind it. */
+function useFocusFirst() {
+  const ref = useRef<HTMLInputElement>(null)
+  useEffect(() => ref.current?.focus(), [])
+  return ref
+}
+
 export function CreateUserForm({ onDone, onCancel }: { onDone: (u: User) => void; onCancel: () => void }) {
   const [username, setUsername] = useState('')
   const [name, setName] = useState('')
@@ -14,6 +21,7 @@ export function CreateUserForm({ onDone, onCancel }: { onDone: (u: User) => void
   const [password, setPassword] = useState('')
   const [siteAdmin, setSiteAdmin] = useState(false)
   const [shared, setShared] = useState(false)
+  const first = useFocusFirst()
   const [error, setError] = useState<unknown>(null)
   const [busy, setBusy] = useState(false)
 
@@ -45,6 +53,7 @@ export function CreateUserForm({ onDone, onCancel }: { onDone: (u: User) => void
         <label>
           Username
           <input
+            ref={first}
             required
             maxLength={128}
             autocomplete="off"
@@ -116,6 +125,7 @@ export function EditUserForm({
   const [shared, setShared] = useState(!user.self_managed)
   const [password, setPassword] = useState('')
   const [ownPassword, setOwnPassword] = useState('')
+  const first = useFocusFirst()
   const [error, setError] = useState<unknown>(null)
   const [busy, setBusy] = useState(false)
 
@@ -149,7 +159,7 @@ export function EditUserForm({
       <div class="form-row">
         <label>
           Name
-          <input maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+          <input ref={first} maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} />
         </label>
         <label>
           Email
@@ -233,6 +243,7 @@ export function DeleteUserForm({
   onCancel: () => void
 }) {
   const [ownPassword, setOwnPassword] = useState('')
+  const first = useFocusFirst()
   const [error, setError] = useState<unknown>(null)
   const [busy, setBusy] = useState(false)
 
@@ -260,6 +271,7 @@ export function DeleteUserForm({
       <label>
         Your own password, to confirm
         <input
+          ref={first}
           type="password"
           autocomplete="current-password"
           required
