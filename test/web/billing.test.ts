@@ -18,6 +18,7 @@ describe.skipIf(!hasBrowser)('web interface: billing', () => {
   let browser: Browser
   let invoiceId: number
   let paymentId: number
+  let reversedId: number
   beforeAll(async () => {
     s = await startWebServer()
     browser = await launchBrowser()
@@ -36,6 +37,8 @@ describe.skipIf(!hasBrowser)('web interface: billing', () => {
       method: 'bank_transfer',
       apply: [{ invoice_id: invoiceId }],
     })
+    reversedId = await ledger.recordPayment(operator, { currency: 'EUR', amount: '5.00', method: 'card' })
+    await ledger.reversePayment(operator, reversedId)
   })
   afterAll(async () => {
     await browser?.close()
@@ -50,7 +53,7 @@ describe.skipIf(!hasBrowser)('web interface: billing', () => {
     const invoiceRow = invoices.getByRole('row').filter({ hasText: `#${invoiceId}` })
     const invoiceText = await textOf(invoiceRow)
     expect(invoiceText).toContain('€49.95')
-    expect(invoiceText).toContain('Storage, March, Transfer, March')
+    expect(invoiceText).toContain('Storage, March; Transfer, March')
     expect(invoiceText).toContain('Partly paid, €19.95 due')
 
     const paymentRow = page
@@ -61,6 +64,11 @@ describe.skipIf(!hasBrowser)('web interface: billing', () => {
     expect(paymentText).toContain('€30.00')
     expect(paymentText).toContain('bank_transfer')
     expect(paymentText).toContain('Received')
+    const reversed = page
+      .getByRole('table', { name: 'Payments' })
+      .getByRole('row')
+      .filter({ hasText: `#${reversedId}` })
+    expect(await textOf(reversed)).toContain('Reversed')
 
     // The link is the record's signed download_uri, as the API gives it.
     const link = invoiceRow.getByRole('link', { name: `Download PDF of invoice #${invoiceId}` })

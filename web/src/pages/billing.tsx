@@ -23,6 +23,12 @@ interface LineItem {
 
 const PER_PAGE = 25
 
+/** A billing record's day (the time of day says nothing on an invoice). */
+function formatDay(iso: string): string {
+  const d = new Date(iso)
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleDateString()
+}
+
 /** An amount in its currency's own way of writing it (USD 49.95 → $49.95, JPY without decimals). */
 export function formatMoney(amount: number, currency: string): string {
   try {
@@ -115,12 +121,12 @@ function Records({ type }: { type: 'invoice' | 'payment' }) {
                 const status = type === 'invoice' ? invoiceStatus(r) : paymentStatus(r)
                 return (
                   <tr key={r.id}>
-                    <td>{formatDate(r.created_at)}</td>
+                    <td class="nowrap">{formatDay(r.created_at)}</td>
                     <td>#{r.id}</td>
                     <td class="num">{formatMoney(r.amount, r.currency)}</td>
-                    <td>
+                    <td class="billing-for">
                       {type === 'invoice'
-                        ? r.invoice_line_items.map((l) => l.description).join(', ')
+                        ? r.invoice_line_items.map((l) => l.description).join('; ')
                         : [r.method, r.payment_type].filter(Boolean).join(', ')}
                     </td>
                     <td class={status.cls}>{status.text}</td>
