@@ -1,7 +1,39 @@
 import type { Me } from '../api'
-import type { Route } from '../router'
-import { Placeholder } from './placeholder'
+import { href, type Route } from '../router'
+import { PageTitle } from '../ui'
+import './accounts.css'
+import { PermissionsTab } from './users/permissions-tab'
+import { UsersTab } from './users/users-tab'
 
-export function UsersPage(_props: { route: Route; me: Me }) {
-  return <Placeholder title="Users and permissions" />
+/** Users and their folder permissions: site administrators only (the API refuses anyone else). */
+export function UsersPage({ route, me }: { route: Route; me: Me }) {
+  const tab = route.rest === 'permissions' ? 'permissions' : 'users'
+  if (!me.site_admin) {
+    return (
+      <section>
+        <PageTitle>Users</PageTitle>
+        <p class="muted">Only site administrators manage users and folder permissions.</p>
+      </section>
+    )
+  }
+  return (
+    <section>
+      <PageTitle>{tab === 'users' ? 'Users' : 'Folder permissions'}</PageTitle>
+      <nav aria-label="Users and permissions">
+        <ul class="tabs">
+          <li>
+            <a href={href('users')} aria-current={tab === 'users' ? 'page' : undefined}>
+              Users
+            </a>
+          </li>
+          <li>
+            <a href={href('users', 'permissions')} aria-current={tab === 'permissions' ? 'page' : undefined}>
+              Folder permissions
+            </a>
+          </li>
+        </ul>
+      </nav>
+      {tab === 'users' ? <UsersTab me={me} /> : <PermissionsTab route={route} />}
+    </section>
+  )
 }

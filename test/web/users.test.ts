@@ -1,0 +1,172 @@
+import type { Browser, Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  expectNoOutsideRequests,
+  hasBrowser,
+  launchBrowser,
+  newPage,
+  shown,
+  signIn,
+  startWebServer,
+  textOf,
+} from '../helpers/browser.js'
+import { ADMIN_PASSWORD, call, makeUser, type TestServer } from '../helpers/server.js'
+
+describe.skipIf(!hasBrowser)('web interface: users and folder permissions', () => {
+  let s: TestServer
+  let browser: Browser
+  beforeAll(async () => {
+    s = await startWebServer()
+    browser = await launchBrowser()
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await s?.close()
+  })
+
+  const userRow = (username: string) =>
+    s.container.db.selectFrom('users').selectAll().where('username', '=', username).executeTakeFirst()
+  const permissionsOf = async (userId: number) =>
+    (await call(s, 'GET', `/permissions?user_id=${userId}`, { key: s.adminKey })).body as {
+      id: number
+      path: string
+      permission: string
+    }[]
+  const rowOf = (page: Page, username: string) =>
+    page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: username, exact: true }) })
+
+  it('creates a user, grants and revokes a folder permission, disables and deletes the user', async () => {
+    const page = await newPage(browser, s)
+    await signIn(page, s)
+    await page.goto(`${s.url}/#/users`)
+
+    // Create: a refusal of the server is shown in words, then the corrected form goes through.
+    await page.getByRole('button', { name: 'New user' }).click()
+    const form = page.getByRole('form', { name: 'New user' })
+    // The opened form takes the keyboard focus.
+    const focused =
+      "document.activeElement === document.querySelector('#new-user-title').closest('form').querySelector('input')"
+    await expect.poll(() => page.evaluate<boolean>(focused)).toBe(true)
+    await form.getByLabel('Username', { exact: true }).fill('carol has spaces')
+    await form.getByLabel('Name', { exact: true }).fill('Carol Jones')
+    await form.getByLabel('Email').fill('carol@example.com')
+    await form.getByLabel('Password', { exact: true }).fill('carol-password-1')
+    await form.getByLabel('Shared/Bot user').check()
+    await form.getByRole('button', { name: 'Create user' }).click()
+    expect(await textOf(form.getByRole('alert'))).toContain('username may contain only letters, digits')
+    expect(await userRow('carol has spaces')).toBeUndefined()
+    await form.getByLabel('Username', { exact: true }).fill('carol')
+    await form.getByRole('button', { name: 'Create user' }).click()
+    expect(await textOf(page.getByRole('status').filter({ hasText: 'created' }))).toBe('User carol created.')
+    const carol = (await userRow('carol'))!
+    expect(carol).toMatchObject({
+      name: 'Carol Jones',
+      email: 'carol@example.com',
+      site_admin: 0,
+      self_managed: 0,
+    })
+    expect(await textOf(rowOf(page, 'carol'))).toContain('Shared/Bot')
+
+    // Grant a folder permission from the user's row.
+    await rowOf(page, 'carol').getByRole('link', { name: 'Folder permissions of carol' }).click()
+    await shown(page.getByRole('heading', { level: 1, name: 'Folder permissions' }))
+    const grant = page.getByRole('form', { name: 'Grant a folder permission' })
+    await expect.poll(() => grant.getByLabel('User').inputValue()).toBe(String(carol.id))
+    await grant.getByLabel('Folder path').fill('/projects/2026/')
+    await grant.getByLabel('Permission').selectOption('readonly')
+    await grant.getByRole('button', { name: 'Grant' }).click()
+    await shown(page.getByRole('status').filter({ hasText: 'Granted' }))
+    expect(await permissionsOf(carol.id)).toMatchObject([{ path: 'projects/2026', permission: 'readonly' }])
+    const permRow = page.getByRole('row').filter({ hasText: '/projects/2026' })
+    expect(await textOf(permRow)).toContain('Read only')
+
+    // A grant the server refuses (the root folder) says why.
+    await grant.getByLabel('Folder path').fill('/')
+    await grant.getByRole('button', { name: 'Grant' }).click()
+    expect(await textOf(grant.getByRole('alert'))).toContain("path can't be the root folder")
+    expect(await permissionsOf(carol.id)).toHaveLength(1)
+
+    // Revoke, with a confirming second click.
+    await permRow.getByRole('button', { name: 'Revoke readonly on /projects/2026 from carol' }).click()
+    await permRow.getByRole('button', { name: 'Confirm revoke' }).click()
+    await shown(page.getByRole('status').filter({ hasText: 'Revoked' }))
+    expect(await permissionsOf(carol.id)).toEqual([])
+    await shown(page.getByText('No folder permissions match.'))
+
+    // Disable.
+    await page
+      .getByRole('navigation', { name: 'Users and permissions' })
+      .getByRole('link', { name: 'Users' })
+      .click()
+    await rowOf(page, 'carol').getByRole('button', { name: 'Edit carol' }).click()
+    const edit = page.getByRole('form', { name: 'Edit carol' })
+    await edit.getByLabel(/^Disabled/).check()
+    await edit.getByRole('button', { name: 'Save changes' }).click()
+    await shown(page.getByRole('status').filter({ hasText: 'saved' }))
+    expect((await userRow('carol'))!.disabled).toBe(1)
+    await shown(rowOf(page, 'carol').getByText('Disabled'))
+
+    // Delete: the admin's own password is asked for; a wrong one is refused in words.
+    await rowOf(page, 'carol').getByRole('button', { name: 'Delete carol' }).click()
+    const del = page.getByRole('form', { name: 'Delete carol?' })
+    await del.getByLabel('Your own password, to confirm').fill('not-my-password')
+    await del.getByRole('button', { name: 'Delete carol' }).click()
+    expect(await textOf(del.getByRole('alert'))).toContain('Your password was not accepted')
+    expect(await userRow('carol')).toBeDefined()
+    await del.getByLabel('Your own password, to confirm').fill(ADMIN_PASSWORD)
+    await del.getByRole('button', { name: 'Delete carol' }).click()
+    await shown(page.getByRole('status').filter({ hasText: 'deleted' }))
+    expect(await userRow('carol')).toBeUndefined()
+    expect(await rowOf(page, 'carol').count()).toBe(0)
+    // The deletion is the web interface's, in the history.
+    const action = await s.container.db
+      .selectFrom('actions')
+      .select(['interface', 'display'])
+      .where('action', '=', 'user_destroy')
+      .executeTakeFirstOrThrow()
+    expect(action).toEqual({ interface: 'web', display: 'Deleted user carol' })
+    expectNoOutsideRequests(page)
+    await page.context().close()
+  })
+
+  it("changes a user's password only with the admin's own password, and never offers to delete oneself", async () => {
+    const dave = await makeUser(s, { username: 'dave' })
+    const page = await newPage(browser, s, { width: 390, height: 844 })
+    await signIn(page, s)
+    await page.goto(`${s.url}/#/users`)
+    await rowOf(page, 'dave').getByRole('button', { name: 'Edit dave' }).click()
+    const edit = page.getByRole('form', { name: 'Edit dave' })
+    await edit.getByLabel('New password').fill('dave-new-password')
+    await edit.getByLabel('Your own password').fill(ADMIN_PASSWORD)
+    await edit.getByRole('button', { name: 'Save changes' }).click()
+    await shown(page.getByRole('status').filter({ hasText: 'saved' }))
+    const login = (password: string) => call(s, 'POST', '/sessions', { body: { username: 'dave', password } })
+    expect((await login('dave-new-password')).status).toBe(201)
+    expect((await login(dave.password)).status).toBe(401)
+
+    // The admin's own row: deleting is disabled, and so are the rights one cannot take from oneself.
+    const admin = rowOf(page, 'admin')
+    expect(await admin.getByRole('button', { name: 'Delete admin' }).isDisabled()).toBe(true)
+    await admin.getByRole('button', { name: 'Edit admin' }).click()
+    const self = page.getByRole('form', { name: 'Edit admin' })
+    expect(await self.getByLabel(/^Site administrator/).isDisabled()).toBe(true)
+    expect(await self.getByLabel(/^Disabled/).isDisabled()).toBe(true)
+    // Nothing is wider than the phone's screen but the table, which scrolls in its frame.
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390)
+    await page.goto(`${s.url}/#/users/permissions`)
+    await shown(page.getByRole('form', { name: 'Grant a folder permission' }))
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390)
+    await page.context().close()
+  })
+
+  it('tells a user who is not a site admin that the page is not theirs', async () => {
+    const u = await makeUser(s)
+    const page = await newPage(browser, s)
+    await signIn(page, s, u.username, u.password)
+    await page.goto(`${s.url}/#/users`)
+    // The navigation has no Users page for them, so the interface shows their first page instead.
+    await shown(page.getByRole('heading', { level: 1 }))
+    expect(await page.getByRole('button', { name: 'New user' }).count()).toBe(0)
+    await page.context().close()
+  })
+})

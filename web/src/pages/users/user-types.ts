@@ -1,0 +1,35 @@
+/** A user as GET /users gives it. */
+export interface User {
+  id: number
+  username: string
+  name: string | null
+  email: string | null
+  site_admin: boolean
+  self_managed: boolean
+  disabled: boolean
+  created_at: string
+  last_login_at: string | null
+}
+
+/** A folder permission as GET /permissions gives it. */
+export interface Permission {
+  id: number
+  path: string
+  user_id: number
+  username: string | null
+  permission: string
+}
+
+/** The permissions the server grants (docs/decisions.md), with what each lets a user do. */
+export const PERMISSIONS: [string, string][] = [
+  ['full', 'Full: read, upload, delete and history'],
+  ['readonly', 'Read only: list, download and history'],
+  ['writeonly', 'Write only: upload'],
+  ['list', 'List only: see names'],
+  ['history', 'History: list and see the history'],
+  ['admin', 'Folder admin: full, and grant permissions inside'],
+]
+
+export function permissionLabel(p: string): string {
+  return PERMISSIONS.find(([v]) => v === p)?.[1].split(':')[0] ?? p
+}
