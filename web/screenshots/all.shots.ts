@@ -3,13 +3,21 @@ import type { Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, it } from 'vitest'
 import { hasBrowser, launchBrowser, newPage, signIn, startWebServer } from '../../test/helpers/browser.js'
 import type { ShotContext } from './shot.js'
+import * as accounts from './accounts.js'
+import * as admin from './admin.js'
+import * as files from './files.js'
 import * as signInShots from './sign-in.js'
+import * as webhooks from './webhooks.js'
 
 const OUT = path.resolve(import.meta.dirname, '../../docs/screenshots')
 
 /** Each module seeds a server of its own and photographs its pages. */
 const MODULES: Record<string, { shoot(ctx: ShotContext): Promise<void> }> = {
   'sign-in': signInShots,
+  files,
+  webhooks,
+  admin,
+  accounts,
 }
 
 describe.skipIf(!hasBrowser)('screenshots of the web interface', () => {
