@@ -1,4 +1,5 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
+import { PERMISSION_SET_LABELS } from '../../../src/modules/auth/permission-sets'
 import { all, del, type Me, patch, post } from '../api'
 import { isoToLocalDate, localDateToIso } from '../components/admin-time'
 import type { Route } from '../router'
@@ -26,15 +27,10 @@ interface User {
   name: string | null
 }
 
-/** The permission sets the API accepts, in words. */
-export const PERMISSION_SETS: { value: string; label: string }[] = [
-  { value: 'full', label: 'Full: everything its user may do' },
-  { value: 'desktop_app', label: 'Desktop app: files and share links only' },
-  { value: 'sync_app', label: 'Sync app: files and share links only' },
-  { value: 'mobile_app', label: 'Mobile app: files and share links only' },
-  { value: 'office_integration', label: 'Office integration: files and share links only' },
-  { value: 'none', label: 'None: can only look itself up' },
-]
+/** The permission sets the API accepts, in words: the server's own list. */
+export const PERMISSION_SETS: { value: string; label: string }[] = Object.entries(PERMISSION_SET_LABELS).map(
+  ([value, label]) => ({ value, label }),
+)
 
 const SITE_WIDE = 'site-wide'
 const SELF = 'self'
