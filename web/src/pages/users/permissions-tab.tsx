@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks'
 import { all, del, post } from '../../api'
 import { Pager, useCursorPages } from '../../components/accounts-paging'
+import { Field, useSubmit } from '../../components/forms'
 import { href, navigate, type Route } from '../../router'
 import { ErrorBox, Loading, Notice, useAsync } from '../../ui'
 import { PERMISSIONS, type Permission, permissionLabel, type User } from './user-types'
@@ -151,10 +152,7 @@ function FilterForm({
           {userOptions(users, 'Every user')}
         </select>
       </label>
-      <label>
-        That apply to path
-        <input value={p} placeholder="e.g. projects/2026" onInput={(e) => setP(e.currentTarget.value)} />
-      </label>
+      <Field label="That apply to path" value={p} placeholder="e.g. projects/2026" onValue={setP} />
       <button type="submit" class="secondary">
         Filter
       </button>
@@ -179,41 +177,21 @@ function GrantForm({
   const [path, setPath] = useState('')
   const [userId, setUserId] = useState(defaultUserId)
   const [permission, setPermission] = useState('full')
-  const [error, setError] = useState<unknown>(null)
-  const [busy, setBusy] = useState(false)
-
-  async function submit(e: Event) {
-    e.preventDefault()
-    setBusy(true)
-    setError(null)
-    try {
-      const p = await post<Permission>('/permissions', {
-        path: path.trim().replace(/^\/+|\/+$/g, ''),
-        user_id: Number(userId),
-        permission,
-      })
-      setPath('')
-      onGranted(p)
-    } catch (err) {
-      setError(err)
-    } finally {
-      setBusy(false)
-    }
-  }
+  const { error, busy, submit } = useSubmit(async () => {
+    const p = await post<Permission>('/permissions', {
+      path: path.trim().replace(/^\/+|\/+$/g, ''),
+      user_id: Number(userId),
+      permission,
+    })
+    setPath('')
+    onGranted(p)
+  })
 
   return (
     <form class="panel" onSubmit={submit} aria-labelledby="grant-title">
       <h2 id="grant-title">Grant a folder permission</h2>
       <div class="form-row fit-row">
-        <label>
-          Folder path
-          <input
-            required
-            value={path}
-            placeholder="e.g. projects/2026"
-            onInput={(e) => setPath(e.currentTarget.value)}
-          />
-        </label>
+        <Field label="Folder path" required value={path} placeholder="e.g. projects/2026" onValue={setPath} />
         <label>
           User
           <select value={userId} required onChange={(e) => setUserId(e.currentTarget.value)}>
