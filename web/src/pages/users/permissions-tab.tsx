@@ -1,9 +1,9 @@
 import { useState } from 'preact/hooks'
 import { all, del, post } from '../../api'
-import { Pager, useCursorPages } from '../../components/accounts-paging'
+import { PagedTable, useCursorPages } from '../../components/accounts-paging'
 import { Field, useSubmit } from '../../components/forms'
 import { href, navigate, type Route } from '../../router'
-import { ErrorBox, Loading, Notice, useAsync } from '../../ui'
+import { ErrorBox, Notice, useAsync } from '../../ui'
 import { PERMISSIONS, type Permission, permissionLabel, type User } from './user-types'
 
 const PER_PAGE = 50
@@ -18,7 +18,6 @@ export function PermissionsTab({ route }: { route: Route }) {
   const [notice, setNotice] = useState<string | null>(null)
   const [confirming, setConfirming] = useState<number | null>(null)
   const [error, setError] = useState<unknown>(null)
-  const items = list.data?.items
 
   function filter(next: { user_id: string; path: string }) {
     const params: Record<string, string> = {}
@@ -59,11 +58,13 @@ export function PermissionsTab({ route }: { route: Route }) {
         onFilter={filter}
       />
       {notice ? <Notice>{notice}</Notice> : null}
-      <ErrorBox error={error ?? list.error} />
-      {list.loading && !items ? <Loading /> : null}
-      {items && items.length === 0 ? <p class="muted">No folder permissions match.</p> : null}
-      {items && items.length > 0 ? (
-        <div class="table-wrap">
+      <PagedTable
+        list={list}
+        label="Permissions"
+        empty="No folder permissions match."
+        error={error ?? list.error}
+      >
+        {(items) => (
           <table>
             <thead>
               <tr>
@@ -104,9 +105,8 @@ export function PermissionsTab({ route }: { route: Route }) {
               ))}
             </tbody>
           </table>
-        </div>
-      ) : null}
-      <Pager label="Permissions" {...list} />
+        )}
+      </PagedTable>
     </div>
   )
 }
