@@ -1,4 +1,5 @@
 import type { Page } from 'playwright-core'
+import { operatorPrincipal } from '../../src/modules/auth/principal.js'
 import { grant, makeUser, type TestServer } from '../../test/helpers/server.js'
 
 /** What the screenshot runner hands over: a site admin's signed-in page at 1280×800. */
@@ -8,24 +9,10 @@ export interface ShotContext {
   out(name: string): string
 }
 
-type Ledger = TestServer['container']['services']['billingLedger']
-
-/** The operator at the command line, as `wharf billing` records (a site-wide caller). */
-function operator(s: TestServer): Parameters<Ledger['createInvoice']>[0] {
-  return {
-    siteId: s.container.site.id,
-    user: null,
-    apiKey: null,
-    sessionHash: null,
-    permissionSet: 'full',
-    ip: '127.0.0.1',
-    interface: 'robot',
-  }
-}
-
 async function seed(s: TestServer): Promise<void> {
   const ledger = s.container.services.billingLedger
-  const op = operator(s)
+  // The operator at the command line, as `wharf billing` records (a site-wide caller).
+  const op = operatorPrincipal(s.container.site.id)
   const months = ['January', 'February', 'March', 'April']
   const invoices: number[] = []
   for (const [i, month] of months.entries()) {

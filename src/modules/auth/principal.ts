@@ -1,19 +1,12 @@
 import type { Selectable } from 'kysely'
 import type { ApiKeysTable, UsersTable } from '../../db/schema.js'
 import { ApiError } from '../../http/errors.js'
+import type { PermissionSet } from './permission-sets.js'
 
 export type UserRow = Selectable<UsersTable>
 export type ApiKeyRow = Selectable<ApiKeysTable>
 
-export const PERMISSION_SETS = [
-  'none',
-  'full',
-  'desktop_app',
-  'sync_app',
-  'office_integration',
-  'mobile_app',
-] as const
-export type PermissionSet = (typeof PERMISSION_SETS)[number]
+export { PERMISSION_SETS, type PermissionSet } from './permission-sets.js'
 
 /** Interfaces an Action can record (api-spec.md, Action.interface). */
 export type Interface = 'web' | 'restapi' | 'robot'

@@ -1,6 +1,7 @@
+import type { ComponentChildren } from 'preact'
 import { useState } from 'preact/hooks'
 import { page as fetchPage, type Query } from '../api'
-import { useAsync } from '../ui'
+import { ErrorBox, Loading, useAsync } from '../ui'
 
 /**
  * One page of a cursor-paged list, with the cursors seen so far kept so "Previous" returns to
@@ -51,5 +52,37 @@ export function Pager({
         Next
       </button>
     </nav>
+  )
+}
+
+export type CursorPages<T> = ReturnType<typeof useCursorPages<T>>
+
+/**
+ * A paged list as a table: its error, "Loading…" until the first page arrives, what to say when
+ * nothing matches, the table of the page's items, and the paging bar under it.
+ */
+export function PagedTable<T>({
+  list,
+  label,
+  empty,
+  error = list.error,
+  children,
+}: {
+  list: CursorPages<T>
+  /** What the pages are of, naming the paging bar. */
+  label: string
+  empty: ComponentChildren
+  error?: unknown
+  children: (items: T[]) => ComponentChildren
+}) {
+  const items = list.data?.items
+  return (
+    <>
+      <ErrorBox error={error} />
+      {list.loading && !items ? <Loading /> : null}
+      {items && items.length === 0 ? <p class="muted">{empty}</p> : null}
+      {items && items.length > 0 ? <div class="table-wrap">{children(items)}</div> : null}
+      <Pager label={label} {...list} />
+    </>
   )
 }

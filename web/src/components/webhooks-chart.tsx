@@ -184,7 +184,7 @@ export function WebhookChart({
         <summary>The chart as a table</summary>
         <div class="table-wrap">
           <table>
-            <caption class="wh-sr-only">Deliveries per {per}</caption>
+            <caption class="visually-hidden">Deliveries per {per}</caption>
             <thead>
               <tr>
                 <th scope="col">Period</th>

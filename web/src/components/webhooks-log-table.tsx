@@ -41,7 +41,7 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
   return (
     <div class="table-wrap">
       <table class="wh-log">
-        <caption class="wh-sr-only">Webhook requests, oldest first</caption>
+        <caption class="visually-hidden">Webhook requests, oldest first</caption>
         <thead>
           <tr>
             <th scope="col">Sent</th>
@@ -55,7 +55,7 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
               Response
             </th>
             <th scope="col">
-              <span class="wh-sr-only">Actions</span>
+              <span class="visually-hidden">Actions</span>
             </th>
           </tr>
         </thead>
@@ -94,7 +94,7 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
                         aria-controls={`wh-details-${r.id}`}
                         onClick={() => toggle(r.id)}
                       >
-                        Details<span class="wh-sr-only"> of request {r.id}</span>
+                        Details<span class="visually-hidden"> of request {r.id}</span>
                       </button>
                       {r.success ? null : (
                         <button
@@ -103,7 +103,7 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
                           onClick={() => retry(r.id)}
                         >
                           {rs?.state === 'sending' ? 'Retrying…' : 'Retry'}
-                          <span class="wh-sr-only"> request {r.id}</span>
+                          <span class="visually-hidden"> request {r.id}</span>
                         </button>
                       )}
                     </div>

@@ -1,6 +1,8 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
+import { PERMISSION_SET_LABELS } from '../../../src/modules/auth/permission-sets'
 import { all, del, type Me, patch, post } from '../api'
 import { isoToLocalDate, localDateToIso } from '../components/admin-time'
+import { Field, SubmitOrCancel, useSubmit } from '../components/forms'
 import type { Route } from '../router'
 import { CopyButton, ErrorBox, formatDate, Loading, Notice, PageTitle, useAsync } from '../ui'
 import './admin.css'
@@ -26,15 +28,43 @@ interface User {
   name: string | null
 }
 
-/** The permission sets the API accepts, in words. */
-export const PERMISSION_SETS: { value: string; label: string }[] = [
-  { value: 'full', label: 'Full: everything its user may do' },
-  { value: 'desktop_app', label: 'Desktop app: files and share links only' },
-  { value: 'sync_app', label: 'Sync app: files and share links only' },
-  { value: 'mobile_app', label: 'Mobile app: files and share links only' },
-  { value: 'office_integration', label: 'Office integration: files and share links only' },
-  { value: 'none', label: 'None: can only look itself up' },
-]
+/** The permission sets the API accepts, in words: the server's own list. */
+export const PERMISSION_SETS: { value: string; label: string }[] = Object.entries(PERMISSION_SET_LABELS).map(
+  ([value, label]) => ({ value, label }),
+)
+
+/** The API's time for an expiry date picked in the form, or an error the form shows. */
+function expiryIso(date: string): string {
+  const iso = localDateToIso(date)
+  if (!iso) throw new Error('The expiry date is not a valid date.')
+  return iso
+}
+
+/** The choice of a key's permission set, the same when creating a key and when editing one. */
+function PermissionSetSelect({
+  name,
+  value,
+  disabled,
+  onValue,
+}: {
+  name?: string
+  value: string
+  disabled: boolean
+  onValue: (value: string) => void
+}) {
+  return (
+    <label>
+      Permission set
+      <select name={name} value={value} disabled={disabled} onChange={(e) => onValue(e.currentTarget.value)}>
+        {PERMISSION_SETS.map((p) => (
+          <option key={p.value} value={p.value}>
+            {p.label}
+          </option>
+        ))}
+      </select>
+    </label>
+  )
+}
 
 const SITE_WIDE = 'site-wide'
 const SELF = 'self'
@@ -165,77 +195,46 @@ function CreateKeyForm({ me, users, onCreated }: { me: Me; users: User[]; onCrea
   const [permissionSet, setPermissionSet] = useState('full')
   const [path, setPath] = useState('')
   const [owner, setOwner] = useState(SELF)
-  const [error, setError] = useState<unknown>(null)
-  const [busy, setBusy] = useState(false)
   const siteWide = owner === SITE_WIDE
-
-  async function submit(e: Event) {
-    e.preventDefault()
-    setError(null)
+  const { error, busy, submit } = useSubmit(async () => {
     const body: Record<string, unknown> = { name: name.trim() }
     if (description.trim()) body['description'] = description.trim()
-    if (expires) {
-      const iso = localDateToIso(expires)
-      if (!iso) {
-        setError(new Error('The expiry date is not a valid date.'))
-        return
-      }
-      body['expires_at'] = iso
-    }
+    if (expires) body['expires_at'] = expiryIso(expires)
     if (siteWide) body['site_wide'] = true
     else {
       body['permission_set'] = permissionSet
       if (path.trim()) body['path'] = path.trim()
       if (owner !== SELF) body['user_id'] = Number(owner)
     }
-    setBusy(true)
-    try {
-      const k = await post<ApiKey>('/api_keys', body)
-      setName('')
-      setDescription('')
-      setExpires('')
-      setPath('')
-      setPermissionSet('full')
-      onCreated(k)
-    } catch (err) {
-      setError(err)
-    } finally {
-      setBusy(false)
-    }
-  }
+    const k = await post<ApiKey>('/api_keys', body)
+    setName('')
+    setDescription('')
+    setExpires('')
+    setPath('')
+    setPermissionSet('full')
+    onCreated(k)
+  })
 
   return (
     <form class="panel" onSubmit={submit} aria-labelledby="create-key-title">
       <h2 id="create-key-title">Create a key</h2>
       <div class="form-row">
-        <label>
-          Name
-          <input
-            name="name"
-            required
-            maxLength={255}
-            value={name}
-            onInput={(e) => setName(e.currentTarget.value)}
-          />
-        </label>
-        <label class="grow">
-          Description (optional)
-          <input
-            name="description"
-            maxLength={4096}
-            value={description}
-            onInput={(e) => setDescription(e.currentTarget.value)}
-          />
-        </label>
-        <label>
-          Expires on (optional)
-          <input
-            name="expires_at"
-            type="date"
-            value={expires}
-            onInput={(e) => setExpires(e.currentTarget.value)}
-          />
-        </label>
+        <Field label="Name" name="name" required maxLength={255} value={name} onValue={setName} />
+        <Field
+          label="Description (optional)"
+          labelClass="grow"
+          name="description"
+          maxLength={4096}
+          value={description}
+          onValue={setDescription}
+        />
+        <Field
+          label="Expires on (optional)"
+          name="expires_at"
+          type="date"
+          value={expires}
+          onValue={setExpires}
+        />
       </div>
       <div class="form-row">
         {me.site_admin ? (
@@ -254,32 +253,22 @@ function CreateKeyForm({ me, users, onCreated }: { me: Me; users: User[]; onCrea
             </select>
           </label>
         ) : null}
-        <label>
-          Permission set
-          <select
-            name="permission_set"
-            value={siteWide ? 'full' : permissionSet}
-            disabled={siteWide}
-            onChange={(e) => setPermissionSet(e.currentTarget.value)}
-          >
-            {PERMISSION_SETS.map((p) => (
-              <option key={p.value} value={p.value}>
-                {p.label}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label class="grow">
-          Only inside folder (optional)
-          <input
-            name="path"
-            placeholder="e.g. reports/2026"
-            maxLength={5000}
-            value={siteWide ? '' : path}
-            disabled={siteWide}
-            onInput={(e) => setPath(e.currentTarget.value)}
-          />
-        </label>
+        <PermissionSetSelect
+          name="permission_set"
+          value={siteWide ? 'full' : permissionSet}
+          disabled={siteWide}
+          onValue={setPermissionSet}
+        />
+        <Field
+          label="Only inside folder (optional)"
+          labelClass="grow"
+          name="path"
+          placeholder="e.g. reports/2026"
+          maxLength={5000}
+          value={siteWide ? '' : path}
+          disabled={siteWide}
+          onValue={setPath}
+        />
       </div>
       {siteWide ? (
         <p class="muted">
@@ -425,86 +414,40 @@ function EditKeyForm({
   const [description, setDescription] = useState(k.description ?? '')
   const [expires, setExpires] = useState(isoToLocalDate(k.expires_at))
   const [permissionSet, setPermissionSet] = useState(k.permission_set)
-  const [error, setError] = useState<unknown>(null)
-  const [busy, setBusy] = useState(false)
   const siteWide = k.user_id === null
   const id = `edit-${k.id}`
-
-  async function submit(e: Event) {
-    e.preventDefault()
-    setError(null)
-    let expiresAt: string | null = null
-    if (expires) {
-      expiresAt = localDateToIso(expires)
-      if (!expiresAt) {
-        setError(new Error('The expiry date is not a valid date.'))
-        return
-      }
-    }
+  const { error, busy, submit } = useSubmit(async () => {
     const body: Record<string, unknown> = {
       name: name.trim() || null,
       description: description.trim() || null,
-      expires_at: expiresAt,
+      expires_at: expires ? expiryIso(expires) : null,
     }
     if (!siteWide) body['permission_set'] = permissionSet
-    setBusy(true)
-    try {
-      await patch<ApiKey>(`/api_keys/${k.id}`, body)
-      onSaved()
-    } catch (err) {
-      setError(err)
-      setBusy(false)
-    }
-  }
+    await patch<ApiKey>(`/api_keys/${k.id}`, body)
+    onSaved()
+  })
 
   return (
     <form onSubmit={submit} aria-labelledby={`${id}-title`} class="edit-key">
       <h3 id={`${id}-title`}>Edit “{keyName(k)}”</h3>
       <div class="form-row">
-        <label>
-          Name
-          <input maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} />
-        </label>
-        <label class="grow">
-          Description
-          <input
-            maxLength={4096}
-            value={description}
-            onInput={(e) => setDescription(e.currentTarget.value)}
-          />
-        </label>
-        <label>
-          Expires on (empty: never)
-          <input type="date" value={expires} onInput={(e) => setExpires(e.currentTarget.value)} />
-        </label>
-        <label>
-          Permission set
-          <select
-            value={permissionSet}
-            disabled={siteWide}
-            onChange={(e) => setPermissionSet(e.currentTarget.value)}
-          >
-            {PERMISSION_SETS.map((p) => (
-              <option key={p.value} value={p.value}>
-                {p.label}
-              </option>
-            ))}
-          </select>
-        </label>
+        <Field label="Name" maxLength={255} value={name} onValue={setName} />
+        <Field
+          label="Description"
+          labelClass="grow"
+          maxLength={4096}
+          value={description}
+          onValue={setDescription}
+        />
+        <Field label="Expires on (empty: never)" type="date" value={expires} onValue={setExpires} />
+        <PermissionSetSelect value={permissionSet} disabled={siteWide} onValue={setPermissionSet} />
       </div>
       <p class="muted">
         The folder a key is restricted to cannot be changed: create a new key instead.
         {siteWide ? ' A site-wide key always has full permissions.' : ''}
       </p>
       <ErrorBox error={error} />
-      <div class="actions">
-        <button type="submit" disabled={busy}>
-          {busy ? 'Saving…' : 'Save'}
-        </button>
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <SubmitOrCancel busy={busy} label="Save" busyLabel="Saving…" onCancel={onCancel} />
     </form>
   )
 }

@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks'
 import { get, type Me } from '../api'
-import { Pager, useCursorPages } from '../components/accounts-paging'
+import { PagedTable, useCursorPages } from '../components/accounts-paging'
 import type { Route } from '../router'
-import { ErrorBox, formatDate, Loading, PageTitle } from '../ui'
+import { formatDate, PageTitle } from '../ui'
 import './accounts.css'
 
 /** An invoice or a payment, as GET /invoices and GET /payments give them. */
@@ -92,16 +92,12 @@ function PdfLink({ item, onError }: { item: LineItem; onError: (err: unknown) =>
 function Records({ type }: { type: 'invoice' | 'payment' }) {
   const plural = type === 'invoice' ? 'Invoices' : 'Payments'
   const list = useCursorPages<LineItem>(`/${type}s`, {}, PER_PAGE)
-  const items = list.data?.items
   const [linkError, setLinkError] = useState<unknown>(null)
   return (
     <section aria-labelledby={`${type}s-title`}>
       <h2 id={`${type}s-title`}>{plural}</h2>
-      <ErrorBox error={list.error ?? linkError} />
-      {list.loading && !items ? <Loading /> : null}
-      {items && items.length === 0 ? <p class="muted">No {type}s yet.</p> : null}
-      {items && items.length > 0 ? (
-        <div class="table-wrap">
+      <PagedTable list={list} label={plural} empty={`No ${type}s yet.`} error={list.error ?? linkError}>
+        {(items) => (
           <table>
             <caption class="visually-hidden">{plural}</caption>
             <thead>
@@ -138,9 +134,8 @@ function Records({ type }: { type: 'invoice' | 'payment' }) {
               })}
             </tbody>
           </table>
-        </div>
-      ) : null}
-      <Pager label={plural} {...list} />
+        )}
+      </PagedTable>
     </section>
   )
 }

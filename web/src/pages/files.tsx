@@ -1,5 +1,6 @@
 import { useRef, useState } from 'preact/hooks'
 import { encodePath, get, type Me, page, post } from '../api'
+import { Field, useSubmit } from '../components/forms'
 import { href, type Route } from '../router'
 import { ErrorBox, formatBytes, formatDate, Loading, Notice, PageTitle, useAsync } from '../ui'
 import { type Entry, joinPath, type Operation, OperationDialog } from './files/dialogs'
@@ -387,29 +388,15 @@ function Row({
 
 function NewFolder({ folder, onCreated }: { folder: string; onCreated: (path: string) => void }) {
   const [name, setName] = useState('')
-  const [error, setError] = useState<unknown>(null)
-  const [busy, setBusy] = useState(false)
-  async function submit(e: Event) {
-    e.preventDefault()
-    setBusy(true)
-    setError(null)
+  const { error, busy, submit } = useSubmit(async () => {
     const path = joinPath(folder, name.trim())
-    try {
-      await post(`/folders/${encodePath(path)}`, {})
-      setName('')
-      onCreated(path)
-    } catch (err) {
-      setError(err)
-    } finally {
-      setBusy(false)
-    }
-  }
+    await post(`/folders/${encodePath(path)}`, {})
+    setName('')
+    onCreated(path)
+  })
   return (
     <form class="form-row new-folder" onSubmit={submit}>
-      <label>
-        New folder name
-        <input name="folder" required value={name} onInput={(e) => setName(e.currentTarget.value)} />
-      </label>
+      <Field label="New folder name" name="folder" required value={name} onValue={setName} />
       <button type="submit" disabled={busy}>
         Create folder
       </button>

@@ -1,5 +1,7 @@
 import { useState } from 'preact/hooks'
 import { ApiError, login } from '../api'
+import { Field, PasswordField, useSubmit } from '../components/forms'
+import { ErrorBox } from '../ui'
 
 /** The API's refusals of a login, in words a person can act on. */
 export function signInMessage(err: unknown): string {
@@ -27,53 +29,36 @@ function minutes(seconds: number): string {
 export function SignInPage() {
   const [username, setUsername] = useState('')
   const [password, setPassword] = useState('')
-  const [error, setError] = useState<string | null>(null)
-  const [busy, setBusy] = useState(false)
-
-  async function submit(e: Event) {
-    e.preventDefault()
-    setBusy(true)
-    setError(null)
+  const { error, busy, submit } = useSubmit(async () => {
     try {
       await login(username.trim(), password)
     } catch (err) {
-      setError(signInMessage(err))
       setPassword('')
-    } finally {
-      setBusy(false)
+      throw new Error(signInMessage(err))
     }
-  }
+  })
 
   return (
     <main class="sign-in">
       <form onSubmit={submit} aria-labelledby="sign-in-title">
         <h1 id="sign-in-title">Sign in to Wharf</h1>
-        <label>
-          Username
-          <input
-            name="username"
-            autocomplete="username"
-            required
-            value={username}
-            onInput={(e) => setUsername(e.currentTarget.value)}
-          />
-        </label>
-        <label>
-          Password
-          <input
-            name="password"
-            type="password"
-            autocomplete="current-password"
-            required
-            value={password}
-            onInput={(e) => setPassword(e.currentTarget.value)}
-          />
-        </label>
-        {error ? (
-          <p class="error" role="alert">
-            {error}
-          </p>
-        ) : null}
+        <Field
+          label="Username"
+          name="username"
+          autocomplete="username"
+          required
+          value={username}
+          onValue={setUsername}
+        />
+        <PasswordField
+          label="Password"
+          name="password"
+          current
+          required
+          value={password}
+          onValue={setPassword}
+        />
+        <ErrorBox error={error} />
         <button type="submit" disabled={busy}>
           {busy ? 'Signing in…' : 'Sign in'}
         </button>

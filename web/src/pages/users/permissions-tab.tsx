@@ -1,8 +1,9 @@
 import { useState } from 'preact/hooks'
 import { all, del, post } from '../../api'
-import { Pager, useCursorPages } from '../../components/accounts-paging'
+import { PagedTable, useCursorPages } from '../../components/accounts-paging'
+import { Field, useSubmit } from '../../components/forms'
 import { href, navigate, type Route } from '../../router'
-import { ErrorBox, Loading, Notice, useAsync } from '../../ui'
+import { ErrorBox, Notice, useAsync } from '../../ui'
 import { PERMISSIONS, type Permission, permissionLabel, type User } from './user-types'
 
 const PER_PAGE = 50
@@ -17,7 +18,6 @@ export function PermissionsTab({ route }: { route: Route }) {
   const [notice, setNotice] = useState<string | null>(null)
   const [confirming, setConfirming] = useState<number | null>(null)
   const [error, setError] = useState<unknown>(null)
-  const items = list.data?.items
 
   function filter(next: { user_id: string; path: string }) {
     const params: Record<string, string> = {}
@@ -58,11 +58,13 @@ export function PermissionsTab({ route }: { route: Route }) {
         onFilter={filter}
       />
       {notice ? <Notice>{notice}</Notice> : null}
-      <ErrorBox error={error ?? list.error} />
-      {list.loading && !items ? <Loading /> : null}
-      {items && items.length === 0 ? <p class="muted">No folder permissions match.</p> : null}
-      {items && items.length > 0 ? (
-        <div class="table-wrap">
+      <PagedTable
+        list={list}
+        label="Permissions"
+        empty="No folder permissions match."
+        error={error ?? list.error}
+      >
+        {(items) => (
           <table>
             <thead>
               <tr>
@@ -103,9 +105,8 @@ export function PermissionsTab({ route }: { route: Route }) {
               ))}
             </tbody>
           </table>
-        </div>
-      ) : null}
-      <Pager label="Permissions" {...list} />
+        )}
+      </PagedTable>
     </div>
   )
 }
@@ -151,10 +152,7 @@ function FilterForm({
           {userOptions(users, 'Every user')}
         </select>
       </label>
-      <label>
-        That apply to path
-        <input value={p} placeholder="e.g. projects/2026" onInput={(e) => setP(e.currentTarget.value)} />
-      </label>
+      <Field label="That apply to path" value={p} placeholder="e.g. projects/2026" onValue={setP} />
       <button type="submit" class="secondary">
         Filter
       </button>
@@ -179,41 +177,21 @@ function GrantForm({
   const [path, setPath] = useState('')
   const [userId, setUserId] = useState(defaultUserId)
   const [permission, setPermission] = useState('full')
-  const [error, setError] = useState<unknown>(null)
-  const [busy, setBusy] = useState(false)
-
-  async function submit(e: Event) {
-    e.preventDefault()
-    setBusy(true)
-    setError(null)
-    try {
-      const p = await post<Permission>('/permissions', {
-        path: path.trim().replace(/^\/+|\/+$/g, ''),
-        user_id: Number(userId),
-        permission,
-      })
-      setPath('')
-      onGranted(p)
-    } catch (err) {
-      setError(err)
-    } finally {
-      setBusy(false)
-    }
-  }
+  const { error, busy, submit } = useSubmit(async () => {
+    const p = await post<Permission>('/permissions', {
+      path: path.trim().replace(/^\/+|\/+$/g, ''),
+      user_id: Number(userId),
+      permission,
+    })
+    setPath('')
+    onGranted(p)
+  })
 
   return (
     <form class="panel" onSubmit={submit} aria-labelledby="grant-title">
       <h2 id="grant-title">Grant a folder permission</h2>
       <div class="form-row fit-row">
-        <label>
-          Folder path
-          <input
-            required
-            value={path}
-            placeholder="e.g. projects/2026"
-            onInput={(e) => setPath(e.currentTarget.value)}
-          />
-        </label>
+        <Field label="Folder path" required value={path} placeholder="e.g. projects/2026" onValue={setPath} />
         <label>
           User
           <select value={userId} required onChange={(e) => setUserId(e.currentTarget.value)}>

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { type Me, patch, post } from '../../api'
 import { withReauthentication } from '../../components/accounts-reauth'
+import { Checkbox, Field, PasswordField, SubmitOrCancel, useSubmit } from '../../components/forms'
 import { ErrorBox } from '../../ui'
 import type { User } from './user-types'
 
@@ -14,6 +15,28 @@ function useFocusFirst() {
   return ref
 }
 
+/** The name and email of a user, the same when creating one and when editing one. */
+function NameAndEmail({
+  name,
+  email,
+  setName,
+  setEmail,
+  nameRef,
+}: {
+  name: string
+  email: string
+  setName: (v: string) => void
+  setEmail: (v: string) => void
+  nameRef?: ReturnType<typeof useFocusFirst>
+}) {
+  return (
+    <>
+      <Field label="Name" inputRef={nameRef} maxLength={255} value={name} onValue={setName} />
+      <Field label="Email" type="email" maxLength={255} value={email} onValue={setEmail} />
+    </>
+  )
+}
+
 export function CreateUserForm({ onDone, onCancel }: { onDone: (u: User) => void; onCancel: () => void }) {
   const [username, setUsername] = useState('')
   const [name, setName] = useState('')
@@ -22,86 +45,42 @@ export function CreateUserForm({ onDone, onCancel }: { onDone: (u: User) => void
   const [siteAdmin, setSiteAdmin] = useState(false)
   const [shared, setShared] = useState(false)
   const first = useFocusFirst()
-  const [error, setError] = useState<unknown>(null)
-  const [busy, setBusy] = useState(false)
-
-  async function submit(e: Event) {
-    e.preventDefault()
-    setBusy(true)
-    setError(null)
-    try {
-      const u = await post<User>('/users', {
-        username: username.trim(),
-        name: orNull(name),
-        email: orNull(email),
-        ...(password ? { password } : {}),
-        site_admin: siteAdmin,
-        self_managed: !shared,
-      })
-      onDone(u)
-    } catch (err) {
-      setError(err)
-    } finally {
-      setBusy(false)
-    }
-  }
+  const { error, busy, submit } = useSubmit(async () => {
+    const u = await post<User>('/users', {
+      username: username.trim(),
+      name: orNull(name),
+      email: orNull(email),
+      ...(password ? { password } : {}),
+      site_admin: siteAdmin,
+      self_managed: !shared,
+    })
+    onDone(u)
+  })
 
   return (
     <form class="panel" onSubmit={submit} aria-labelledby="new-user-title">
       <h2 id="new-user-title">New user</h2>
       <div class="form-row">
-        <label>
-          Username
-          <input
-            ref={first}
-            required
-            maxLength={128}
-            autocomplete="off"
-            value={username}
-            onInput={(e) => setUsername(e.currentTarget.value)}
-          />
-        </label>
-        <label>
-          Name
-          <input maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} />
-        </label>
-        <label>
-          Email
-          <input
-            type="email"
-            maxLength={255}
-            value={email}
-            onInput={(e) => setEmail(e.currentTarget.value)}
-          />
-        </label>
-        <label>
-          Password
-          <input
-            type="password"
-            autocomplete="new-password"
-            minLength={8}
-            value={password}
-            onInput={(e) => setPassword(e.currentTarget.value)}
-          />
-        </label>
+        <Field
+          label="Username"
+          inputRef={first}
+          required
+          maxLength={128}
+          autocomplete="off"
+          value={username}
+          onValue={setUsername}
+        />
+        <NameAndEmail name={name} email={email} setName={setName} setEmail={setEmail} />
+        <PasswordField label="Password" minLength={8} value={password} onValue={setPassword} />
       </div>
-      <label class="inline">
-        <input type="checkbox" checked={siteAdmin} onChange={(e) => setSiteAdmin(e.currentTarget.checked)} />
-        Site administrator
-      </label>
-      <label class="inline">
-        <input type="checkbox" checked={shared} onChange={(e) => setShared(e.currentTarget.checked)} />
-        Shared/Bot user (its password is managed by administrators)
-      </label>
+      <Checkbox label="Site administrator" checked={siteAdmin} onChecked={setSiteAdmin} />
+      <Checkbox
+        label="Shared/Bot user (its password is managed by administrators)"
+        checked={shared}
+        onChecked={setShared}
+      />
       <ErrorBox error={error} />
-      <div class="actions">
-        <button type="submit" disabled={busy}>
-          {busy ? 'Creating…' : 'Create user'}
-        </button>
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <SubmitOrCancel busy={busy} label="Create user" busyLabel="Creating…" onCancel={onCancel} />
     </form>
   )
 }
@@ -126,13 +105,7 @@ export function EditUserForm({
   const [password, setPassword] = useState('')
   const [ownPassword, setOwnPassword] = useState('')
   const first = useFocusFirst()
-  const [error, setError] = useState<unknown>(null)
-  const [busy, setBusy] = useState(false)
-
-  async function submit(e: Event) {
-    e.preventDefault()
-    setBusy(true)
-    setError(null)
+  const { error, busy, submit } = useSubmit(async () => {
     const body = {
       name: orNull(name),
       email: orNull(email),
@@ -141,94 +114,53 @@ export function EditUserForm({
       self_managed: !shared,
       ...(password ? { password } : {}),
     }
-    try {
-      // A new password needs the administrator's own password again; other changes do not.
-      if (password) await withReauthentication('PATCH', `/users/${user.id}`, body, ownPassword)
-      else await patch<User>(`/users/${user.id}`, body)
-      onDone({ ...user, ...body, name: body.name, email: body.email })
-    } catch (err) {
-      setError(err)
-    } finally {
-      setBusy(false)
-    }
-  }
+    // A new password needs the administrator's own password again; other changes do not.
+    if (password) await withReauthentication('PATCH', `/users/${user.id}`, body, ownPassword)
+    else await patch<User>(`/users/${user.id}`, body)
+    onDone({ ...user, ...body, name: body.name, email: body.email })
+  })
 
   return (
     <form class="panel" onSubmit={submit} aria-labelledby="edit-user-title">
       <h2 id="edit-user-title">Edit {user.username}</h2>
       <div class="form-row">
-        <label>
-          Name
-          <input ref={first} maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} />
-        </label>
-        <label>
-          Email
-          <input
-            type="email"
-            maxLength={255}
-            value={email}
-            onInput={(e) => setEmail(e.currentTarget.value)}
-          />
-        </label>
-        <label>
-          New password
-          <input
-            type="password"
-            autocomplete="new-password"
-            minLength={8}
-            value={password}
-            aria-describedby="new-password-hint"
-            onInput={(e) => setPassword(e.currentTarget.value)}
-          />
-        </label>
+        <NameAndEmail name={name} email={email} setName={setName} setEmail={setEmail} nameRef={first} />
+        <PasswordField
+          label="New password"
+          minLength={8}
+          value={password}
+          aria-describedby="new-password-hint"
+          onValue={setPassword}
+        />
         {password ? (
-          <label>
-            Your own password
-            <input
-              type="password"
-              autocomplete="current-password"
-              required
-              value={ownPassword}
-              onInput={(e) => setOwnPassword(e.currentTarget.value)}
-            />
-          </label>
+          <PasswordField
+            label="Your own password"
+            current
+            required
+            value={ownPassword}
+            onValue={setOwnPassword}
+          />
         ) : null}
       </div>
       <p id="new-password-hint" class="muted">
         Leave the new password empty to keep the current one. Changing it signs {user.username} out everywhere
         and asks for your own password to confirm.
       </p>
-      <label class="inline">
-        <input
-          type="checkbox"
-          checked={siteAdmin}
-          disabled={self}
-          onChange={(e) => setSiteAdmin(e.currentTarget.checked)}
-        />
-        Site administrator{self ? ' (you cannot remove your own right)' : ''}
-      </label>
-      <label class="inline">
-        <input
-          type="checkbox"
-          checked={disabled}
-          disabled={self}
-          onChange={(e) => setDisabled(e.currentTarget.checked)}
-        />
-        Disabled: cannot sign in or use API keys{self ? ' (you cannot disable yourself)' : ''}
-      </label>
-      <label class="inline">
-        <input type="checkbox" checked={shared} onChange={(e) => setShared(e.currentTarget.checked)} />
-        Shared/Bot user
-      </label>
+      <Checkbox
+        label={`Site administrator${self ? ' (you cannot remove your own right)' : ''}`}
+        checked={siteAdmin}
+        disabled={self}
+        onChecked={setSiteAdmin}
+      />
+      <Checkbox
+        label={`Disabled: cannot sign in or use API keys${self ? ' (you cannot disable yourself)' : ''}`}
+        checked={disabled}
+        disabled={self}
+        onChecked={setDisabled}
+      />
+      <Checkbox label="Shared/Bot user" checked={shared} onChecked={setShared} />
       <ErrorBox error={error} />
-      <div class="actions">
-        <button type="submit" disabled={busy}>
-          {busy ? 'Saving…' : 'Save changes'}
-        </button>
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <SubmitOrCancel busy={busy} label="Save changes" busyLabel="Saving…" onCancel={onCancel} />
     </form>
   )
 }
@@ -244,22 +176,10 @@ export function DeleteUserForm({
 }) {
   const [ownPassword, setOwnPassword] = useState('')
   const first = useFocusFirst()
-  const [error, setError] = useState<unknown>(null)
-  const [busy, setBusy] = useState(false)
-
-  async function submit(e: Event) {
-    e.preventDefault()
-    setBusy(true)
-    setError(null)
-    try {
-      await withReauthentication('DELETE', `/users/${user.id}`, { id: user.id }, ownPassword)
-      onDone()
-    } catch (err) {
-      setError(err)
-    } finally {
-      setBusy(false)
-    }
-  }
+  const { error, busy, submit } = useSubmit(async () => {
+    await withReauthentication('DELETE', `/users/${user.id}`, { id: user.id }, ownPassword)
+    onDone()
+  })
 
   return (
     <form class="panel confirm" onSubmit={submit} aria-labelledby="delete-user-title">
@@ -268,26 +188,22 @@ export function DeleteUserForm({
         The user, their sessions, API keys and folder permissions are removed. Their files stay. This cannot
         be undone.
       </p>
-      <label>
-        Your own password, to confirm
-        <input
-          ref={first}
-          type="password"
-          autocomplete="current-password"
-          required
-          value={ownPassword}
-          onInput={(e) => setOwnPassword(e.currentTarget.value)}
-        />
-      </label>
+      <PasswordField
+        label="Your own password, to confirm"
+        inputRef={first}
+        current
+        required
+        value={ownPassword}
+        onValue={setOwnPassword}
+      />
       <ErrorBox error={error} />
-      <div class="actions">
-        <button type="submit" class="danger" disabled={busy}>
-          {busy ? 'Deleting…' : `Delete ${user.username}`}
-        </button>
-        <button type="button" class="secondary" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
+      <SubmitOrCancel
+        busy={busy}
+        label={`Delete ${user.username}`}
+        busyLabel="Deleting…"
+        danger
+        onCancel={onCancel}
+      />
     </form>
   )
 }

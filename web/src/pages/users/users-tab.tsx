@@ -1,8 +1,8 @@
 import { useState } from 'preact/hooks'
 import type { Me } from '../../api'
-import { Pager, useCursorPages } from '../../components/accounts-paging'
+import { PagedTable, useCursorPages } from '../../components/accounts-paging'
 import { href } from '../../router'
-import { ErrorBox, formatDate, Loading, Notice } from '../../ui'
+import { formatDate, Notice } from '../../ui'
 import { CreateUserForm, DeleteUserForm, EditUserForm } from './user-forms'
 import type { User } from './user-types'
 
@@ -18,7 +18,6 @@ export function UsersTab({ me }: { me: Me }) {
   // Matches anywhere in the user name (filter_like is SQL LIKE, case-insensitive).
   const query = applied ? { 'filter_like[username]': `%${applied}%` } : {}
   const list = useCursorPages<User>('/users', query, PER_PAGE)
-  const items = list.data?.items
 
   function done(message: string) {
     setPanel({ kind: 'none' })
@@ -78,11 +77,8 @@ export function UsersTab({ me }: { me: Me }) {
           onCancel={() => setPanel({ kind: 'none' })}
         />
       ) : null}
-      <ErrorBox error={list.error} />
-      {list.loading && !items ? <Loading /> : null}
-      {items && items.length === 0 ? <p class="muted">No users match.</p> : null}
-      {items && items.length > 0 ? (
-        <div class="table-wrap">
+      <PagedTable list={list} label="Users" empty="No users match.">
+        {(items) => (
           <table>
             <thead>
               <tr>
@@ -145,9 +141,8 @@ export function UsersTab({ me }: { me: Me }) {
               ))}
             </tbody>
           </table>
-        </div>
-      ) : null}
-      <Pager label="Users" {...list} />
+        )}
+      </PagedTable>
     </div>
   )
 }
