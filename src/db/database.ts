@@ -6,7 +6,6 @@ import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import type pg from 'pg'
 import { migrations } from './migrations/index.js'
 import type { Database } from './schema.js'
-import { openSqliteReader, type SqliteReader } from './sqlite-reader.js'
 
 export interface DialectCapabilities {
   name: 'sqlite' | 'postgres'
@@ -34,11 +33,6 @@ export interface DatabaseHandle {
    * a second (the webhook dispatcher's claims and delivery log) without Kysely's executor.
    */
   sqlite?: RawSqlite
-  /**
-   * SQLite on a file only: opens a read-only connection in a worker thread (close it after use),
-   * so that a large read can use a second core.
-   */
-  openReader?: () => Promise<SqliteReader>
   close(): Promise<void>
 }
 
@@ -128,11 +122,7 @@ function openSqlite(opts: DatabaseOptions): DatabaseHandle {
       }
       return stmt.all(...params) as unknown[][]
     })
-  return {
-    ...handle(db, { name: 'sqlite', skipLocked: false }, queryArrays),
-    sqlite: raw,
-    ...(target !== ':memory:' ? { openReader: () => openSqliteReader(target) } : {}),
-  }
+  return { ...handle(db, { name: 'sqlite', skipLocked: false }, queryArrays), sqlite: raw }
 }
 
 /**
