@@ -2,7 +2,10 @@ import type { ShotContext } from './shot.js'
 
 /** The sign-in form with the error a wrong password gets, and the interface at phone width. */
 export async function shoot({ page, s, out }: ShotContext): Promise<void> {
-  const context = await page.context().browser()!.newContext({ viewport: { width: 1280, height: 800 } })
+  const context = await page
+    .context()
+    .browser()!
+    .newContext({ viewport: { width: 1280, height: 800 } })
   const fresh = await context.newPage()
   await fresh.goto(`${s.url}/`)
   await fresh.getByLabel('Username').fill('admin')
