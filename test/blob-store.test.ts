@@ -294,6 +294,46 @@ describe('LocalBlobStore', () => {
     expect((await fs.readdir(path.join(root, 'tmp'))).sort()).toEqual(['fresh'])
   })
 
+  it('keeps a temporary folder while any file in it is fresh', async () => {
+    await store.put(from('x'))
+    const busy = path.join(root, 'tmp', 'busy')
+    const idle = path.join(root, 'tmp', 'idle')
+    for (const dir of [busy, idle]) {
+      await fs.mkdir(dir)
+      await fs.writeFile(path.join(dir, '1'), 'first segment')
+      await fs.writeFile(path.join(dir, '2'), 'second segment')
+    }
+    const twoHoursAgo = new Date(Date.now() - 2 * 3600_000)
+    // A long build: the folder and its first file are old, the file still being written is not.
+    await fs.utimes(path.join(busy, '1'), twoHoursAgo, twoHoursAgo)
+    await fs.utimes(busy, twoHoursAgo, twoHoursAgo)
+    for (const f of [path.join(idle, '1'), path.join(idle, '2'), idle])
+      await fs.utimes(f, twoHoursAgo, twoHoursAgo)
+    expect(await store.sweepTemporary(3600_000)).toBe(1)
+    expect((await fs.readdir(path.join(root, 'tmp'))).sort()).toEqual(['busy'])
+  })
+
+  it('publishes files written side by side as one blob, in order, or nothing when a writer fails', async () => {
+    const info = await store.putSegments(3, async (files) => {
+      // Written in any order, as two threads would.
+      await fs.writeFile(files[2]!, 'third')
+      await fs.writeFile(files[0]!, 'first,')
+      await fs.writeFile(files[1]!, '')
+    })
+    expect(info.size).toBe('first,third'.length)
+    expect(await read(info.key)).toBe('first,third')
+    expect(await read(info.key, { start: 4, end: 7 })).toBe('t,th')
+    expect(await store.size(info.key)).toBe(11)
+
+    await expect(
+      store.putSegments(2, async (files) => {
+        await fs.writeFile(files[0]!, 'half')
+        throw new Error('the other half failed')
+      }),
+    ).rejects.toThrow('the other half failed')
+    expect(await fs.readdir(path.join(root, 'tmp'))).toEqual([])
+  })
+
   it('streams a 50 MB blob without holding it in memory', async () => {
     const chunk = Buffer.alloc(64 * 1024, 7)
     const total = 50 * 1024 * 1024

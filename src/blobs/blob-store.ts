@@ -69,6 +69,15 @@ export interface BlobStore {
    */
   putUnhashed(data: Readable): Promise<{ key: string; size: number }>
   /**
+   * A blob written as `count` files at once, each by its own writer (another thread, say), and
+   * published as one: their concatenation, in order. `write` gets the files' paths, creates and
+   * fills them, and resolves once it is done; the blob appears complete or not at all. Unhashed.
+   */
+  putSegments(
+    count: number,
+    write: (files: string[]) => Promise<void>,
+  ): Promise<{ key: string; size: number }>
+  /**
    * Streams one part of an upload into staging (not yet flushed to disk: see assemble), replacing
    * an earlier copy of the same part only once this one is complete. A failed or aborted stream leaves the earlier copy (or none).
    */

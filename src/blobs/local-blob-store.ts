@@ -118,6 +118,30 @@ export class LocalBlobStore implements BlobStore {
     return digest.result(key)
   }
 
+  async putSegments(
+    count: number,
+    write: (files: string[]) => Promise<void>,
+  ): Promise<{ key: string; size: number }> {
+    await this.init()
+    const tmp = this.tmpPath()
+    try {
+      await fsp.mkdir(tmp)
+      // Laid out as an assembled upload: numbered segments and their sizes, read back as one.
+      const files = Array.from({ length: count }, (_, i) => path.join(tmp, String(i + 1)))
+      await write(files)
+      await flushAll(files)
+      const sizes = await Promise.all(files.map(async (f) => (await fsp.stat(f)).size))
+      await fsp.writeFile(path.join(tmp, SIZES), JSON.stringify(sizes), { flush: true })
+      await syncDir(tmp)
+      const key = crypto.randomBytes(16).toString('hex')
+      await this.moveIntoPlace(tmp, this.blobPath(key))
+      return { key, size: sizes.reduce((a, b) => a + b, 0) }
+    } catch (err) {
+      await fsp.rm(tmp, { recursive: true, force: true })
+      throw err
+    }
+  }
+
   async putUnhashed(data: Readable): Promise<{ key: string; size: number }> {
     const counter = new Counter()
     const key = await this.publish(await this.writeTemp(data, counter))
@@ -277,15 +301,26 @@ export class LocalBlobStore implements BlobStore {
     let removed = 0
     for (const name of await fsp.readdir(this.tmp)) {
       const file = path.join(this.tmp, name)
-      // A file still being written has a fresh mtime: every write moves it.
+      // A file still being written has a fresh mtime: every write moves it. A folder (a blob
+      // being assembled or written as segments) is as fresh as the newest file in it.
       const st = await fsp.stat(file).catch(() => null)
-      if (st && st.mtimeMs < cutoff) {
+      if (st && (await newestWrite(file, st)) < cutoff) {
         await fsp.rm(file, { recursive: true, force: true })
         removed++
       }
     }
     return removed
   }
+}
+
+async function newestWrite(file: string, st: fs.Stats): Promise<number> {
+  if (!st.isDirectory()) return st.mtimeMs
+  let newest = st.mtimeMs
+  for (const name of await fsp.readdir(file).catch(() => [])) {
+    const inner = await fsp.stat(path.join(file, name)).catch(() => null)
+    if (inner) newest = Math.max(newest, inner.mtimeMs)
+  }
+  return newest
 }
 
 /** The file name of a part; refuses anything but 1…10000, so no number can name another file. */
@@ -379,7 +414,7 @@ function readSegments(dir: string, sizes: number[], range?: ByteRange): Readable
         yield chunk as Buffer
     }
   }
-  return Readable.from(bytes(), { objectMode: false })
+  return Readable.from(bytes(), { objectMode: false, highWaterMark: 1024 * 1024 })
 }
 
 /**

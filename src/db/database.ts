@@ -33,6 +33,8 @@ export interface DatabaseHandle {
    * a second (the webhook dispatcher's claims and delivery log) without Kysely's executor.
    */
   sqlite?: RawSqlite
+  /** SQLite on a file only: its path, for a second (read-only) connection in another thread. */
+  sqliteFile?: string
   close(): Promise<void>
 }
 
@@ -122,7 +124,11 @@ function openSqlite(opts: DatabaseOptions): DatabaseHandle {
       }
       return stmt.all(...params) as unknown[][]
     })
-  return { ...handle(db, { name: 'sqlite', skipLocked: false }, queryArrays), sqlite: raw }
+  return {
+    ...handle(db, { name: 'sqlite', skipLocked: false }, queryArrays),
+    sqlite: raw,
+    ...(target !== ':memory:' ? { sqliteFile: target } : {}),
+  }
 }
 
 /**

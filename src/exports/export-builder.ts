@@ -43,6 +43,13 @@ export class ExportBuilder {
     const header = stringify([this.kinds[job.kind].columns as string[]], CSV)
     const pageSize = this.pageSize
     let count = 0
+    const halves = await source.halves?.(job, pageSize, signal, Buffer.from(header))
+    if (halves) {
+      const info = await this.blobs.putSegments(2, async (files) => {
+        count = await halves.write(files)
+      })
+      return { blobKey: info.key, bytes: info.size, count }
+    }
     async function* csv() {
       yield header
       for await (const page of source.pages(job, pageSize, signal)) {

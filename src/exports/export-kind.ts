@@ -1,5 +1,6 @@
 import type { Expression, ExpressionBuilder, SqlBool } from 'kysely'
 import type { ExportKind } from '../db/schema.js'
+import type { HalvesWriter } from './keyset-pages.js'
 import type { Dialect } from './query-fields.js'
 
 /** What a build reads: the export's site, its stored query and its time range. */
@@ -35,6 +36,11 @@ export interface ExportSource {
    * ending in CRLF) with their count.
    */
   pages(job: ExportJob, pageSize: number, signal: AbortSignal): AsyncIterable<CsvPage>
+  /**
+   * Optional: the same CSV (`header` first) written as two files built at once, on two cores;
+   * null when that cannot help, and the build then streams `pages`.
+   */
+  halves?(job: ExportJob, pageSize: number, signal: AbortSignal, header: Buffer): Promise<HalvesWriter | null>
 }
 
 export type CsvPage = unknown[][] | { csv: Buffer; count: number }

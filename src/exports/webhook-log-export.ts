@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely'
 import type { DatabaseHandle } from '../db/database.js'
 import type { Database } from '../db/schema.js'
 import type { ExportJob, ExportKindSpec, ExportSource, ParsedQuery } from './export-kind.js'
-import { keysetCsvBlocks } from './keyset-pages.js'
+import { csvHalves, type KeysetRead, keysetCsvBlocks } from './keyset-pages.js'
 import {
   asGiven,
   booleanValues,
@@ -166,17 +166,21 @@ export function webhookLogSource(handle: DatabaseHandle): ExportSource {
     text('request_body'),
   ]
   const line = sql<string>`${sql.join(fields, sql` || ',' || `)}`
+  const read = (job: ExportJob, pageSize: number, signal: AbortSignal): KeysetRead => {
+    const query = parseQuery(job.query, dialect)
+    return {
+      table: 'webhook_attempts',
+      job,
+      pageSize,
+      signal,
+      db,
+      select: (qb) => qb.select(['id', line.as('line')]).where((eb) => eb.and(query.where(eb))),
+    }
+  }
   return {
     async *pages(job: ExportJob, pageSize: number, signal: AbortSignal) {
-      const query = parseQuery(job.query, dialect)
-      yield* keysetCsvBlocks(handle, {
-        table: 'webhook_attempts',
-        job,
-        pageSize,
-        signal,
-        db,
-        select: (qb) => qb.select(['id', line.as('line')]).where((eb) => eb.and(query.where(eb))),
-      })
+      yield* keysetCsvBlocks(handle, read(job, pageSize, signal))
     },
+    halves: (job, pageSize, signal, header) => csvHalves(handle, read(job, pageSize, signal), header),
   }
 }
