@@ -122,14 +122,19 @@ export function keysetCsvBlocks(
   })
 }
 
-v8.setFlagsFromString('--expose-gc')
-const gc = vm.runInNewContext('gc') as (opts: { type: 'minor' }) => void
+let gc: ((opts: { type: 'minor' }) => void) | undefined
 /**
  * A block's buffer lives outside V8's heap, which an export hardly touches otherwise: without a
  * look at the young generation after each block, tens of MiB of spent blocks wait for the
- * collector.
+ * collector. V8's `gc` is reached on the first export that needs it, not at start-up.
  */
-const collectYoung = () => gc({ type: 'minor' })
+function collectYoung(): void {
+  if (gc === undefined) {
+    v8.setFlagsFromString('--expose-gc')
+    gc = vm.runInNewContext('gc') as (opts: { type: 'minor' }) => void
+  }
+  gc({ type: 'minor' })
+}
 
 /** Writes an export's CSV as two files, the two halves of its records; resolves to their count. */
 export interface HalvesWriter {
