@@ -23,6 +23,7 @@ import {
   json,
   profilesUsed,
   restartWharf,
+  root,
   runCleanups,
   startWharf,
   stopChild,
@@ -58,26 +59,8 @@ const NOTIFICATION_COLUMNS = [
   'created_at',
   'updated_at',
 ]
-const ATTEMPT_COLUMNS = [
-  'site_id',
-  'notification_id',
-  'attempt',
-  'created_at',
-  'user_id',
-  'operation',
-  'status',
-  'message',
-  'success',
-  'request_headers',
-  'request_method',
-  'request_url',
-  'request_body',
-  'path',
-  'folder',
-  'response_size',
-  'response_body',
-  'duration_ms',
-]
+// The log's own column list, from the build: the benchmark writes records as Wharf stores them.
+const { ATTEMPT_COLUMNS } = await import(path.join(root, 'dist/webhooks/delivery-log-sql.js'))
 const OUTCOMES = [
   { status: 204, message: 'OK', success: 1, body: '' },
   { status: 500, message: 'HTTP 500 Internal Server Error', success: 0, body: 'upstream failed\n' },

@@ -13,7 +13,8 @@ export interface NextState {
   now: number
 }
 
-const COLUMNS = [
+/** The columns of a delivery-log record as written, in order (the export benchmark writes them too). */
+export const ATTEMPT_COLUMNS = [
   'site_id',
   'notification_id',
   'attempt',
@@ -33,7 +34,7 @@ const COLUMNS = [
   'response_body',
   'duration_ms',
 ] as const
-const PG_TYPES: Record<(typeof COLUMNS)[number], string> = {
+const PG_TYPES: Record<(typeof ATTEMPT_COLUMNS)[number], string> = {
   site_id: 'bigint',
   notification_id: 'bigint',
   attempt: 'int',
@@ -53,18 +54,18 @@ const PG_TYPES: Record<(typeof COLUMNS)[number], string> = {
   response_body: 'text',
   duration_ms: 'int',
 }
-const columnList = sql.raw(COLUMNS.join(', '))
-const pgRecord = sql.raw(COLUMNS.map((c) => `${c} ${PG_TYPES[c]}`).join(', '))
+const columnList = sql.raw(ATTEMPT_COLUMNS.join(', '))
+const pgRecord = sql.raw(ATTEMPT_COLUMNS.map((c) => `${c} ${PG_TYPES[c]}`).join(', '))
 
 // The statements' text never changes, so each is prepared once and nothing is built per row.
 // PostgreSQL: a whole batch travels as one JSON parameter (one round trip). SQLite: bound
 // parameters, in chunks of fixed sizes (reading 18 fields out of JSON cost twice the insert).
 const CHUNKS = [64, 16, 4, 1]
-const rowSlots = `(${COLUMNS.map(() => '?').join(', ')})`
+const rowSlots = `(${ATTEMPT_COLUMNS.map(() => '?').join(', ')})`
 const SQLITE_INSERT = new Map(
   CHUNKS.map((n) => [
     n,
-    `insert into webhook_attempts (${COLUMNS.join(', ')}) values ${Array(n).fill(rowSlots).join(', ')} returning id, notification_id, attempt`,
+    `insert into webhook_attempts (${ATTEMPT_COLUMNS.join(', ')}) values ${Array(n).fill(rowSlots).join(', ')} returning id, notification_id, attempt`,
   ]),
 )
 const SQLITE_UPDATE = `update webhook_notifications set attempts = ?, state = ?, next_attempt_at = ?,
@@ -82,7 +83,7 @@ export async function insertAttempts(db: Kysely<Database>, rows: AttemptRow[]): 
   while (i < rows.length) {
     const n = CHUNKS.find((c) => c <= rows.length - i)!
     const params: unknown[] = []
-    for (const row of rows.slice(i, i + n)) for (const c of COLUMNS) params.push(row[c])
+    for (const row of rows.slice(i, i + n)) for (const c of ATTEMPT_COLUMNS) params.push(row[c])
     const res = await db.executeQuery<Returned>(CompiledQuery.raw(SQLITE_INSERT.get(n)!, params))
     out.push(...res.rows)
     i += n
@@ -144,7 +145,7 @@ export function writeAttemptsSqlite(
       const params: unknown[] = []
       for (let j = i; j < i + n; j++) {
         const row = rows[j]!
-        for (const c of COLUMNS) params.push(row[c])
+        for (const c of ATTEMPT_COLUMNS) params.push(row[c])
       }
       // Arrays (`raw`): the driver's row objects cost more than the insert itself.
       const ids = raw.statement(SQLITE_INSERT.get(n)!).raw(true).all(params) as [number, number, number][]
