@@ -81,6 +81,13 @@ describe('webhook-log export built in two halves (sqlite)', () => {
     expect(await twoHalves(job({}), 5000)).toBeNull()
   })
 
+  it('fails the build with the reason when the worker thread cannot read the database', async () => {
+    const broken = { ...s.container.database, sqliteFile: path.join(dir, 'no-such.sqlite') }
+    const writer = await webhookLogSource(broken).halves!(job({}), 1, new AbortController().signal, header)
+    const files = [path.join(dir, 'broken-a'), path.join(dir, 'broken-b')]
+    await expect(writer!.write(files)).rejects.toThrow(/unable to open database|no such file/i)
+  })
+
   it('stops both halves when the build is stopped', async () => {
     const stop = new AbortController()
     const writer = await webhookLogSource(s.container.database).halves!(job({}), 1, stop.signal, header)

@@ -33,30 +33,35 @@ require('node:v8').setFlagsFromString('--expose-gc')
 const collect = require('node:vm').runInNewContext('gc')
 const Database = require(workerData.module)
 const job = workerData.job
-const db = new Database(job.database, { readonly: true, fileMustExist: true })
-db.pragma('busy_timeout = 5000')
-const stmt = db.prepare(job.sql).raw(true)
-const fd = fs.openSync(job.out, 'w')
-let count = 0
+// Any failure goes back as its message: an error thrown out of the thread loses it on the way.
 try {
-  const params = job.params.slice()
-  for (let from = job.from; from < job.to; from += job.span) {
-    params[job.fromIndex] = from
-    params[job.toIndex] = Math.min(from + job.span, job.to)
-    const row = stmt.get(...params)
-    const n = Number(row[0])
-    if (n > 0) {
-      const csv = row[1]
-      for (let at = 0; at < csv.length; ) at += fs.writeSync(fd, csv, at)
-      count += n
+  const db = new Database(job.database, { readonly: true, fileMustExist: true })
+  db.pragma('busy_timeout = 5000')
+  const stmt = db.prepare(job.sql).raw(true)
+  const fd = fs.openSync(job.out, 'w')
+  let count = 0
+  try {
+    const params = job.params.slice()
+    for (let from = job.from; from < job.to; from += job.span) {
+      params[job.fromIndex] = from
+      params[job.toIndex] = Math.min(from + job.span, job.to)
+      const row = stmt.get(...params)
+      const n = Number(row[0])
+      if (n > 0) {
+        const csv = row[1]
+        for (let at = 0; at < csv.length; ) at += fs.writeSync(fd, csv, at)
+        count += n
+      }
+      collect({ type: 'minor' })
     }
-    collect({ type: 'minor' })
+  } finally {
+    fs.closeSync(fd)
+    db.close()
   }
-} finally {
-  fs.closeSync(fd)
-  db.close()
+  parentPort.postMessage({ count })
+} catch (err) {
+  parentPort.postMessage({ error: String((err && err.message) || err) })
 }
-parentPort.postMessage(count)
 `
 
 const betterSqlite = createRequire(import.meta.url).resolve('better-sqlite3')
@@ -82,7 +87,11 @@ export function buildHalfInWorker(job: HalfJob, signal: AbortSignal): Promise<nu
       finish(signal.reason instanceof Error ? signal.reason : new Error('aborted'))
     }
     signal.addEventListener('abort', onAbort, { once: true })
-    worker.once('message', (count: number) => finish(null, count))
+    worker.once('message', (m: { count?: number; error?: string }) =>
+      m.error !== undefined
+        ? finish(new Error(`The export's worker thread failed: ${m.error}`))
+        : finish(null, m.count),
+    )
     worker.once('error', (err) => finish(err))
     worker.once('exit', (code) => finish(new Error(`the export's worker thread stopped (exit code ${code})`)))
   })

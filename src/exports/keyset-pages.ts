@@ -186,7 +186,8 @@ export async function csvHalves(
       r.signal.addEventListener('abort', onAbort, { once: true })
       const job = { database, out: second, sql: compiled.sql, params, fromIndex, toIndex, span }
       const other = buildHalfInWorker({ ...job, from: mid, to: hi }, stop.signal)
-      other.catch(() => {})
+      // A failed second half stops the first at its next block, rather than after all of it.
+      other.catch((err) => stop.abort(err))
       let count = 0
       try {
         const fh = await fsp.open(first, 'w')
