@@ -175,6 +175,7 @@ describe.each(dialects)('webhook settings (%s)', (dialect) => {
       ['a user name alone in the URL', { url: 'https://user@hooks.example.com/' }, 'url'],
       ['a URL over 2048 characters', { url: `https://hooks.example.com/${'a'.repeat(2023)}` }, 'url'],
       ['a URL with a line break', { url: 'https://hooks.example.com/\nx' }, 'url'],
+      ['a URL with a C1 control character', { url: 'https://hooks.example.com/a\u0085b' }, 'url'],
       ['an unknown trigger', { triggers: ['Upload', 'Teleport'] }, 'triggers'],
       ['a trigger spelled in another case', { triggers: ['upload'] }, 'triggers'],
       ['enabled without a url', { enabled: true }, 'url'],
