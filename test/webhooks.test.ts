@@ -65,11 +65,16 @@ describe.each(dialects)('webhook delivery (%s)', (dialect) => {
   let listener: TestListener
 
   beforeAll(async () => {
-    s = await startServer(dialect, {
-      WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
-      WEBHOOK_RETRY_SCHEDULE: '0.1,0.1,0.1',
-      WEBHOOK_TIMEOUT_MS: '400',
-    })
+    s = await startServer(
+      dialect,
+      {
+        WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
+        WEBHOOK_RETRY_SCHEDULE: '0.1,0.1,0.1',
+        WEBHOOK_TIMEOUT_MS: '400',
+      },
+      // Listeners here are addressed by IP; a host name stands for one outside the allowed range.
+      { resolver: async () => [{ address: '127.0.0.2', family: 4 }] },
+    )
   })
   afterAll(async () => {
     await s.close()
@@ -253,8 +258,9 @@ describe.each(dialects)('webhook delivery (%s)', (dialect) => {
     )
     await configure(s, `http://127.0.0.1:${await closedPort()}/hook`, ['Upload'])
     await uploaded(s, 'net/refused.txt', 'x')
+    // A literal 127.0.0.2 is refused when saved; a name that resolves to it only when sending.
     const outside = await startListener(() => 200, '127.0.0.2')
-    await configure(s, outside.url, ['Upload'])
+    await configure(s, outside.url.replace('127.0.0.2', 'outside.test'), ['Upload'])
     await uploaded(s, 'net/private.txt', 'x')
     const log = await until(
       () => attempts(s),
