@@ -310,7 +310,11 @@ describe.each(dialects)(
     let listener: TestListener
 
     beforeAll(async () => {
-      s = await startServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32', WEBHOOK_RETRY_SCHEDULE: '' })
+      s = await startServer(
+        dialect,
+        { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32', WEBHOOK_RETRY_SCHEDULE: '' },
+        { resolver: async () => [{ address: '127.0.0.2', family: 4 }] },
+      )
       listener = await startListener((_r, n) => (n === 0 ? 500 : 200))
     })
     afterAll(async () => {
@@ -389,6 +393,32 @@ describe.each(dialects)(
         400,
         'bad-request/request-params-required',
       )
+    })
+
+    it('says in words where a test to a failing listener went wrong, in the answer and in the log', async () => {
+      const port = await closedPort()
+      const refused = `http://127.0.0.1:${port}/hook`
+      const outside = 'http://outside.test:9/hook'
+      const expected = [
+        [refused, `Connection refused by 127.0.0.1:${port}`],
+        [
+          outside,
+          'Address 127.0.0.2 (loopback) is not allowed: webhooks go only to public addresses and those in WEBHOOK_ALLOWED_CIDRS',
+        ],
+      ]
+      for (const [url, message] of expected) {
+        await configure(s, url!, [], false)
+        const r = await call(s, 'POST', '/webhook_settings/test', { key: s.adminKey })
+        expect(r.status, r.text).toBe(200)
+        expect(r.body).toMatchObject({ success: false, status: 7, message, request_url: url })
+        const row = await s.container.db
+          .selectFrom('webhook_attempts')
+          .select(['status', 'message'])
+          .where('id', '=', r.body.id)
+          .executeTakeFirstOrThrow()
+        expect(row).toEqual({ status: 7, message })
+      }
+      await configure(s, null, [], false)
     })
   },
 )

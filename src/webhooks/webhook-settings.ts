@@ -8,7 +8,7 @@ import { contextOf, recordAction } from '../modules/actions/action-recorder.js'
 import { type Principal, requireSiteAdmin } from '../modules/auth/principal.js'
 import { hasControlCharacter } from '../modules/control-characters.js'
 import { refuseChangedReadOnly } from '../modules/read-only-fields.js'
-import type { AddressGuard } from './address-guard.js'
+import { type AddressGuard, WHY_REFUSED } from './address-guard.js'
 import { WEBHOOK_OPERATIONS, type WebhookOperation } from './webhook-operations.js'
 
 export { WEBHOOK_OPERATIONS, type WebhookOperation }
@@ -248,9 +248,7 @@ export function checkUrl(raw: string | null, errors: ModelErrors, guard: Address
   // The parser has already made `http://2130706433` or `http://0x7f.1` the address they reach.
   const address = url.hostname.replace(/^\[(.*)\]$/, '$1')
   if (net.isIP(address) !== 0 && !guard.allows(address)) {
-    add(
-      `must not point to ${address}: webhooks go only to public addresses and those in WEBHOOK_ALLOWED_CIDRS`,
-    )
+    add(`must not point to ${address}: ${WHY_REFUSED}`)
   }
   return errors['url'] ? null : raw
 }
