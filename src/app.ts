@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox'
 import Fastify, { type FastifyInstance, type FastifyRequest, LogController } from 'fastify'
 import type { Logger } from 'pino'
 import type { Container } from './container.js'
+import { refuseEncodedBody } from './http/content-encoding.js'
 import { handleError } from './http/error-handler.js'
 import { ApiError } from './http/errors.js'
 import { API_PREFIX, type Format, negotiate, parseXmlBody, splitFormatSuffix, toXml } from './http/format.js'
@@ -123,6 +124,10 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     }
     done()
   })
+
+  app.addHook('onRequest', (request, reply, done) =>
+    request.url.startsWith(API_PREFIX) ? refuseEncodedBody(request, reply, done) : done(),
+  )
 
   // Bodies: JSON or XML by Content-Type; any other body is refused (decisions.md, "Formats").
   app.removeAllContentTypeParsers()

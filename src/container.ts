@@ -35,7 +35,7 @@ import { SessionService } from './modules/sessions/session-service.js'
 import { SiteSecrets } from './modules/sites/site-secrets.js'
 import { type BootstrapResult, bootstrapSite, type SiteRow } from './modules/sites/site-service.js'
 import { UserService } from './modules/users/user-service.js'
-import type { Resolver } from './webhooks/address-guard.js'
+import { AddressGuard, type Resolver } from './webhooks/address-guard.js'
 import { RetryPolicy } from './webhooks/retry-policy.js'
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js'
 import { WebhookLogRetention } from './webhooks/webhook-log-retention.js'
@@ -196,7 +196,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       folders: new FolderService(db, database.dialect.name, fileAccess, secrets, now),
       fileOps: new FileOperations(db, database.dialect.name, blobs, fileAccess, now),
       history: new HistoryService(db, database.dialect.name, fileAccess, secrets, now),
-      webhookSettings: new WebhookSettingsService(db, now),
+      webhookSettings: new WebhookSettingsService(db, new AddressGuard(hooks.allowedCidrs), now),
       webhooks: new WebhookService(db, dispatcher, retryPolicy, leaseMs, now),
       billing: new BillingService(db, config, secrets, now),
       billingLedger: new BillingLedger(db, now),

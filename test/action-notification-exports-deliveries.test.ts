@@ -154,6 +154,7 @@ describe.each(dialects)('webhook-log exports of real deliveries (%s)', (dialect)
     expect(await q({ query_path: `${FOLDER}/refused.txt` })).toEqual(
       rowsOf(`${FOLDER}/refused.txt`).map((r) => r.id),
     )
-    expect(rowsOf(`${FOLDER}/refused.txt`).every((r) => r.message === 'Connection refused')).toBe(true)
+    const refusedBy = `Connection refused by ${new URL(refusedUrl).host}`
+    expect(rowsOf(`${FOLDER}/refused.txt`).every((r) => r.message === refusedBy)).toBe(true)
   })
 })

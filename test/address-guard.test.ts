@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { AddressGuard, AddressRefusedError } from '../src/webhooks/address-guard.js'
+import { AddressGuard, AddressRefusedError, describeAddress } from '../src/webhooks/address-guard.js'
 
 /** Pure decisions: nothing here opens a socket. */
 describe('AddressGuard', () => {
@@ -88,6 +88,17 @@ describe('AddressRefusedError', () => {
     const err = new AddressRefusedError('10.0.0.1')
     expect(err).toBeInstanceOf(Error)
     expect(err.address).toBe('10.0.0.1')
-    expect(err.message).toBe('Address 10.0.0.1 is not allowed')
+    expect(err.message).toBe(
+      'Address 10.0.0.1 (private) is not allowed: webhooks go only to public addresses and those in WEBHOOK_ALLOWED_CIDRS',
+    )
+  })
+
+  it('says which kind of range a refused address lies in', () => {
+    expect(describeAddress('169.254.169.254')).toBe('169.254.169.254 (link local)')
+    expect(describeAddress('fe80::1')).toBe('fe80::1 (link local)')
+    expect(describeAddress('::ffff:10.0.0.1')).toBe('::ffff:10.0.0.1 (private)')
+    expect(describeAddress('100.64.0.1')).toBe('100.64.0.1 (carrier grade nat)')
+    expect(describeAddress('0.0.0.0')).toBe('0.0.0.0 (unspecified)')
+    expect(describeAddress('1.1.1.1')).toBe('1.1.1.1')
   })
 })

@@ -84,6 +84,9 @@ describe.each(dialects)('file paths over raw HTTP (%s)', (dialect) => {
     ['a newline', (r: string) => `${r}/a%0Ab.txt`],
     ['a NUL', (r: string) => `${r}/a%00b.txt`],
     ['a DEL', (r: string) => `${r}/a%7Fb.txt`],
+    ['a C1 control, U+0080', (r: string) => `${r}/a%C2%80b.txt`],
+    ['a C1 control, U+0085 (next line)', (r: string) => `${r}/a%C2%85b.txt`],
+    ['a C1 control, U+009F', (r: string) => `${r}/a%C2%9Fb.txt`],
   ])('refuses %s with 400 invalid-path, on reads and on uploads', async (_label, make) => {
     const p = make(unique('bad'))
     expectError(await rawRequest(t, 'GET', `/files/${p}`), 400, 'bad-request/invalid-path')
@@ -95,6 +98,28 @@ describe.each(dialects)('file paths over raw HTTP (%s)', (dialect) => {
       'bad-request/invalid-path',
     )
     expectError(await rawRequest(t, 'POST', `/folders/${p}`, {}), 400, 'bad-request/invalid-path')
+  })
+
+  it('refuses control characters, C0 and C1, in copy and move destinations, creating nothing', async () => {
+    const root = unique('ctl')
+    await upload(t, `${root}/a.txt`, 'a')
+    for (const op of ['copy', 'move']) {
+      for (const bad of ['\u0001', '\u007f', '\u0080', '\u0085', '\u009f']) {
+        const r = await req(t, 'POST', `/file_actions/${op}/${enc(`${root}/a.txt`)}`, {
+          destination: `${root}/x${bad}y/b.txt`,
+        })
+        expect({ op, bad, status: r.status, type: r.body?.type }).toEqual({
+          op,
+          bad,
+          status: 400,
+          type: 'bad-request/invalid-path',
+        })
+      }
+    }
+    expect(await list(root)).toEqual(['a.txt'])
+    // Letters beside them in Latin-1 are names like any other.
+    const ok = await req(t, 'POST', `/folders/${enc(`${root}/\u00a1hola \u00ff`)}`)
+    expect(ok.status).toBe(201)
   })
 
   it('takes a path of exactly 5000 characters and refuses 5001 with 422 path-too-long', async () => {

@@ -241,6 +241,48 @@ describe.each(dialects)('formats (%s)', (dialect) => {
       expect(r.body.type).toBe('bad-request/request-params-invalid')
     })
 
+    it('decodes the predefined entities and character references, and keeps CDATA as written', async () => {
+      const r = await postXml(
+        '<api-key><site_wide>true</site_wide><name>caf&#233; &#xE9;&#x1F600; &lt;&gt;&amp;&apos;&quot;<![CDATA[&#233;&foo;]]></name></api-key>',
+      )
+      expect(r.status).toBe(201)
+      expect(r.body.name).toBe('café é😀 <>&\'"&#233;&foo;')
+    })
+
+    it('refuses undeclared entities and references to no XML character, storing nothing', async () => {
+      const names = async () =>
+        (await call(s, 'GET', '/api_keys?per_page=10000', { key: s.adminKey })).body.map(
+          (k: { name: string }) => k.name,
+        )
+      const before = await names()
+      for (const ref of [
+        '&foo;',
+        '&nbsp;',
+        '&#0;',
+        '&#1;',
+        '&#xD800;',
+        '&#x110000;',
+        '&#X41;',
+        '&#99999999999;',
+        '&#;',
+        '&#x;',
+        '&;',
+        'a & b',
+        '&amp',
+      ]) {
+        const r = await postXml(`<api-key><site_wide>true</site_wide><name>x${ref}y</name></api-key>`)
+        expect({ ref, status: r.status, type: r.body?.type }).toEqual({
+          ref,
+          status: 400,
+          type: 'bad-request/invalid-body',
+        })
+      }
+      const r = await postXml('<api-key site="&foo;"><site_wide>true</site_wide><name>attr</name></api-key>')
+      expect(r.status).toBe(400)
+      expect(r.body.type).toBe('bad-request/invalid-body')
+      expect(await names()).toEqual(before)
+    })
+
     it('refuses a DOCTYPE that would read a local file (XXE) without echoing it', async () => {
       const r = await postXml(
         '<?xml version="1.0"?><!DOCTYPE k [<!ENTITY xxe SYSTEM "file:///etc/passwd">]><api-key><name>&xxe;</name><site_wide>true</site_wide></api-key>',

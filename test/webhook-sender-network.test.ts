@@ -136,7 +136,12 @@ describe('WebhookSender: connection failures', () => {
   it('reports a refused connection (7)', async () => {
     const port = await closedPort()
     const out = await sender().send({ url: `http://127.0.0.1:${port}/`, ...req })
-    expect(out).toMatchObject({ success: false, status: 7, message: 'Connection refused', network: true })
+    expect(out).toMatchObject({
+      success: false,
+      status: 7,
+      message: `Connection refused by 127.0.0.1:${port}`,
+      network: true,
+    })
   })
 
   it('reports a name that does not resolve (6)', async () => {
@@ -147,10 +152,14 @@ describe('WebhookSender: connection failures', () => {
     expect(out).toMatchObject({
       success: false,
       status: 6,
-      message: 'Could not resolve host listener.invalid',
+      message: 'Could not resolve host listener.invalid (ENOTFOUND)',
     })
     const none = await sender({ resolver: resolveTo() }).send({ url: 'http://listener.invalid/hook', ...req })
-    expect(none).toMatchObject({ status: 6, network: true })
+    expect(none).toMatchObject({
+      status: 6,
+      message: 'Could not resolve host listener.invalid (no address)',
+      network: true,
+    })
   })
 
   it.each([
@@ -230,7 +239,8 @@ describe('WebhookSender: address guard', () => {
     expect(out).toMatchObject({
       success: false,
       status: 7,
-      message: 'Address 127.0.0.2 is not allowed',
+      message:
+        'Address 127.0.0.2 (loopback) is not allowed: webhooks go only to public addresses and those in WEBHOOK_ALLOWED_CIDRS',
       network: true,
     })
     expect(other.connections).toBe(0)
@@ -252,7 +262,8 @@ describe('WebhookSender: address guard', () => {
     expect(out).toMatchObject({
       success: false,
       status: 7,
-      message: 'Address 127.0.0.2 is not allowed',
+      message:
+        'Address 127.0.0.2 (loopback) is not allowed: webhooks go only to public addresses and those in WEBHOOK_ALLOWED_CIDRS',
       network: true,
     })
     expect(other.connections).toBe(0)

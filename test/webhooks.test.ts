@@ -65,11 +65,16 @@ describe.each(dialects)('webhook delivery (%s)', (dialect) => {
   let listener: TestListener
 
   beforeAll(async () => {
-    s = await startServer(dialect, {
-      WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
-      WEBHOOK_RETRY_SCHEDULE: '0.1,0.1,0.1',
-      WEBHOOK_TIMEOUT_MS: '400',
-    })
+    s = await startServer(
+      dialect,
+      {
+        WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
+        WEBHOOK_RETRY_SCHEDULE: '0.1,0.1,0.1',
+        WEBHOOK_TIMEOUT_MS: '400',
+      },
+      // Listeners here are addressed by IP; a host name stands for one outside the allowed range.
+      { resolver: async () => [{ address: '127.0.0.2', family: 4 }] },
+    )
   })
   afterAll(async () => {
     await s.close()
@@ -253,8 +258,9 @@ describe.each(dialects)('webhook delivery (%s)', (dialect) => {
     )
     await configure(s, `http://127.0.0.1:${await closedPort()}/hook`, ['Upload'])
     await uploaded(s, 'net/refused.txt', 'x')
+    // A literal 127.0.0.2 is refused when saved; a name that resolves to it only when sending.
     const outside = await startListener(() => 200, '127.0.0.2')
-    await configure(s, outside.url, ['Upload'])
+    await configure(s, outside.url.replace('127.0.0.2', 'outside.test'), ['Upload'])
     await uploaded(s, 'net/private.txt', 'x')
     const log = await until(
       () => attempts(s),
@@ -304,7 +310,11 @@ describe.each(dialects)(
     let listener: TestListener
 
     beforeAll(async () => {
-      s = await startServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32', WEBHOOK_RETRY_SCHEDULE: '' })
+      s = await startServer(
+        dialect,
+        { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32', WEBHOOK_RETRY_SCHEDULE: '' },
+        { resolver: async () => [{ address: '127.0.0.2', family: 4 }] },
+      )
       listener = await startListener((_r, n) => (n === 0 ? 500 : 200))
     })
     afterAll(async () => {
@@ -383,6 +393,32 @@ describe.each(dialects)(
         400,
         'bad-request/request-params-required',
       )
+    })
+
+    it('says in words where a test to a failing listener went wrong, in the answer and in the log', async () => {
+      const port = await closedPort()
+      const refused = `http://127.0.0.1:${port}/hook`
+      const outside = 'http://outside.test:9/hook'
+      const expected = [
+        [refused, `Connection refused by 127.0.0.1:${port}`],
+        [
+          outside,
+          'Address 127.0.0.2 (loopback) is not allowed: webhooks go only to public addresses and those in WEBHOOK_ALLOWED_CIDRS',
+        ],
+      ]
+      for (const [url, message] of expected) {
+        await configure(s, url!, [], false)
+        const r = await call(s, 'POST', '/webhook_settings/test', { key: s.adminKey })
+        expect(r.status, r.text).toBe(200)
+        expect(r.body).toMatchObject({ success: false, status: 7, message, request_url: url })
+        const row = await s.container.db
+          .selectFrom('webhook_attempts')
+          .select(['status', 'message'])
+          .where('id', '=', r.body.id)
+          .executeTakeFirstOrThrow()
+        expect(row).toEqual({ status: 7, message })
+      }
+      await configure(s, null, [], false)
     })
   },
 )

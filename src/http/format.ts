@@ -135,15 +135,67 @@ const NO_FLOATS: ReadonlySet<string> = new Set()
 
 // ---------- XML in ----------
 
+const PREDEFINED_ENTITIES: Readonly<Record<string, string>> = {
+  lt: '<',
+  gt: '>',
+  amp: '&',
+  apos: "'",
+  quot: '"',
+}
+
+// A reference, or an ampersand that starts none (which XML does not allow either).
+const REFERENCE = /&(#x[0-9A-Fa-f]+|#[0-9]+|[A-Za-z_][A-Za-z0-9._-]*);|&/g
+
+/** Char of XML 1.0 (§2.2): what a character reference may stand for. */
+const isXmlChar = (cp: number) =>
+  cp === 0x9 ||
+  cp === 0xa ||
+  cp === 0xd ||
+  (cp >= 0x20 && cp <= 0xd7ff) ||
+  (cp >= 0xe000 && cp <= 0xfffd) ||
+  (cp >= 0x10000 && cp <= 0x10ffff)
+
+/**
+ * Text and attribute values as XML 1.0 defines them without a DTD: the five predefined entities
+ * and character references decoded, anything else refused (Wharf reads no DTD, so every other
+ * entity is undeclared). CDATA sections never reach this, so they keep what they hold.
+ */
+export function decodeXmlReferences(text: string): string {
+  if (!text.includes('&')) return text
+  return text.replace(REFERENCE, (whole, ref: string | undefined) => {
+    if (ref === undefined)
+      throw new ApiError('bad-request/invalid-body', 'Malformed XML: a bare & (write &amp;)')
+    if (ref.startsWith('#')) {
+      const hex = ref[1] === 'x'
+      const cp = Number.parseInt(ref.slice(hex ? 2 : 1), hex ? 16 : 10)
+      if (!isXmlChar(cp))
+        throw new ApiError('bad-request/invalid-body', `Malformed XML: ${whole} is not an XML character`)
+      return String.fromCodePoint(cp)
+    }
+    if (Object.hasOwn(PREDEFINED_ENTITIES, ref)) return PREDEFINED_ENTITIES[ref]!
+    throw new ApiError('bad-request/invalid-body', `Malformed XML: undeclared entity ${whole}`)
+  })
+}
+
+const ENTITY_DECODER = {
+  decode: decodeXmlReferences,
+  reset() {},
+  setXmlVersion() {},
+  setExternalEntities() {},
+  // Reached only from a DOCTYPE, which parseXmlBody refuses first: declared entities never count.
+  addInputEntities() {
+    throw new ApiError('bad-request/invalid-body', 'XML bodies must not declare entities')
+  },
+}
+
 const PARSER_OPTIONS = {
   ignoreAttributes: false,
   attributeNamePrefix: '@_',
   parseTagValue: false,
   parseAttributeValue: false,
   trimValues: true,
-  // Only the five predefined entities and character references; a DOCTYPE is refused before this.
   processEntities: true,
-  htmlEntities: false,
+  entityDecoder: ENTITY_DECODER,
   isArray: () => false,
 }
 
@@ -172,6 +224,7 @@ export function parseXmlBody(text: string): Record<string, unknown> {
   try {
     doc = parser.parse(text) as Record<string, unknown>
   } catch (err) {
+    if (err instanceof ApiError) throw err
     // fast-xml-parser throws on names such as __proto__: the body is bad, not the server.
     throw new ApiError('bad-request/invalid-body', `Malformed XML: ${(err as Error).message}`)
   }

@@ -1,4 +1,4 @@
-import { type ListQuery, type ListSpec, type Page, toPage } from './pagination.js'
+import { type ListQuery, type ListSpec, listField, type Page, toPage } from './pagination.js'
 
 /**
  * `applyListQuery` for a list held in memory (the app catalog): the same filters, order and keyset
@@ -14,7 +14,7 @@ export function pageInMemory<R extends Record<string, unknown>>(
   lq: ListQuery,
   secret: string,
 ): Page<R> {
-  const sortDef = lq.sort && lq.sort.field !== 'id' ? spec.sort[lq.sort.field]! : null
+  const sortDef = lq.sort && lq.sort.field !== 'id' ? listField(spec.sort, lq.sort.field)! : null
   const keyOf = (row: R): ListValue[] => {
     const id = row[spec.idColumn] as ListValue
     if (!sortDef) return [id]
@@ -24,7 +24,9 @@ export function pageInMemory<R extends Record<string, unknown>>(
   const backwards = lq.cursor?.dir === 'prev'
   const sign = (dir === 'asc') !== backwards ? 1 : -1
 
-  let out = rows.filter((row) => lq.filters.every((f) => matches(row[spec.filter[f.field]!.column], f)))
+  let out = rows.filter((row) =>
+    lq.filters.every((f) => matches(row[listField(spec.filter, f.field)!.column], f)),
+  )
   out.sort((a, b) => sign * compareKeys(keyOf(a), keyOf(b)))
   if (lq.cursor) {
     const after = lq.cursor.key as ListValue[]

@@ -58,6 +58,14 @@ export interface ListQuery {
   binding: string
 }
 
+/**
+ * The declared field a request names, or undefined: own properties only, so that a name from the
+ * query string such as `constructor` or `__proto__` never finds what every object inherits.
+ */
+export function listField(fields: Record<string, ListField>, name: string): ListField | undefined {
+  return Object.hasOwn(fields, name) ? fields[name] : undefined
+}
+
 /** The query-string keys this module reads (list routes accept them beside their own). */
 export const PAGINATION_KEYS = ['cursor', 'per_page', 'page'] as const
 
@@ -96,7 +104,7 @@ export function parseListQuery(
       }
       const v = String(value)
       if (kind === 'sort_by') {
-        const def = spec.sort[field]
+        const def = listField(spec.sort, field)
         if (!def) throw invalidField('sort_by', field, Object.keys(spec.sort))
         const dir = v.toLowerCase()
         if (dir !== 'asc' && dir !== 'desc') {
@@ -106,7 +114,7 @@ export function parseListQuery(
           throw new ApiError('bad-request/invalid-filter-combination', 'sort_by takes one field at a time')
         sort = { field, dir }
       } else {
-        const def = spec.filter[field]
+        const def = listField(spec.filter, field)
         if (!def) throw invalidField(kind, field, Object.keys(spec.filter))
         filters.push({ field, op: kind as FilterOp, value: filterValue(kind as FilterOp, field, def, v) })
       }
@@ -243,7 +251,7 @@ export function applyListQuery<DB, TB extends keyof DB, O>(
 ): SelectQueryBuilder<DB, TB, O> {
   let q = qb as SelectQueryBuilder<any, any, any>
   for (const f of lq.filters) {
-    const def = spec.filter[f.field]!
+    const def = listField(spec.filter, f.field)!
     const col = sql.ref(def.column)
     switch (f.op) {
       case 'filter':
@@ -269,7 +277,7 @@ export function applyListQuery<DB, TB extends keyof DB, O>(
         break
     }
   }
-  const sortDef = lq.sort ? spec.sort[lq.sort.field]! : null
+  const sortDef = lq.sort ? listField(spec.sort, lq.sort.field)! : null
   const dir = lq.sort?.dir ?? 'asc'
   const backwards = lq.cursor?.dir === 'prev'
   const effective = backwards ? (dir === 'asc' ? 'desc' : 'asc') : dir
@@ -315,7 +323,7 @@ export function toPage<R extends Record<string, any>>(
   const items = more ? rows.slice(0, lq.perPage) : rows.slice()
   const backwards = lq.cursor?.dir === 'prev'
   if (backwards) items.reverse()
-  const sortDef = lq.sort && lq.sort.field !== 'id' ? spec.sort[lq.sort.field]! : null
+  const sortDef = lq.sort && lq.sort.field !== 'id' ? listField(spec.sort, lq.sort.field)! : null
   const keyOf = (row: R): (number | string)[] => {
     const idv = row[column(spec.idColumn)] as number
     if (!sortDef) return [idv]

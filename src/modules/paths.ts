@@ -1,10 +1,11 @@
 import { ApiError } from '../http/errors.js'
+import { hasControlCharacter } from './control-characters.js'
 
 export const MAX_PATH_LENGTH = 5000
 
 /**
  * Normalises a path parameter: strips leading and trailing slashes, refuses `.`/`..` segments,
- * empty segments, NUL and control characters (400 bad-request/invalid-path) and more than 5000
+ * empty segments, NUL and control characters, C0 and C1 (400 bad-request/invalid-path) and more than 5000
  * characters (422 processing-failure/path-too-long). The root folder is ''.
  */
 export function normalizePath(raw: string, field = 'path'): string {
@@ -15,8 +16,7 @@ export function normalizePath(raw: string, field = 'path'): string {
       `${field} is longer than ${MAX_PATH_LENGTH} characters`,
     )
   }
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point
-  if (/[\u0000-\u001f\u007f]/.test(p)) {
+  if (hasControlCharacter(p)) {
     throw new ApiError('bad-request/invalid-path', `${field} must not contain control characters`)
   }
   if (p !== '' && p.split('/').some((s) => s === '' || s === '.' || s === '..')) {

@@ -37,9 +37,24 @@ export class AddressGuard {
 /** A delivery was stopped because the listener's address is not one the guard allows. */
 export class AddressRefusedError extends Error {
   constructor(readonly address: string) {
-    super(`Address ${address} is not allowed`)
+    super(`Address ${describeAddress(address)} is not allowed: ${WHY_REFUSED}`)
     this.name = 'AddressRefusedError'
   }
+}
+
+/** Why the guard refuses an address, in the words the settings and the delivery log both use. */
+export const WHY_REFUSED = 'webhooks go only to public addresses and those in WEBHOOK_ALLOWED_CIDRS'
+
+/**
+ * The address with the kind of range it lies in (`127.0.0.2 (loopback)`, `fe80::1 (link local)`),
+ * so that a refusal says why the address is not public.
+ */
+export function describeAddress(address: string): string {
+  const parsed = parseAddress(address)
+  if (parsed === null) return address
+  const range = parsed.range()
+  if (range === 'unicast') return address
+  return `${address} (${range.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase()})`
 }
 
 /**

@@ -11,7 +11,10 @@ export class HostResolutionError extends Error {
     readonly hostname: string,
     cause?: unknown,
   ) {
-    super(`Could not resolve host ${hostname}`, { cause })
+    // The resolver's code (ENOTFOUND, EAI_AGAIN …) tells a name that does not exist from a DNS
+    // server that did not answer; a resolver that found nothing at all says so.
+    const why = cause === undefined ? 'no address' : codeOf(cause)
+    super(`Could not resolve host ${hostname}${why ? ` (${why})` : ''}`, { cause })
     this.name = 'HostResolutionError'
   }
 }
@@ -26,13 +29,14 @@ export interface FailureContext {
   totalTimeoutMs: number
 }
 
-const CONNECT_FAILURES: Record<string, string> = {
-  ECONNREFUSED: 'Connection refused',
-  EHOSTUNREACH: 'No route to host',
-  ENETUNREACH: 'Network is unreachable',
-  EHOSTDOWN: 'Host is down',
-  ENETDOWN: 'Network is down',
-  EADDRNOTAVAIL: 'Cannot assign requested address',
+/** Each with the address and port the socket tried, when the error carries them. */
+const CONNECT_FAILURES: Record<string, (to: string | null) => string> = {
+  ECONNREFUSED: (to) => (to ? `Connection refused by ${to}` : 'Connection refused'),
+  EHOSTUNREACH: (to) => (to ? `No route to host ${to}` : 'No route to host'),
+  ENETUNREACH: (to) => (to ? `Network is unreachable for ${to}` : 'Network is unreachable'),
+  EHOSTDOWN: (to) => (to ? `Host ${to} is down` : 'Host is down'),
+  ENETDOWN: (to) => `Network is down${to ? ` (connecting to ${to})` : ''}`,
+  EADDRNOTAVAIL: (to) => `Cannot assign requested address${to ? ` (connecting to ${to})` : ''}`,
 }
 
 const RECEIVE_FAILURES: Record<string, string> = {
@@ -54,8 +58,8 @@ export function describeNetworkFailure(
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT' || code === 'ETIMEDOUT')
     return { status: 28, message: `Timed out after ${ctx.totalTimeoutMs} ms` }
   if (ctx.connecting) {
-    const known = CONNECT_FAILURES[code]
-    if (known !== undefined) return { status: 7, message: known }
+    const known = Object.hasOwn(CONNECT_FAILURES, code) ? CONNECT_FAILURES[code] : undefined
+    if (known !== undefined) return { status: 7, message: known(peerOf(err)) }
     // Once TCP is up, whatever ends the opening of an https connection is the TLS handshake failing
     // (certificate refused, a listener that does not speak TLS, a reset during the handshake).
     if (ctx.tls) return { status: 35, message: `TLS handshake failed: ${messageOf(err)}` }
@@ -75,6 +79,14 @@ export function describeNetworkFailure(
     status: 56,
     message: `Failure receiving the response: ${RECEIVE_FAILURES[code] ?? messageOf(err)}`,
   }
+}
+
+/** `127.0.0.1:9` or `[::1]:9`, from the address and port Node's socket errors carry. */
+function peerOf(err: unknown): string | null {
+  const { address, port } = (err ?? {}) as { address?: unknown; port?: unknown }
+  if (typeof address !== 'string' || address === '') return null
+  const host = address.includes(':') ? `[${address}]` : address
+  return typeof port === 'number' ? `${host}:${port}` : host
 }
 
 function codeOf(err: unknown): string {

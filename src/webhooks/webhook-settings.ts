@@ -1,11 +1,14 @@
 import crypto from 'node:crypto'
+import net from 'node:net'
 import { type Kysely, PostgresAdapter, type Selectable, type Transaction } from 'kysely'
 import type { Database, WebhookSettingsTable } from '../db/schema.js'
 import { formatDateTime } from '../http/datetime.js'
 import { ApiError, addModelError, type ModelErrors } from '../http/errors.js'
 import { contextOf, recordAction } from '../modules/actions/action-recorder.js'
 import { type Principal, requireSiteAdmin } from '../modules/auth/principal.js'
+import { hasControlCharacter } from '../modules/control-characters.js'
 import { refuseChangedReadOnly } from '../modules/read-only-fields.js'
+import { type AddressGuard, WHY_REFUSED } from './address-guard.js'
 import { WEBHOOK_OPERATIONS, type WebhookOperation } from './webhook-operations.js'
 
 export { WEBHOOK_OPERATIONS, type WebhookOperation }
@@ -126,6 +129,8 @@ async function insertDefaults(db: Kysely<Database>, siteId: number, now: number)
 export class WebhookSettingsService {
   constructor(
     private readonly db: Kysely<Database>,
+    /** The delivery guard's own rule, so that a URL is refused on saving exactly when it would be on sending. */
+    private readonly guard: AddressGuard,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -145,7 +150,7 @@ export class WebhookSettingsService {
     const saved = await this.db.transaction().execute(async (trx) => {
       const current = await lockedSettings(trx, p.siteId, now)
       refuseChangedReadOnly(input, toWebhookSettingsJson(current), READ_ONLY_FIELDS)
-      const next = applyPatch(current, input)
+      const next = applyPatch(current, input, this.guard)
       const changed = changedFields(current, next)
       if (changed.length === 0) return current
       await trx
@@ -192,10 +197,14 @@ async function lockedSettings(
 }
 
 /** The settings with the input applied, or a model-save error naming every bad field. */
-function applyPatch(current: WebhookSettings, input: UpdateWebhookSettingsInput): WebhookSettings {
+function applyPatch(
+  current: WebhookSettings,
+  input: UpdateWebhookSettingsInput,
+  guard: AddressGuard,
+): WebhookSettings {
   const errors: ModelErrors = {}
   const next = { ...current }
-  if (input.url !== undefined) next.url = checkUrl(input.url, errors)
+  if (input.url !== undefined) next.url = checkUrl(input.url, errors, guard)
   if (input.triggers !== undefined) next.triggers = checkTriggers(input.triggers, errors)
   if (input.enabled !== undefined) next.enabled = input.enabled
   if (next.enabled && next.url === null && errors['url'] === undefined)
@@ -205,10 +214,11 @@ function applyPatch(current: WebhookSettings, input: UpdateWebhookSettingsInput)
 }
 
 /**
- * An absolute http(s) URL with a host and no credentials, kept as given. Where it points is not
- * checked here: the SSRF guard vets the resolved address at delivery time.
+ * An absolute http(s) URL with a host and no credentials, kept as given. A host that is an IP
+ * address is judged by the delivery guard now; a host name is resolved, and its addresses vetted,
+ * only at delivery (a name's addresses may change, and saving never waits on DNS).
  */
-export function checkUrl(raw: string | null, errors: ModelErrors): string | null {
+export function checkUrl(raw: string | null, errors: ModelErrors, guard: AddressGuard): string | null {
   if (raw === null || raw.trim() === '') return null
   const add = (m: string) => addModelError(errors, 'url', m)
   if (raw.length > MAX_URL_LENGTH) {
@@ -216,9 +226,8 @@ export function checkUrl(raw: string | null, errors: ModelErrors): string | null
     return null
   }
   // The URL parser would quietly drop tabs and line breaks and trim spaces; the stored URL must
-  // be the one requested, so such characters are refused instead.
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
-  if (/[\s\u0000-\u001F\u007F]/.test(raw)) {
+  // be the one requested, so such characters are refused instead, as are the unprintable ones.
+  if (/\s/.test(raw) || hasControlCharacter(raw)) {
     add('must not contain spaces or control characters')
     return null
   }
@@ -236,6 +245,11 @@ export function checkUrl(raw: string | null, errors: ModelErrors): string | null
   if (url.protocol !== 'http:' && url.protocol !== 'https:') add('must use http or https')
   else if (url.hostname === '') add('must name a host')
   if (url.username !== '' || url.password !== '') add('must not contain a user name or password')
+  // The parser has already made `http://2130706433` or `http://0x7f.1` the address they reach.
+  const address = url.hostname.replace(/^\[(.*)\]$/, '$1')
+  if (net.isIP(address) !== 0 && !guard.allows(address)) {
+    add(`must not point to ${address}: ${WHY_REFUSED}`)
+  }
   return errors['url'] ? null : raw
 }
 

@@ -1,0 +1,35 @@
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import { ApiError } from './errors.js'
+
+/**
+ * Wharf decodes no content coding of request bodies (decisions.md, "Requests and responses"): a
+ * JSON or XML body would be parsed as compressed bytes, and an upload part would be stored as
+ * them, the file silently differing from what the client meant. So a body whose
+ * `Content-Encoding` names anything but `identity` is refused before a byte of it is read, and the
+ * answer says, as RFC 9110 asks, which coding is accepted.
+ */
+export function refuseEncodedBody(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  done: HookHandlerDoneFunction,
+) {
+  const header = request.headers['content-encoding']
+  if (header === undefined || !hasBody(request)) return done()
+  const codings = header
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '')
+  if (codings.every((c) => c === 'identity')) return done()
+  reply.header('Accept-Encoding', 'identity')
+  done(
+    new ApiError(
+      'bad-request/unsupported-media-type',
+      `Unsupported Content-Encoding "${header}": send the body uncompressed (identity)`,
+    ),
+  )
+}
+
+function hasBody(request: FastifyRequest): boolean {
+  const length = request.headers['content-length']
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+}

@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { call, dialects, expectError, makeUser, startServer, type TestServer } from './helpers/server.js'
+
+/**
+ * Sort and filter field names come from the query string: names that every plain object carries
+ * through its prototype (`constructor`, `__proto__`, `toString` …) must be unknown fields like any
+ * other, on every list endpoint, never a lookup that finds an inherited function.
+ */
+const INHERITED = ['constructor', '__proto__', 'toString', 'valueOf', 'hasOwnProperty', 'isPrototypeOf']
+const KINDS = ['sort_by', 'filter', 'filter_gt', 'filter_lteq', 'filter_like']
+
+describe.each(dialects)('inherited property names as list fields (%s)', (dialect) => {
+  let s: TestServer
+  let userId: number
+  let webhookExport: number
+  let historyExport: number
+
+  beforeAll(async () => {
+    s = await startServer(dialect)
+    userId = (await makeUser(s)).id
+    const a = await call(s, 'POST', '/action_notification_exports', { key: s.adminKey, body: {} })
+    const h = await call(s, 'POST', '/history_exports', { key: s.adminKey, body: {} })
+    expect([a.status, h.status]).toEqual([201, 201])
+    webhookExport = a.body.id
+    historyExport = h.body.id
+  })
+  afterAll(async () => s?.close())
+
+  const sortedLists = () => [
+    '/users',
+    '/api_keys',
+    '/permissions',
+    '/history',
+    '/history/login',
+    `/history/users/${userId}`,
+    '/history/folders/',
+    '/history/files/a.txt',
+    '/folders/',
+    '/apps',
+    '/invoices',
+    '/payments',
+  ]
+
+  it('refuses them as unknown fields (400 invalid-filter-field) on every list', async () => {
+    const seen: string[] = []
+    for (const list of sortedLists()) {
+      for (const kind of KINDS) {
+        for (const field of INHERITED) {
+          const q = `${kind}[${field}]=${kind === 'sort_by' ? 'asc' : 'x'}`
+          const r = await call(s, 'GET', `${list}?${q}`, { key: s.adminKey })
+          seen.push(`${list}?${q} → ${r.status} ${r.body?.type}`)
+        }
+      }
+    }
+    expect(seen.filter((l) => !l.endsWith('→ 400 bad-request/invalid-filter-field'))).toEqual([])
+  })
+
+  it('refuses them in the nested form (sort_by.constructor) too', async () => {
+    for (const list of sortedLists()) {
+      const r = await call(s, 'GET', `${list}?filter[constructor][x]=1`, { key: s.adminKey })
+      expect(r.status, list).toBeGreaterThanOrEqual(400)
+      expect(r.status, list).toBeLessThan(500)
+    }
+  })
+
+  it('refuses them on export results, which take no sort or filter at all', async () => {
+    for (const [list, idField, id] of [
+      ['/action_notification_export_results', 'action_notification_export_id', () => webhookExport],
+      ['/history_export_results', 'history_export_id', () => historyExport],
+    ] as const) {
+      for (const kind of KINDS) {
+        for (const field of INHERITED) {
+          const r = await call(s, 'GET', `${list}?${idField}=${id()}&${kind}[${field}]=asc`, {
+            key: s.adminKey,
+          })
+          expectError(r, 400, 'bad-request/request-params-invalid')
+        }
+      }
+    }
+  })
+
+  it('still sorts and filters by real fields', async () => {
+    const r = await call(s, 'GET', `/users?sort_by[username]=desc&filter_like[username]=%25`, {
+      key: s.adminKey,
+    })
+    expect(r.status).toBe(200)
+  })
+})
