@@ -26,6 +26,7 @@ import { transferRoutes } from './http/routes/transfers.js'
 import { userRoutes } from './http/routes/users.js'
 import { webhookDeliveryRoutes } from './http/routes/webhook-delivery.js'
 import { webhookSettingsRoutes } from './http/routes/webhook-settings.js'
+import { connectionOptions, guardBodyRate } from './http/slow-clients.js'
 import { registerWebUi } from './http/web-ui.js'
 import { redactUrl } from './logger.js'
 import './http/request-context.js'
@@ -49,6 +50,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     trustProxy: config.trustProxy,
     bodyLimit: config.bodyLimitBytes,
     return503OnClosing: true,
+    ...connectionOptions(config.http),
     // Signed download tokens and file names are path segments longer than find-my-way's default 100.
     routerOptions: { maxParamLength: 8192 },
     ajv: {
@@ -83,6 +85,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
   app.decorateRequest('principal', null as any)
   app.decorateRequest('format', 'json' as Format)
   app.setErrorHandler(handleError)
+  guardBodyRate(app, config.http)
   if (opts.logger?.isLevelEnabled('info')) {
     const log = opts.logger
     app.addHook('onResponse', (request, reply, done) => {

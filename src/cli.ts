@@ -3,6 +3,7 @@ import { Command, InvalidArgumentError } from 'commander'
 import { registerBillingCommands } from './cli/billing-commands.js'
 import { type Config, ConfigError, loadConfig } from './config.js'
 import { createContainer } from './container.js'
+import { isStorageFull } from './db/errors.js'
 import { ApiError } from './http/errors.js'
 import { operatorPrincipal } from './modules/auth/principal.js'
 import { serve } from './server.js'
@@ -122,7 +123,13 @@ registerBillingCommands(program, withContainer)
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof ConfigError) console.error(err.message)
-  else if (err instanceof ApiError) console.error(`error: ${err.type}: ${err.message}`)
+  else if (isStorageFull(err)) {
+    // Said plainly, without a stack trace: the operator's move is to free space, not to debug.
+    const e = err as { code?: string; message?: string }
+    console.error(
+      `error: Wharf cannot run because its storage is full (${e.code}: ${e.message}). Free space on the disk holding DATA_DIR${process.env['DATABASE_URL'] ? ' or the PostgreSQL server' : ''} and start it again.`,
+    )
+  } else if (err instanceof ApiError) console.error(`error: ${err.type}: ${err.message}`)
   else if (err instanceof InvalidArgumentError) console.error(`error: ${err.message}`)
   else console.error(err)
   process.exit(1)

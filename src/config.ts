@@ -21,6 +21,19 @@ export interface Config {
   rateLimit: { perSecond: number; burst: number; concurrent: number }
   login: { maxFailuresPerUser: number; maxAttemptsPerIp: number; windowMinutes: number }
   bodyLimitBytes: number
+  /** Connection timeouts against slow or stalled clients (decisions.md, "Slow clients"). */
+  http: {
+    /** The request line and headers must arrive within this long. */
+    headersTimeoutMs: number
+    /** A connection with no byte received or sent for this long is closed. */
+    idleTimeoutMs: number
+    /** An idle keep-alive connection is closed after this long. */
+    keepAliveTimeoutMs: number
+    /** A request body must bring at least this many bytes per second (0: no minimum)… */
+    minBodyBytesPerSecond: number
+    /** …averaged over each window of this length. */
+    bodyRateWindowMs: number
+  }
   /** Catalog file of GET /apps replacing or extending the default one (absolute path), if any. */
   appsFile: string | undefined
   /** Folder of the built web interface served at `/` (`npm run build` writes dist/web). */
@@ -161,6 +174,13 @@ export function loadConfig(env: Env = process.env): Config {
       windowMinutes: int('LOGIN_WINDOW_MINUTES', 15, 1, 1440),
     },
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1_048_576, 1024, 1_073_741_824),
+    http: {
+      headersTimeoutMs: int('HTTP_HEADERS_TIMEOUT_MS', 30_000, 100, 600_000),
+      idleTimeoutMs: int('HTTP_IDLE_TIMEOUT_MS', 120_000, 100, 3_600_000),
+      keepAliveTimeoutMs: int('HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
+      minBodyBytesPerSecond: int('HTTP_MIN_BODY_BYTES_PER_SECOND', 1024, 0, 1_073_741_824),
+      bodyRateWindowMs: int('HTTP_BODY_RATE_WINDOW_MS', 30_000, 100, 3_600_000),
+    },
     appsFile: env['APPS_FILE'] ? path.resolve(env['APPS_FILE']) : undefined,
     webDir: path.resolve(env['WEB_DIR'] || DEFAULT_WEB_DIR),
     files: {

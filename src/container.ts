@@ -4,6 +4,7 @@ import type { Logger } from 'pino'
 import { BlobJanitor } from './blobs/blob-janitor.js'
 import type { BlobStore } from './blobs/blob-store.js'
 import { LocalBlobStore } from './blobs/local-blob-store.js'
+import { guardStorageFull } from './blobs/storage-full-guard.js'
 import type { Config } from './config.js'
 import { type DatabaseHandle, openDatabase } from './db/database.js'
 import type { Database, ExportKind } from './db/schema.js'
@@ -16,6 +17,7 @@ import { ExportWorker } from './exports/export-worker.js'
 import { historySource } from './exports/history-export.js'
 import { webhookLogSource } from './exports/webhook-log-export.js'
 import { RateLimiter } from './http/rate-limiter.js'
+import { HeldActions } from './modules/actions/held-actions.js'
 import { ApiKeyService } from './modules/api-keys/api-key-service.js'
 import { loadAppCatalog } from './modules/apps/app-catalog.js'
 import { AppService } from './modules/apps/app-service.js'
@@ -108,6 +110,8 @@ export interface ContainerOptions {
   resolver?: Resolver
   /** Where exports read their records (tests inject a failing or slow one). */
   exportSources?: Partial<Record<ExportKind, ExportSource>>
+  /** Wraps the local blob store (tests inject a disk that fills up). */
+  wrapBlobStore?: (store: BlobStore) => BlobStore
 }
 
 const HOUR = 3600_000
@@ -130,8 +134,10 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const sessions = new SessionService(db, config, now)
     const identities = new IdentityCache(config.authCacheSeconds * 1000)
     const secrets = new SiteSecrets(db)
-    const blobs = new LocalBlobStore(path.join(config.dataDir, 'storage'))
+    const local = new LocalBlobStore(path.join(config.dataDir, 'storage'))
+    const blobs = guardStorageFull(opts.wrapBlobStore ? opts.wrapBlobStore(local) : local)
     const fileAccess = new FileAccess(db)
+    const heldReads = new HeldActions(opts.logger)
     const janitor = new BlobJanitor(db, blobs, now, { logger: opts.logger })
     const hooks = config.webhooks
     const sender = new WebhookSender({
@@ -191,7 +197,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
         fileAccess,
         now,
       ),
-      downloads: new DownloadService(db, blobs, secrets, fileAccess, config, now),
+      downloads: new DownloadService(db, blobs, secrets, fileAccess, config, now, heldReads),
       fileAccess,
       folders: new FolderService(db, database.dialect.name, fileAccess, secrets, now),
       fileOps: new FileOperations(db, database.dialect.name, blobs, fileAccess, now),
@@ -231,6 +237,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
         await sender.close()
         await retention.stop()
         await janitor.stop()
+        heldReads.stop()
         await database.close()
       },
     }

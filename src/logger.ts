@@ -16,10 +16,16 @@ const SECRET_HEADERS = [
 // hidden from the request log. Signed URLs (downloads, upload parts) carry their proof the same way.
 const SECRET_PARAM = /pass|key|secret|token|auth|session|sig/i
 
-/** The URL with the values of secret-looking query parameters replaced. */
+// Download links carry their signed token as a path segment (`/downloads/<token>/<name>`): it is
+// as good as a password for the file until it expires, so the log keeps only the route's name.
+// Every other signed link (upload parts, export CSVs, billing PDFs) signs in the query string.
+const SECRET_PATH_SEGMENT = /(\/api\/rest\/v1\/downloads\/)[^/?#]+/gi
+
+/** The URL with signed-link tokens and the values of secret-looking query parameters replaced. */
 export function redactUrl(url: string): string {
   const q = url.indexOf('?')
-  if (q === -1) return url
+  const path = (q === -1 ? url : url.slice(0, q)).replace(SECRET_PATH_SEGMENT, '$1[redacted]')
+  if (q === -1) return path
   const params = url
     .slice(q + 1)
     .split('&')
@@ -34,7 +40,7 @@ export function redactUrl(url: string): string {
       }
       return eq !== -1 && SECRET_PARAM.test(name) ? `${rawName}=[redacted]` : pair
     })
-  return `${url.slice(0, q)}?${params.join('&')}`
+  return `${path}?${params.join('&')}`
 }
 
 /** Fastify's request summary, with the URL redacted. */

@@ -32,6 +32,13 @@ describe('loadConfig', () => {
     expect(c.login).toEqual({ maxFailuresPerUser: 5, maxAttemptsPerIp: 30, windowMinutes: 15 })
     expect(c.bodyLimitBytes).toBe(1_048_576)
     expect(c.exports).toEqual({ retentionDays: 7, concurrency: 2, pageSize: 5000, leaseSeconds: 60 })
+    expect(c.http).toEqual({
+      headersTimeoutMs: 30_000,
+      idleTimeoutMs: 120_000,
+      keepAliveTimeoutMs: 72_000,
+      minBodyBytesPerSecond: 1024,
+      bodyRateWindowMs: 30_000,
+    })
   })
 
   it('reads the export settings', () => {
@@ -141,6 +148,11 @@ describe('loadConfig', () => {
       [{ EXPORT_CONCURRENCY: 'two' }, 'EXPORT_CONCURRENCY'],
       [{ EXPORT_PAGE_SIZE: '0' }, 'EXPORT_PAGE_SIZE'],
       [{ EXPORT_LEASE_SECONDS: '0' }, 'EXPORT_LEASE_SECONDS'],
+      [{ HTTP_HEADERS_TIMEOUT_MS: '0' }, 'HTTP_HEADERS_TIMEOUT_MS'],
+      [{ HTTP_IDLE_TIMEOUT_MS: '1m' }, 'HTTP_IDLE_TIMEOUT_MS'],
+      [{ HTTP_KEEP_ALIVE_TIMEOUT_MS: '99' }, 'HTTP_KEEP_ALIVE_TIMEOUT_MS'],
+      [{ HTTP_MIN_BODY_BYTES_PER_SECOND: '-1' }, 'HTTP_MIN_BODY_BYTES_PER_SECOND'],
+      [{ HTTP_BODY_RATE_WINDOW_MS: '0' }, 'HTTP_BODY_RATE_WINDOW_MS'],
     ]
     for (const [env, name] of cases) {
       const problems = problemsOf(env)

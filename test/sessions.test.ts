@@ -280,6 +280,38 @@ describe.each(dialects)('sessions (%s)', (dialect) => {
     expect((await attempt(s, u.username, u.password)).status).toBe(201)
   })
 
+  it('answers an unknown user name exactly as a real one, lock-out included', async () => {
+    const u = await makeUser(s)
+    const ghost = `Nobody-${dialect}-${u.id}`
+    /** What a caller sees of one answer: everything but the unique instance id. */
+    const seen = async (username: string, password: string) => {
+      const r = await attempt(s, username, password)
+      const { instance: _, ...body } = r.body
+      return { status: r.status, body, retryAfter: r.headers.get('retry-after') !== null }
+    }
+    // Six wrong passwords then the right one for the real user; the same for a made-up name,
+    // typed in varying case as an attacker might.
+    const real: unknown[] = []
+    const unknown: unknown[] = []
+    for (let i = 0; i < 7; i++) {
+      real.push(await seen(u.username, i === 6 ? u.password : `wrong-${i}`))
+      unknown.push(await seen(i % 2 ? ghost.toLowerCase() : ghost.toUpperCase(), `wrong-${i}`))
+    }
+    expect(unknown).toEqual(real)
+    expect((real[4] as any).body.type).toBe('not-authenticated/invalid-username-or-password')
+    expect((real[5] as any).body.type).toBe('not-authenticated/locked-out')
+    expect((real[5] as any).retryAfter).toBe(true)
+
+    // The history keeps the truth for site admins: the name was not found, every time.
+    const recorded = await failedLogins(s, ghost.toLowerCase())
+    expect(recorded.map((r) => [r.user_id, r.failure_type])).toEqual(
+      Array(7).fill([null, 'username_not_found']),
+    )
+    // The lock lifts after the window, as a real user's does.
+    await ageFailedLogins(s, ghost.toLowerCase(), 16 * MINUTE)
+    expectError(await attempt(s, ghost, 'again'), 401, 'not-authenticated/invalid-username-or-password')
+  })
+
   it('forgets earlier failures after a successful login', async () => {
     const u = await makeUser(s)
     for (let i = 0; i < 4; i++) expect((await attempt(s, u.username, 'wrong')).status).toBe(401)

@@ -95,7 +95,7 @@ function openSqlite(opts: DatabaseOptions): DatabaseHandle {
   // Statistics for the query planner, refreshed cheaply where they are missing or stale: without
   // them SQLite can pick the time index of a large history over the path index of one file.
   sqlite.pragma('optimize = 0x10002')
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) })
+  const db = new Kysely<Database>({ dialect: new SqliteRollbackSafeDialect(sqlite) })
   const statements = new Map<string, SQLite.Statement>()
   const inTransaction = sqlite.transaction((work: () => unknown) => work())
   const raw: RawSqlite = {
@@ -128,6 +128,26 @@ function openSqlite(opts: DatabaseOptions): DatabaseHandle {
     ...handle(db, { name: 'sqlite', skipLocked: false }, queryArrays),
     sqlite: raw,
     ...(target !== ':memory:' ? { sqliteFile: target } : {}),
+  }
+}
+
+/**
+ * SQLite rolls a transaction back by itself on some failures (SQLITE_FULL among them); Kysely's
+ * ROLLBACK after that would fail with "cannot rollback - no transaction is active" and that
+ * error would replace the one that matters. Rolling back only what is still open keeps it.
+ */
+class SqliteRollbackSafeDialect extends SqliteDialect {
+  constructor(private readonly sqlite: SQLite.Database) {
+    super({ database: withStatementCache(sqlite) })
+  }
+
+  override createDriver() {
+    const driver = super.createDriver()
+    const rollback = driver.rollbackTransaction.bind(driver)
+    driver.rollbackTransaction = async (connection) => {
+      if (this.sqlite.inTransaction) await rollback(connection)
+    }
+    return driver
   }
 }
 

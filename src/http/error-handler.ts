@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { translateStorageError } from '../db/errors.js'
 import { ApiError, type ErrorType, errorBody, newInstanceId } from './errors.js'
 import { toXml } from './format.js'
 
@@ -47,6 +48,9 @@ const FASTIFY_CODES: Record<string, ErrorType> = {
 
 export function toApiError(err: FastifyError): ApiError | null {
   if (err instanceof ApiError) return err
+  // A full disk or database, whichever route met it (db/errors.ts).
+  const storage = translateStorageError(err)
+  if (storage instanceof ApiError) return storage
   if (err.validation) return fromValidation(err.validation as AjvError[], err.validationContext)
   const mapped = err.code ? FASTIFY_CODES[err.code] : undefined
   if (mapped) return new ApiError(mapped, err.message)
@@ -60,7 +64,13 @@ export function handleError(err: FastifyError, request: FastifyRequest, reply: F
   const instance = newInstanceId()
   let api = toApiError(err)
   if (api) {
-    if (api.status >= 500) request.log.error({ err, instance, reqId: request.id }, 'request failed')
+    if (api.status >= 500) {
+      // Once, with the underlying failure (SQLITE_FULL, ENOSPC …) when there is one.
+      const cause = api.extras.cause
+      const logged = cause instanceof Error ? cause : err
+      const code = (cause as { code?: unknown } | undefined)?.code
+      request.log.error({ err: logged, code, type: api.type, instance, reqId: request.id }, api.message)
+    }
   } else {
     request.log.error({ err, instance, reqId: request.id }, 'unexpected error')
     api = new ApiError(

@@ -147,4 +147,10 @@ export const ERROR_TYPES = [
   'site-configuration/user-requests-enabled-required',
 ] as const
 
-export type ErrorType = (typeof ERROR_TYPES)[number] | 'internal-server-error'
+/** Wharf's own types beyond the spec's list (decisions.md). */
+export const WHARF_ERROR_TYPES = ['service-unavailable/storage-full'] as const
+
+export type ErrorType =
+  | (typeof ERROR_TYPES)[number]
+  | (typeof WHARF_ERROR_TYPES)[number]
+  | 'internal-server-error'

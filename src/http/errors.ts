@@ -16,7 +16,15 @@ const FAMILY_STATUS: Record<string, number> = {
   'internal-server-error': 500,
 }
 
+/** Types whose status is not their family's (decisions.md says why). */
+const TYPE_STATUS: Partial<Record<ErrorType, number>> = {
+  // 507 Insufficient Storage: the server's disk, not the request, is at fault, and nothing was kept.
+  'service-unavailable/storage-full': 507,
+}
+
 export function statusOf(type: ErrorType): number {
+  const own = TYPE_STATUS[type]
+  if (own !== undefined) return own
   const family = type.split('/')[0] ?? type
   const status = FAMILY_STATUS[family]
   if (status === undefined) throw new Error(`error type without a family: ${type}`)
@@ -46,6 +54,8 @@ export function addModelError(errors: ModelErrors, field: string, message: strin
 
 export interface ApiErrorExtras {
   modelErrors?: ModelErrors
+  /** The failure behind this error, for the server log (never shown to the client). */
+  cause?: unknown
   /** Seconds, for rate-limited errors. */
   retryAfter?: number
   headers?: Record<string, string>

@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
 import { expect } from 'vitest'
 import { buildApp } from '../../src/app.js'
+import type { BlobStore } from '../../src/blobs/blob-store.js'
 import { loadConfig } from '../../src/config.js'
 import { type Container, createContainer } from '../../src/container.js'
 import type { ExportKind } from '../../src/db/schema.js'
@@ -46,6 +47,8 @@ export async function startServer(
     resolver?: Resolver
     /** Where exports read their records, by kind (a failing or slow fake). */
     exportSources?: Partial<Record<ExportKind, ExportSource>>
+    /** Wraps the blob store (a disk that fills up). */
+    wrapBlobStore?: (store: BlobStore) => BlobStore
   } = {},
 ): Promise<TestServer> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-test-'))
@@ -69,6 +72,7 @@ export async function startServer(
     ...(opts.now ? { now: opts.now } : {}),
     ...(opts.resolver ? { resolver: opts.resolver } : {}),
     ...(opts.exportSources ? { exportSources: opts.exportSources } : {}),
+    ...(opts.wrapBlobStore ? { wrapBlobStore: opts.wrapBlobStore } : {}),
   })
   const app = await buildApp(container)
   await app.listen({ host: '127.0.0.1', port: 0 })

@@ -5,6 +5,7 @@ import type { Config } from '../../config.js'
 import type { Database } from '../../db/schema.js'
 import { ApiError } from '../../http/errors.js'
 import { type ActionContext, contextOf, recordAction } from '../actions/action-recorder.js'
+import { HeldActions } from '../actions/held-actions.js'
 import type { Principal } from '../auth/principal.js'
 import { normalizePath } from '../paths.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
@@ -39,6 +40,8 @@ export class DownloadService {
     private readonly fileAccess: FileAccess,
     private readonly config: Config,
     private readonly now: () => number,
+    /** Read Actions that wait for storage to have room again. */
+    readonly heldReads: HeldActions = new HeldActions(),
   ) {}
 
   /** GET /files/{path}: the File, with a fresh download_uri unless `stat` only was asked for. */
@@ -107,7 +110,10 @@ export class DownloadService {
     }
   }
 
-  /** The `read` Action of a download, in its own transaction (nothing else changes). */
+  /**
+   * The `read` Action of a download, in its own transaction (nothing else changes). When storage
+   * is full it is held and written later (held-actions.ts): the download goes ahead.
+   */
   async recordRead(d: Download, ip: string): Promise<void> {
     const now = this.now()
     const { userId, siteId } = d.reader
@@ -121,17 +127,20 @@ export class DownloadService {
         .executeTakeFirst()
       username = user?.username
     }
-    await this.db.transaction().execute((trx) =>
-      recordAction(
-        trx,
-        { ...d.reader, username: username ?? null, ip },
-        {
-          action: 'read',
-          display: describeFileAction('read', d.row.path, 'file'),
-          path: d.row.path,
-          targets: fileTargets(d.row),
-        },
-        now,
+    const ctx = { ...d.reader, username: username ?? null, ip }
+    await this.heldReads.write(() =>
+      this.db.transaction().execute((trx) =>
+        recordAction(
+          trx,
+          ctx,
+          {
+            action: 'read',
+            display: describeFileAction('read', d.row.path, 'file'),
+            path: d.row.path,
+            targets: fileTargets(d.row),
+          },
+          now,
+        ),
       ),
     )
   }

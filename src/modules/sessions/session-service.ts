@@ -4,7 +4,7 @@ import type { Database } from '../../db/schema.js'
 import { ApiError } from '../../http/errors.js'
 import { randomHex, tokenHash, verifyPassword } from '../../security/secrets.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
-import type { Interface, Principal, UserRow } from '../auth/principal.js'
+import type { Interface, Principal } from '../auth/principal.js'
 
 const REAUTH_WINDOW_MS = 60 * 60 * 1000
 const REAUTH_MAX_PER_WINDOW = 10
@@ -46,15 +46,19 @@ export class SessionService {
       .where('site_id', '=', siteId)
       .where('username_lower', '=', input.username.toLowerCase())
       .executeTakeFirst()
-    if (!user) {
-      await verifyPassword(input.password, null)
-      await this.failed(ctx, 'username_not_found', now)
-      throw badLogin()
-    }
-    const userCtx = { ...ctx, userId: user.id, username: user.username }
-    const lockedUntil = await this.lockedUntil(user, now)
+    // An unknown name is answered exactly like a real one: the same refusal, the same lock after
+    // the same number of failures, and the same password hash spent, so neither the answers nor
+    // their timing tell which names exist. Its failures are kept under the name in lower case,
+    // the way a real user's are kept under the one name whatever case is typed.
+    const userCtx = user
+      ? { ...ctx, userId: user.id, username: user.username }
+      : { ...ctx, username: input.username.toLowerCase() }
+    const failureType = user ? 'password_mismatch' : 'username_not_found'
+    const since = Math.max(now - 2 * this.windowMs, user?.last_login_at ?? 0)
+    const lockedUntil = await this.lockedUntil(siteId, userCtx.username, failureType, since)
     if (lockedUntil > now) {
-      await this.failed(userCtx, 'locked_out', now)
+      // The history tells site admins the truth: a name that does not exist stays `username_not_found`.
+      await this.failed(userCtx, user ? 'locked_out' : failureType, now)
       throw new ApiError(
         'not-authenticated/locked-out',
         'Too many failed logins: this user is locked out for a while',
@@ -63,9 +67,9 @@ export class SessionService {
         },
       )
     }
-    const ok = await verifyPassword(input.password, user.password_hash)
-    if (!ok) {
-      await this.failed(userCtx, 'password_mismatch', now)
+    const ok = await verifyPassword(input.password, user?.password_hash ?? null)
+    if (!user || !ok) {
+      await this.failed(userCtx, failureType, now)
       throw badLogin()
     }
     if (user.disabled) {
@@ -226,18 +230,17 @@ export class SessionService {
   }
 
   /**
-   * When the user's lock ends (0 if not locked): 5 password mismatches within 15 minutes, since
-   * the last successful login, lock the user for 15 minutes from the fifth.
+   * When a user name's lock ends (0 if not locked): 5 failures of `failureType` within 15 minutes,
+   * since `since`, lock the name for 15 minutes from the fifth; attempts while locked do not count.
    */
-  private async lockedUntil(user: UserRow, now: number): Promise<number> {
-    const since = Math.max(now - 2 * this.windowMs, user.last_login_at ?? 0)
+  private async lockedUntil(siteId: number, username: string, failureType: string, since: number) {
     const rows = await this.db
       .selectFrom('actions')
       .select('created_at')
-      .where('site_id', '=', user.site_id)
+      .where('site_id', '=', siteId)
       .where('action', '=', 'failedlogin')
-      .where('username', '=', user.username)
-      .where('failure_type', '=', 'password_mismatch')
+      .where('username', '=', username)
+      .where('failure_type', '=', failureType)
       .where('created_at', '>', since)
       .orderBy('created_at', 'asc')
       .execute()

@@ -1,0 +1,71 @@
+import type { FastifyInstance, FastifyServerOptions } from 'fastify'
+import type { Config } from '../config.js'
+
+/**
+ * Node's and Fastify's connection limits from the settings. None of them bounds a whole request:
+ * a multi-gigabyte part flowing steadily may take many minutes and must not be cut off.
+ * - headers must arrive within `headersTimeoutMs` (Node answers 408 and closes);
+ * - a connection with no byte in or out for `idleTimeoutMs` is closed (a stalled body, or a
+ *   client that stopped reading its download);
+ * - an idle keep-alive connection is closed after `keepAliveTimeoutMs`.
+ */
+export function connectionOptions(http: Config['http']): Partial<FastifyServerOptions> {
+  return {
+    connectionTimeout: http.idleTimeoutMs,
+    keepAliveTimeout: http.keepAliveTimeoutMs,
+    requestTimeout: 0,
+    http: {
+      headersTimeout: http.headersTimeoutMs,
+      // Node looks for expired headers on this beat (30 s by default): a quarter of the limit
+      // closes a slow sender within 1.25 times it.
+      connectionsCheckingInterval: Math.min(30_000, Math.max(25, Math.floor(http.headersTimeoutMs / 4))),
+    },
+  } as Partial<FastifyServerOptions>
+}
+
+const REQUEST_TIMEOUT = Buffer.from(
+  'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n',
+  'latin1',
+)
+
+/**
+ * A body trickling in a byte at a time keeps the idle timer from firing while it holds a
+ * connection (and a descriptor) for as long as it likes. Each request with a body must bring at
+ * least `minBodyBytesPerSecond` in every window of `bodyRateWindowMs` until it is complete, else
+ * the connection is answered 408 (when no answer has started) and closed. A window in which Wharf
+ * itself did not read (bytes waiting in the request's buffer: a slow disk, a pending check) does
+ * not count against the client.
+ */
+export function guardBodyRate(app: FastifyInstance, http: Config['http']): void {
+  if (http.minBodyBytesPerSecond === 0) return
+  const minPerWindow = Math.max(1, Math.ceil((http.minBodyBytesPerSecond * http.bodyRateWindowMs) / 1000))
+  app.addHook('onRequest', (request, reply, done) => {
+    const raw = request.raw
+    const hasBody =
+      raw.headers['transfer-encoding'] !== undefined || Number(raw.headers['content-length']) > 0
+    if (!hasBody || raw.complete) return done()
+    const socket = raw.socket
+    let seen = socket.bytesRead
+    const timer = setInterval(() => {
+      const read = socket.bytesRead
+      const waiting = raw.readableLength > 0 || raw.readableFlowing === false
+      if (read - seen >= minPerWindow || waiting) {
+        seen = read
+        return
+      }
+      stop()
+      request.log.warn(
+        { reqId: request.id, ip: request.ip, bytesPerWindow: read - seen, windowMs: http.bodyRateWindowMs },
+        'request body too slow: connection closed',
+      )
+      if (!reply.raw.headersSent) socket.end(REQUEST_TIMEOUT)
+      // A client that reads nothing back does not hold the socket open either.
+      setTimeout(() => socket.destroy(), 1000).unref()
+    }, http.bodyRateWindowMs)
+    timer.unref()
+    const stop = () => clearInterval(timer)
+    raw.once('end', stop)
+    raw.once('close', stop)
+    done()
+  })
+}
