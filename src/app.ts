@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox'
 import Fastify, { type FastifyInstance, type FastifyRequest, LogController } from 'fastify'
 import type { Logger } from 'pino'
 import type { Container } from './container.js'
+import { answerClientError } from './http/client-error.js'
 import { handleError } from './http/error-handler.js'
 import { ApiError } from './http/errors.js'
 import { API_PREFIX, type Format, negotiate, parseXmlBody, splitFormatSuffix, toXml } from './http/format.js'
@@ -69,6 +70,8 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       ;(req as any)[BAD_SUFFIX] = r.badSuffix
       return r.url
     },
+    // Requests Node's parser refuses (431, 408, 400) are answered in Wharf's error body too.
+    clientErrorHandler: answerClientError,
   }) as unknown as FastifyInstance
 
   // Every route as registered (method, URL), for the Swagger test: Fastify's printRoutes cannot
