@@ -8,6 +8,7 @@ import { handleError } from './http/error-handler.js'
 import { ApiError } from './http/errors.js'
 import { API_PREFIX, type Format, negotiate, parseXmlBody, splitFormatSuffix, toXml } from './http/format.js'
 import { lazyCompilers } from './http/lazy-compilers.js'
+import { allowedMethods, noRouteError } from './http/method-not-allowed.js'
 import { registerAuth } from './http/plugins/auth.js'
 import { actionNotificationExportRoutes } from './http/routes/action-notification-exports.js'
 import { apiKeyRoutes } from './http/routes/api-keys.js'
@@ -220,8 +221,17 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
 
   await registerWebUi(app, config.webDir)
 
+  // A path without the request's method: 405 with Allow, or 404 when no method has it. Decided at
+  // onRequest, before any body is read, so a body-carrying method (QUERY, an unknown one) is not
+  // refused for its Content-Type first.
+  const allowedFor = allowedMethods(routeTable)
+  const noRoute = (request: FastifyRequest) => {
+    const path = request.url.split('?')[0] ?? '/'
+    return noRouteError(request.method, path, allowedFor(path))
+  }
+  app.addHook('onRequest', (request, _reply, done) => done(request.is404 ? noRoute(request) : undefined))
   app.setNotFoundHandler(async (request) => {
-    throw new ApiError('not-found', `No such endpoint: ${request.method} ${request.url.split('?')[0]}`)
+    throw noRoute(request)
   })
   return app
 }

@@ -16,7 +16,17 @@ const FAMILY_STATUS: Record<string, number> = {
   'internal-server-error': 500,
 }
 
+/**
+ * Types whose status is not their family's: HTTP has a status of its own for them, which
+ * clients and proxies understand (docs/decisions.md, "Requests and responses").
+ */
+const TYPE_STATUS: Partial<Record<ErrorType, number>> = {
+  'bad-request/method-not-allowed': 405,
+}
+
 export function statusOf(type: ErrorType): number {
+  const own = TYPE_STATUS[type]
+  if (own !== undefined) return own
   const family = type.split('/')[0] ?? type
   const status = FAMILY_STATUS[family]
   if (status === undefined) throw new Error(`error type without a family: ${type}`)
