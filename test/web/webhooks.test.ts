@@ -184,6 +184,10 @@ describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs
       .filter({ hasText: 'inbox/b.txt' })
       .filter({ has: page.locator('td:nth-child(5)', { hasText: /^2$/ }) })
     expect(await textOf(retried.locator('td').nth(3))).toContain('200')
+    // b's failed attempt has since been delivered: it offers no Retry (the API would refuse it).
+    const firstB = rowOf('inbox/b.txt').filter({ has: page.locator('td:nth-child(5)', { hasText: /^1$/ }) })
+    expect(await textOf(firstB.locator('.wh-delivered-later'))).toBe('Delivered by attempt 2')
+    expect(await firstB.getByRole('button', { name: /^Retry/ }).count()).toBe(0)
 
     // Only failures: the filter reaches the export.
     await page.getByRole('combobox', { name: /^Succeeded/ }).selectOption('false')
@@ -192,6 +196,14 @@ describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs
       .poll(() => page.locator('tbody tr[data-record-id]').count())
       .toBe((await attempts()).filter((a) => a.success === 0).length)
     expect(await page.locator('tbody tr[data-record-id] .badge.ok').count()).toBe(0)
+    // The delivering attempt is filtered out, so the page cannot know: the refusal is put in
+    // words, nothing is sent, and the button goes.
+    const sentBefore = listener.received.length
+    const onlyB = rowOf('inbox/b.txt')
+    await onlyB.getByRole('button', { name: /^Retry/ }).click()
+    expect(await textOf(onlyB.getByRole('alert'))).toMatch(/has since delivered: it is not sent again$/)
+    expect(await onlyB.getByRole('button', { name: /^Retry/ }).count()).toBe(0)
+    expect(listener.received.length).toBe(sentBefore)
     expectNoOutsideRequests(page)
     await page.context().close()
   })
