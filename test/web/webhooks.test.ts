@@ -14,6 +14,7 @@ import {
 } from '../helpers/browser.js'
 import { uploaded } from '../helpers/files.js'
 import { type Answer, startListener, type TestListener } from '../helpers/listener.js'
+import { cutOff } from '../helpers/phone-layout.js'
 import { call, makeUser, type TestServer } from '../helpers/server.js'
 import { parseCsv, RESULT_FIELDS } from '../helpers/webhook-log-fixtures.js'
 
@@ -215,6 +216,31 @@ describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs
     await shown(page.locator('tbody tr[data-record-id]'))
     const width = await page.evaluate<number>('document.documentElement.scrollWidth')
     expect(width).toBeLessThanOrEqual(390)
+    // The chart scales into its card: nothing of it is cut off, down to the last hour's bar.
+    const card = '.wh-chart'
+    expect(await cutOff(page, `${card} svg`, card)).toEqual([])
+    const bars = page.locator(`${card} svg rect.wh-bar`)
+    expect(await bars.count()).toBeGreaterThan(0)
+    expect(await cutOff(page, `${card} svg rect.wh-bar >> nth=-1`, card)).toEqual([])
+    const lastBar = await bars.last().evaluate((r: any) => r.getBoundingClientRect().right)
+    const plotEnd = await page
+      .locator(`${card} svg line.wh-baseline`)
+      .evaluate((l: any) => l.getBoundingClientRect().right)
+    expect(lastBar).toBeLessThanOrEqual(plotEnd + 0.5)
+    const labels = `${card} svg text.wh-axis:not(.wh-axis-alt)`
+    expect(await page.locator(labels).count()).toBeGreaterThan(1)
+    expect(await cutOff(page, labels, 'svg')).toEqual([])
+    // Vertically too: the labels stay inside the drawing.
+    const outside = await page.locator(labels).evaluateAll((ts: any[]) =>
+      ts
+        .filter((t) => {
+          const r = t.getBoundingClientRect()
+          const box = t.closest('svg').getBoundingClientRect()
+          return r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5
+        })
+        .map((t) => `${t.textContent} ${t.getBoundingClientRect().top} ${t.getBoundingClientRect().bottom}`),
+    )
+    expect(outside).toEqual([])
     await page.goto(`${s.url}/#/developer`)
     await shown(page.getByLabel('Listener URL'))
     expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390)
