@@ -3,11 +3,13 @@ import { Type } from '@sinclair/typebox'
 import Fastify, { type FastifyInstance, type FastifyRequest, LogController } from 'fastify'
 import type { Logger } from 'pino'
 import type { Container } from './container.js'
+import { answerClientError } from './http/client-error.js'
 import { refuseEncodedBody } from './http/content-encoding.js'
 import { handleError } from './http/error-handler.js'
 import { ApiError } from './http/errors.js'
 import { API_PREFIX, type Format, negotiate, parseXmlBody, splitFormatSuffix, toXml } from './http/format.js'
 import { lazyCompilers } from './http/lazy-compilers.js'
+import { allowedMethods, noRouteError } from './http/method-not-allowed.js'
 import { registerAuth } from './http/plugins/auth.js'
 import { actionNotificationExportRoutes } from './http/routes/action-notification-exports.js'
 import { apiKeyRoutes } from './http/routes/api-keys.js'
@@ -72,6 +74,8 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       ;(req as any)[BAD_SUFFIX] = r.badSuffix
       return r.url
     },
+    // Requests Node's parser refuses (431, 408, 400) are answered in Wharf's error body too.
+    clientErrorHandler: answerClientError,
   }) as unknown as FastifyInstance
 
   // Every route as registered (method, URL), for the Swagger test: Fastify's printRoutes cannot
@@ -225,8 +229,17 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
 
   await registerWebUi(app, config.webDir)
 
+  // A path without the request's method: 405 with Allow, or 404 when no method has it. Decided at
+  // onRequest, before any body is read, so a body-carrying method (QUERY, an unknown one) is not
+  // refused for its Content-Type first.
+  const allowedFor = allowedMethods(routeTable)
+  const noRoute = (request: FastifyRequest) => {
+    const path = request.url.split('?')[0] ?? '/'
+    return noRouteError(request.method, path, allowedFor(path))
+  }
+  app.addHook('onRequest', (request, _reply, done) => done(request.is404 ? noRoute(request) : undefined))
   app.setNotFoundHandler(async (request) => {
-    throw new ApiError('not-found', `No such endpoint: ${request.method} ${request.url.split('?')[0]}`)
+    throw noRoute(request)
   })
   return app
 }

@@ -12,6 +12,7 @@ import {
   ADMIN_USERNAME,
   call,
   dialects,
+  expectError,
   makeKey,
   makeUser,
   startServer,
@@ -66,9 +67,11 @@ describe('error types (unit)', () => {
     for (const type of ERROR_TYPES) {
       const family = type.split('/')[0]!
       expect(FAMILY_STATUS[family], `family of ${type}`).toBeDefined()
-      expect(statusOf(type), type).toBe(FAMILY_STATUS[family])
+      // The one exception the family table has (docs/decisions.md, "Requests and responses").
+      const status = type === 'bad-request/method-not-allowed' ? 405 : FAMILY_STATUS[family]
+      expect(statusOf(type), type).toBe(status)
       const err = new ApiError(type, 'm')
-      expect(err.status).toBe(FAMILY_STATUS[family])
+      expect(err.status).toBe(status)
       expect(err.title).toBe(titleOf(type))
     }
     expect(statusOf('internal-server-error')).toBe(500)
@@ -133,10 +136,57 @@ describe.each(dialects)('error bodies (%s)', (dialect) => {
     expect(((await outside.json()) as any).type).toBe('not-found')
   })
 
-  it('answers an unknown method on a known path with 404 not-found', async () => {
-    const r = await call(s, 'PUT', '/api_key', { key: s.adminKey, body: {} })
-    expect(r.status).toBe(404)
-    expect(r.body.type).toBe('not-found')
+  it('answers a method a known path does not have with 405 and Allow, in the error body', async () => {
+    const cases: [string, string, string][] = [
+      ['PUT', '/api_key', 'DELETE, GET, HEAD, PATCH'],
+      ['POST', '/users/1', 'DELETE, GET, HEAD, PATCH'],
+      ['PATCH', '/users', 'GET, HEAD, POST'],
+      ['PUT', '/files/a/b.txt', 'DELETE, GET, HEAD, POST'],
+      ['OPTIONS', '/api_keys.json', 'GET, HEAD, POST'],
+    ]
+    for (const [method, p, allow] of cases) {
+      const r = await call(s, method, p, { key: s.adminKey, body: {} })
+      expectError(r, 405, 'bad-request/method-not-allowed')
+      expect(Object.keys(r.body).sort()).toEqual(BASE_FIELDS)
+      expect(r.headers.get('allow'), `${method} ${p}`).toBe(allow)
+      expect(r.body.error).toBe(
+        `${method} is not allowed on /api/rest/v1${p.replace('.json', '')}: use ${allow}`,
+      )
+    }
+    // Without credentials too: which methods a path has is no secret (the Swagger document lists them).
+    const anon = await call(s, 'DELETE', '/sessions/x')
+    expect(anon.status).toBe(404)
+    const anon2 = await call(s, 'PUT', '/sessions')
+    expectError(anon2, 405, 'bad-request/method-not-allowed')
+    expect(anon2.headers.get('allow')).toBe('DELETE, POST')
+  })
+
+  it('answers QUERY and unknown methods like any method the path lacks, body or not', async () => {
+    for (const [method, o] of [
+      ['QUERY', {}],
+      ['QUERY', { raw: 'a=b', contentType: 'text/plain' }],
+      ['PURGE', {}],
+    ] as const) {
+      const r = await call(s, method, '/users', { key: s.adminKey, ...o })
+      expectError(r, 405, 'bad-request/method-not-allowed')
+      expect(r.headers.get('allow')).toBe('GET, HEAD, POST')
+    }
+    const unknown = await call(s, 'QUERY', '/no_such_thing', { raw: 'a=b', contentType: 'text/plain' })
+    expectError(unknown, 404, 'not-found')
+  })
+
+  it('answers a wrong method on the web interface in the same way', async () => {
+    const r = await fetch(`${s.url}/`, { method: 'POST' })
+    expect(r.status).toBe(405)
+    expect(r.headers.get('allow')).toBe('GET, HEAD')
+    expect(((await r.json()) as any).type).toBe('bad-request/method-not-allowed')
+  })
+
+  it('answers a wrong method in XML when XML is asked for', async () => {
+    const r = await call(s, 'PUT', '/users.xml', { key: s.adminKey })
+    expect(r.status).toBe(405)
+    expect(r.headers.get('allow')).toBe('GET, HEAD, POST')
+    expect(xml.parse(r.text).error_response.type).toBe('bad-request/method-not-allowed')
   })
 
   it('answers an unknown route with 404 not-found, in XML', async () => {

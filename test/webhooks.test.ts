@@ -360,6 +360,19 @@ describe.each(dialects)(
         404,
         'not-found',
       )
+      // The failed attempt's notification has since been delivered: asking again sends nothing.
+      const again = await call(s, 'POST', `/action_webhook_failures/${failed!.id}/retry`, { key: s.adminKey })
+      expectError(again, 422, 'processing-failure/model-save-error')
+      expect(again.body.error).toBe(
+        `Id ${failed!.id} is a failed attempt of a notification that log record ${log[1]!.id} has since delivered: it is not sent again`,
+      )
+      expect(Object.keys(again.body.model_errors)).toEqual(['id'])
+      const state = await s.container.db
+        .selectFrom('webhook_notifications')
+        .select(['state', 'attempts'])
+        .where('id', '=', failed!.notification_id)
+        .executeTakeFirstOrThrow()
+      expect(state).toEqual({ state: 'delivered', attempts: 2 })
       expectError(
         await call(s, 'POST', '/action_webhook_failures/999999/retry', { key: s.adminKey }),
         404,

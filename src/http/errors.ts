@@ -16,8 +16,12 @@ const FAMILY_STATUS: Record<string, number> = {
   'internal-server-error': 500,
 }
 
-/** Types whose status is not their family's (decisions.md says why). */
+/**
+ * Types whose status is not their family's: HTTP has a status of its own for them, which
+ * clients and proxies understand (docs/decisions.md, "Requests and responses").
+ */
 const TYPE_STATUS: Partial<Record<ErrorType, number>> = {
+  'bad-request/method-not-allowed': 405,
   // 507 Insufficient Storage: the server's disk, not the request, is at fault, and nothing was kept.
   'service-unavailable/storage-full': 507,
 }

@@ -39,16 +39,17 @@ export class WebhookService {
     const failed = await this.db
       .selectFrom('webhook_attempts as a')
       .innerJoin('webhook_notifications as n', 'n.id', 'a.notification_id')
-      .select(['n.id', 'n.attempts', 'n.max_attempts', 'n.operation'])
+      .select(['n.id', 'n.attempts', 'n.max_attempts', 'n.operation', 'n.state'])
       .where('a.id', '=', id)
       .where('a.site_id', '=', p.siteId)
       .where('a.success', '=', 0)
       .executeTakeFirst()
     if (!failed) throw new ApiError('not-found', `No failed webhook request has id ${id}`)
+    if (failed.state === 'delivered') throw await this.alreadyDelivered(id, failed.id)
     const now = this.now()
     const allowed = Math.max(this.policy.maxAttempts(failed.max_attempts), failed.attempts + 1)
     await this.db.transaction().execute(async (trx) => {
-      await trx
+      const updated = await trx
         .updateTable('webhook_notifications')
         .set({
           state: 'pending',
@@ -58,8 +59,31 @@ export class WebhookService {
           updated_at: now,
         })
         .where('id', '=', failed.id)
-        .execute()
+        // Delivered meanwhile (an attempt finishing since the read above): nothing to send again.
+        .where('state', '!=', 'delivered')
+        .executeTakeFirst()
+      if (updated.numUpdatedRows === 0n) throw await this.alreadyDelivered(id, failed.id, trx)
       await signalOutbox(trx, p.siteId)
+    })
+  }
+
+  /**
+   * A failed attempt whose notification a later attempt delivered is not sent again: the listener
+   * has it, and sending it twice on request is never what the asker meant (docs/decisions.md).
+   */
+  private async alreadyDelivered(id: number, notificationId: number, db = this.db): Promise<ApiError> {
+    const delivered = await db
+      .selectFrom('webhook_attempts')
+      .select('id')
+      .where('notification_id', '=', notificationId)
+      .where('success', '=', 1)
+      .orderBy('id')
+      .executeTakeFirst()
+    const by = delivered ? `log record ${delivered.id}` : 'a later attempt'
+    return ApiError.modelSave({
+      id: [
+        `${id} is a failed attempt of a notification that ${by} has since delivered: it is not sent again`,
+      ],
     })
   }
 

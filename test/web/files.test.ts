@@ -12,6 +12,7 @@ import {
   textOf,
 } from '../helpers/browser.js'
 import { bytes, download, md5, target, uploaded } from '../helpers/files.js'
+import { cutOff } from '../helpers/phone-layout.js'
 import { call, grant, makeUser, type TestServer } from '../helpers/server.js'
 
 const PART = 64 * 1024
@@ -308,6 +309,49 @@ describe.skipIf(!hasBrowser)('web interface: files', () => {
     await page.getByRole('button', { name: 'Clear search' }).click()
     await expect.poll(async () => (await names()).length).toBe(100)
     await page.context().close()
+  })
+
+  it('shows every column and action of a folder inside a phone screen, and the table on a desktop', async () => {
+    await uploaded(s, 'phone/quarterly numbers for the board, final version.xlsx', 'x'.repeat(2048))
+    await uploaded(s, 'phone/sub folder/a.txt', 'a')
+    const page = await freshPage({ width: 390, height: 844 })
+    await signIn(page, s)
+    await openFolder(page, 'phone')
+    await shown(
+      page.getByRole('button', { name: 'Delete quarterly numbers for the board, final version.xlsx' }),
+    )
+    // Name, size, modified, type and every action of each entry: whole, visible, on the screen.
+    // (A folder's size cell is empty: nothing in it to show.)
+    const cells = '.files-table tbody td:not(:empty)'
+    expect(await page.locator(cells).count()).toBe(9)
+    expect(await cutOff(page, cells, '.table-wrap')).toEqual([])
+    expect(await page.locator('.files-table tbody button').count()).toBe(9)
+    expect(await cutOff(page, '.files-table tbody button', '.table-wrap')).toEqual([])
+    expect(await textOf(page.locator('.files-table tbody tr').filter({ hasText: 'xlsx' }))).toContain(
+      'XLSX file',
+    )
+    // Sorting stays at hand.
+    expect(await cutOff(page, '.files-table thead button', '.table-wrap')).toEqual([])
+    await page.getByRole('button', { name: /^Size/ }).click()
+    await expect.poll(() => page.locator('th[aria-sort]').getAttribute('aria-sort')).toBe('ascending')
+    await page.context().close()
+
+    // The desktop keeps its table: one row per entry, the five column headers side by side.
+    const wide = await freshPage()
+    await signIn(wide, s)
+    await openFolder(wide, 'phone')
+    await shown(wide.getByRole('button', { name: 'Delete sub folder' }))
+    const headers = await wide
+      .locator('.files-table thead th')
+      .evaluateAll((ths: any[]) => ths.map((th) => Math.round(th.getBoundingClientRect().top)))
+    expect(headers).toHaveLength(5)
+    expect(new Set(headers).size).toBe(1)
+    const display = await wide
+      .locator('.files-table tbody tr')
+      .first()
+      .evaluate((tr: any) => (globalThis as any).getComputedStyle(tr).display)
+    expect(display).toBe('table-row')
+    await wide.context().close()
   })
 
   it('works with spaces and unicode in names, and at phone width', async () => {

@@ -14,6 +14,7 @@ import {
 } from '../helpers/browser.js'
 import { uploaded } from '../helpers/files.js'
 import { type Answer, startListener, type TestListener } from '../helpers/listener.js'
+import { cutOff } from '../helpers/phone-layout.js'
 import { call, makeUser, type TestServer } from '../helpers/server.js'
 import { parseCsv, RESULT_FIELDS } from '../helpers/webhook-log-fixtures.js'
 
@@ -184,6 +185,10 @@ describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs
       .filter({ hasText: 'inbox/b.txt' })
       .filter({ has: page.locator('td:nth-child(5)', { hasText: /^2$/ }) })
     expect(await textOf(retried.locator('td').nth(3))).toContain('200')
+    // b's failed attempt has since been delivered: it offers no Retry (the API would refuse it).
+    const firstB = rowOf('inbox/b.txt').filter({ has: page.locator('td:nth-child(5)', { hasText: /^1$/ }) })
+    expect(await textOf(firstB.locator('.wh-delivered-later'))).toBe('Delivered by attempt 2')
+    expect(await firstB.getByRole('button', { name: /^Retry/ }).count()).toBe(0)
 
     // Only failures: the filter reaches the export.
     await page.getByRole('combobox', { name: /^Succeeded/ }).selectOption('false')
@@ -192,6 +197,14 @@ describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs
       .poll(() => page.locator('tbody tr[data-record-id]').count())
       .toBe((await attempts()).filter((a) => a.success === 0).length)
     expect(await page.locator('tbody tr[data-record-id] .badge.ok').count()).toBe(0)
+    // The delivering attempt is filtered out, so the page cannot know: the refusal is put in
+    // words, nothing is sent, and the button goes.
+    const sentBefore = listener.received.length
+    const onlyB = rowOf('inbox/b.txt')
+    await onlyB.getByRole('button', { name: /^Retry/ }).click()
+    expect(await textOf(onlyB.getByRole('alert'))).toMatch(/has since delivered: it is not sent again$/)
+    expect(await onlyB.getByRole('button', { name: /^Retry/ }).count()).toBe(0)
+    expect(listener.received.length).toBe(sentBefore)
     expectNoOutsideRequests(page)
     await page.context().close()
   })
@@ -203,6 +216,31 @@ describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs
     await shown(page.locator('tbody tr[data-record-id]'))
     const width = await page.evaluate<number>('document.documentElement.scrollWidth')
     expect(width).toBeLessThanOrEqual(390)
+    // The chart scales into its card: nothing of it is cut off, down to the last hour's bar.
+    const card = '.wh-chart'
+    expect(await cutOff(page, `${card} svg`, card)).toEqual([])
+    const bars = page.locator(`${card} svg rect.wh-bar`)
+    expect(await bars.count()).toBeGreaterThan(0)
+    expect(await cutOff(page, `${card} svg rect.wh-bar >> nth=-1`, card)).toEqual([])
+    const lastBar = await bars.last().evaluate((r: any) => r.getBoundingClientRect().right)
+    const plotEnd = await page
+      .locator(`${card} svg line.wh-baseline`)
+      .evaluate((l: any) => l.getBoundingClientRect().right)
+    expect(lastBar).toBeLessThanOrEqual(plotEnd + 0.5)
+    const labels = `${card} svg text.wh-axis:not(.wh-axis-alt)`
+    expect(await page.locator(labels).count()).toBeGreaterThan(1)
+    expect(await cutOff(page, labels, 'svg')).toEqual([])
+    // Vertically too: the labels stay inside the drawing.
+    const outside = await page.locator(labels).evaluateAll((ts: any[]) =>
+      ts
+        .filter((t) => {
+          const r = t.getBoundingClientRect()
+          const box = t.closest('svg').getBoundingClientRect()
+          return r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5
+        })
+        .map((t) => `${t.textContent} ${t.getBoundingClientRect().top} ${t.getBoundingClientRect().bottom}`),
+    )
+    expect(outside).toEqual([])
     await page.goto(`${s.url}/#/developer`)
     await shown(page.getByLabel('Listener URL'))
     expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390)

@@ -10,6 +10,7 @@ import { isSiteAdmin, type Principal, requireSiteAdmin, type UserRow } from '../
 import { refuseChangedReadOnly } from '../read-only-fields.js'
 import type { SessionService } from '../sessions/session-service.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
+import { keepAnAdministrator } from './last-administrator.js'
 import {
   blankToNull,
   checkEmail,
@@ -46,6 +47,7 @@ const SELF_SERVICE_FIELDS = new Set(['name', 'email', 'password', 'password_conf
 const taken = () => ApiError.modelSave({ username: ['has already been taken'] })
 const notFound = (id: number) => new ApiError('not-found/user-not-found', `User ${id} not found`)
 const bit = (b: boolean) => (b ? 1 : 0)
+const ANOTHER_ADMIN = 'make another user a site administrator first'
 
 export class UserService {
   constructor(
@@ -218,6 +220,17 @@ export class UserService {
     patch.updated_at = now
     try {
       const updated = await this.db.transaction().execute(async (trx) => {
+        if (patch.site_admin === 0 || patch.disabled === 1) {
+          const refusal: ModelErrors =
+            patch.site_admin === 0
+              ? {
+                  site_admin: [
+                    `cannot be removed from the last enabled site administrator: ${ANOTHER_ADMIN}`,
+                  ],
+                }
+              : { disabled: [`cannot be set on the last enabled site administrator: ${ANOTHER_ADMIN}`] }
+          await keepAnAdministrator(trx, p.siteId, row.id, ApiError.modelSave(refusal))
+        }
         await trx.updateTable('users').set(patch).where('id', '=', row.id).execute()
         if (input.password !== undefined) await this.endSessionsAfterPasswordChange(trx, p, row.id)
         await recordAction(
@@ -249,6 +262,10 @@ export class UserService {
     await this.sessions.reauthenticate(p, reauthentication)
     const now = this.now()
     await this.db.transaction().execute(async (trx) => {
+      const refusal = {
+        user: [`cannot be deleted while it is the last enabled site administrator: ${ANOTHER_ADMIN}`],
+      }
+      await keepAnAdministrator(trx, p.siteId, row.id, ApiError.modelSave(refusal))
       // Sessions, keys and folder permissions go with the user (foreign keys cascade); ending the
       // sessions explicitly keeps that true whatever the schema does later.
       await this.sessions.endAllFor(row.id, trx)

@@ -84,6 +84,14 @@ function niceMax(n: number): number {
   return ([1, 2, 5, 10].map((m) => m * p).find((v) => v >= n) ?? 10 * p) as number
 }
 
+/**
+ * Classes of the time label `k` (counted in labels): at phone width every other one gives way, and
+ * the one at the right edge is anchored by its end, so its larger text stays in the drawing.
+ */
+function axisClass(k: number, last: boolean): string {
+  return `wh-axis${k % 2 === 1 ? ' wh-axis-alt' : ''}${last ? ' wh-axis-edge' : ''}`
+}
+
 const W = 720
 const H = 200
 const M = { left: 40, right: 30, top: 10, bottom: 30 }
@@ -134,7 +142,7 @@ export function WebhookChart({
           {ticks.map((t) => (
             <g key={`t${t}`}>
               <line x1={M.left} x2={W - M.right} y1={y(t)} y2={y(t)} class="wh-grid" />
-              <text x={M.left - 6} y={y(t) + 4} text-anchor="end" class="wh-axis">
+              <text x={M.left - 6} y={y(t) + 4} text-anchor="end" class="wh-axis wh-axis-y">
                 {t}
               </text>
             </g>
@@ -169,7 +177,7 @@ export function WebhookChart({
                     x={M.left + i * slot + slot / 2}
                     y={H - M.bottom + 16}
                     text-anchor="middle"
-                    class="wh-axis"
+                    class={axisClass(i / every, i + every >= bins.length)}
                   >
                     {label(b.start, step)}
                   </text>

@@ -1,6 +1,6 @@
 import { Fragment } from 'preact'
-import { useState } from 'preact/hooks'
-import { describe, post } from '../api'
+import { useMemo, useState } from 'preact/hooks'
+import { ApiError, describe, post } from '../api'
 import { formatBytes, formatDate } from '../ui'
 import type { LogRecord } from './webhooks-chart'
 
@@ -13,12 +13,40 @@ function pretty(text: string): string {
   }
 }
 
-type RetryState = { state: 'sending' } | { state: 'queued' } | { state: 'error'; message: string }
+type RetryState =
+  | { state: 'sending' }
+  | { state: 'queued' }
+  | { state: 'error'; message: string }
+  | { state: 'refused'; message: string }
+
+/** The `webhook-id` a record was sent with: the same on every attempt of one notification. */
+function notificationOf(r: LogRecord): string | null {
+  try {
+    const id = (JSON.parse(r.request_headers) as Record<string, unknown>)['webhook-id']
+    return typeof id === 'string' ? id : null
+  } catch {
+    return null
+  }
+}
+
+/**
+ * The attempt that delivered each notification among the records shown. A failed attempt of one
+ * of them is not offered a retry: the API refuses to send a delivered notification again.
+ */
+function deliveredAttempts(records: LogRecord[]): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const r of records) {
+    const id = r.success ? notificationOf(r) : null
+    if (id !== null) out.set(id, r.attempt)
+  }
+  return out
+}
 
 /** The log records, one row each, with their details on demand and a retry for failures. */
 export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; onRefresh: () => void }) {
   const [open, setOpen] = useState<Set<number>>(new Set())
   const [retries, setRetries] = useState<Record<number, RetryState>>({})
+  const delivered = useMemo(() => deliveredAttempts(records), [records])
 
   async function retry(id: number) {
     setRetries((r) => ({ ...r, [id]: { state: 'sending' } }))
@@ -26,7 +54,13 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
       await post(`/action_webhook_failures/${id}/retry`)
       setRetries((r) => ({ ...r, [id]: { state: 'queued' } }))
     } catch (err) {
-      setRetries((r) => ({ ...r, [id]: { state: 'error', message: describe(err) } }))
+      // 422: delivered meanwhile by an attempt the page does not show (a filter hides it, or it
+      // came after the log was loaded); the answer will not change, so the button goes.
+      const next: RetryState =
+        err instanceof ApiError && err.status === 422
+          ? { state: 'refused', message: err.message }
+          : { state: 'error', message: describe(err) }
+      setRetries((r) => ({ ...r, [id]: next }))
     }
   }
 
@@ -63,6 +97,8 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
           {records.map((r) => {
             const shown = open.has(r.id)
             const rs = retries[r.id]
+            const notification = r.success ? null : notificationOf(r)
+            const deliveredBy = notification === null ? undefined : delivered.get(notification)
             return (
               <Fragment key={r.id}>
                 <tr data-record-id={r.id} class={r.success ? '' : 'wh-row-failed'}>
@@ -96,7 +132,11 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
                       >
                         Details<span class="visually-hidden"> of request {r.id}</span>
                       </button>
-                      {r.success ? null : (
+                      {deliveredBy !== undefined ? (
+                        <span class="muted wh-small wh-delivered-later">
+                          Delivered by attempt {deliveredBy}
+                        </span>
+                      ) : r.success || rs?.state === 'refused' ? null : (
                         <button
                           type="button"
                           disabled={rs?.state === 'sending' || rs?.state === 'queued'}
@@ -107,7 +147,7 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
                         </button>
                       )}
                     </div>
-                    {rs?.state === 'queued' ? (
+                    {rs?.state === 'queued' && deliveredBy === undefined ? (
                       <p class="notice wh-small" role="status">
                         Retry queued: the new attempt appears in the log once sent.{' '}
                         <button type="button" class="secondary" onClick={onRefresh}>
@@ -115,7 +155,7 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
                         </button>
                       </p>
                     ) : null}
-                    {rs?.state === 'error' ? (
+                    {(rs?.state === 'error' || rs?.state === 'refused') && deliveredBy === undefined ? (
                       <p class="error wh-small" role="alert">
                         {rs.message}
                       </p>
