@@ -25,6 +25,7 @@ import { transferRoutes } from './http/routes/transfers.js'
 import { userRoutes } from './http/routes/users.js'
 import { webhookDeliveryRoutes } from './http/routes/webhook-delivery.js'
 import { webhookSettingsRoutes } from './http/routes/webhook-settings.js'
+import { prepareBody } from './http/text-values.js'
 import { registerWebUi } from './http/web-ui.js'
 import { redactUrl } from './logger.js'
 import './http/request-context.js'
@@ -52,7 +53,11 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     routerOptions: { maxParamLength: 8192 },
     ajv: {
       customOptions: {
-        coerceTypes: 'array',
+        // No silent coercion: JSON values must have their schema's type. Text (path, query, XML)
+        // is converted strictly by schema before validation (http/text-values.ts).
+        coerceTypes: false,
+        // Errors carry their schema, so that a field can say which error its refusal is.
+        verbose: true,
         removeAdditional: false,
         useDefaults: true,
         allErrors: false,
@@ -163,7 +168,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
   app.addHook('onRoute', (route) => {
     if (!route.schema?.body) return
     const own = route.preValidation ? [route.preValidation].flat() : []
-    route.preValidation = [mergeQueryIntoBody, checkEchoedId, ...own] as typeof route.preValidation
+    route.preValidation = [prepareBody, checkEchoedId, ...own] as typeof route.preValidation
   })
 
   await app.register(swagger, {
@@ -221,15 +226,6 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     throw new ApiError('not-found', `No such endpoint: ${request.method} ${request.url.split('?')[0]}`)
   })
   return app
-}
-
-/** Query parameters work for every method: a body-carrying route sees them merged under its body. */
-async function mergeQueryIntoBody(request: FastifyRequest): Promise<void> {
-  const query = (request.query ?? {}) as Record<string, unknown>
-  const body = request.body
-  if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) return
-  if (Object.keys(query).length === 0 && body) return
-  request.body = { ...query, ...((body as object | undefined) ?? {}) }
 }
 
 /** The Files.com SDKs repeat the record id in the body of updates and deletes; it must agree. */
