@@ -1,8 +1,8 @@
 import swagger from '@fastify/swagger'
-import { Type } from '@sinclair/typebox'
 import Fastify, { type FastifyInstance, type FastifyRequest, LogController } from 'fastify'
 import type { Logger } from 'pino'
 import type { Container } from './container.js'
+import { isDateTimeText } from './http/datetime.js'
 import { handleError } from './http/error-handler.js'
 import { ApiError } from './http/errors.js'
 import { API_PREFIX, type Format, negotiate, parseXmlBody, splitFormatSuffix, toXml } from './http/format.js'
@@ -25,15 +25,13 @@ import { transferRoutes } from './http/routes/transfers.js'
 import { userRoutes } from './http/routes/users.js'
 import { webhookDeliveryRoutes } from './http/routes/webhook-delivery.js'
 import { webhookSettingsRoutes } from './http/routes/webhook-settings.js'
+import { FilePathParams } from './http/schemas.js'
 import { prepareBody } from './http/text-values.js'
 import { registerWebUi } from './http/web-ui.js'
 import { redactUrl } from './logger.js'
 import './http/request-context.js'
 
 const FORMAT = Symbol('wharf.format')
-const FilePathParams = Type.Object({
-  path: Type.String({ description: 'File or folder path: raw slashes, or encoded as %2F' }),
-})
 const BAD_SUFFIX = Symbol('wharf.badSuffix')
 
 /** Builds the HTTP application around a container; it neither listens nor reads the environment. */
@@ -61,10 +59,12 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
         removeAdditional: false,
         useDefaults: true,
         allErrors: false,
-        keywords: ['x-nullable'],
+        keywords: ['x-nullable', 'x-check'],
         // Routes document their sort/filter keys by name as well as by pattern (for Swagger).
         allowMatchingProperties: true,
       },
+      // `date-time` is what the API's date parser takes, not RFC 3339 alone (decisions.md).
+      onCreate: (ajv) => ajv.addFormat('date-time', { type: 'string', validate: isDateTimeText }),
     },
     // Each route's validators and serializers are compiled by its first request (lazy-compilers.ts).
     schemaController: { compilersFactory: compilers.compilersFactory },

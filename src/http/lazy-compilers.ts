@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module'
 import type { FastifyServerOptions } from 'fastify'
+import { enforced } from './field-checks.js'
 import { fromTextFields } from './text-values.js'
 
 /**
@@ -51,7 +52,8 @@ export function lazyCompilers() {
     // With a custom compiler Fastify leaves header schemas as they are instead of lower-casing
     // their property names as Node lower-cases header names: refuse one that would then differ.
     if (route.httpPart === 'headers') checkLowerCaseHeaders(route)
-    const get = once(() => compile(route))
+    // Fields whose stated rule a service enforces are validated as field-checks.ts says.
+    const get = once(() => compile({ ...route, schema: enforced(route.schema) }))
     const textual = route.httpPart !== 'body'
     // Ajv's calling convention: errors on the function after a failed call; with `schemaEnv`,
     // Fastify passes the parent object so that Ajv can coerce the root value in place.
