@@ -78,11 +78,12 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
 
   // Every route as registered (method, URL), for the Swagger test: Fastify's printRoutes cannot
   // show wildcard routes faithfully.
-  const routeTable: { method: string; url: string }[] = []
+  const routeTable: { method: string; url: string; schema?: unknown }[] = []
   app.decorate('routeTable', routeTable)
   app.decorate('compileSchemas', compilers.compilePending)
   app.addHook('onRoute', (route) => {
-    for (const method of [route.method].flat()) routeTable.push({ method, url: route.url })
+    for (const method of [route.method].flat())
+      routeTable.push({ method, url: route.url, schema: route.schema })
   })
   app.decorateRequest('principal', null as any)
   app.decorateRequest('format', 'json' as Format)

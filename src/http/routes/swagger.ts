@@ -11,8 +11,17 @@ export function toSwagger2<T>(node: T): T {
   const out: Record<string, unknown> = {}
   for (const [k, v] of Object.entries(node as Record<string, unknown>)) {
     // Which service rule decides a refusal is the server's business, not the document's.
-    if (k === 'x-check') continue
+    // Swagger 2 schemas have no $id (definitions are named by title); which service rule decides
+    // a refusal is the server's business.
+    if (k === 'x-check' || k === '$id') continue
     out[k] = k === 'properties' ? withoutReadOnly(v as Record<string, unknown>) : toSwagger2(v)
+  }
+  // Swagger 2 has no anyOf: a union (POST /files answers a FileUploadPart or a File) is an object.
+  if (Array.isArray(out['anyOf'])) {
+    const titles = (out['anyOf'] as { title?: string }[]).map((o) => o.title ?? 'object')
+    delete out['anyOf']
+    out['type'] = 'object'
+    out['description'] ??= `One of: ${titles.join(', ')}`
   }
   const type = out['type']
   if (Array.isArray(type)) {
