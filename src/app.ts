@@ -1,10 +1,10 @@
 import swagger from '@fastify/swagger'
-import { Type } from '@sinclair/typebox'
 import Fastify, { type FastifyInstance, type FastifyRequest, LogController } from 'fastify'
 import type { Logger } from 'pino'
 import type { Container } from './container.js'
 import { answerClientError } from './http/client-error.js'
 import { refuseEncodedBody } from './http/content-encoding.js'
+import { isDateTimeText } from './http/datetime.js'
 import { handleError } from './http/error-handler.js'
 import { ApiError } from './http/errors.js'
 import { API_PREFIX, type Format, negotiate, parseXmlBody, splitFormatSuffix, toXml } from './http/format.js'
@@ -28,15 +28,14 @@ import { transferRoutes } from './http/routes/transfers.js'
 import { userRoutes } from './http/routes/users.js'
 import { webhookDeliveryRoutes } from './http/routes/webhook-delivery.js'
 import { webhookSettingsRoutes } from './http/routes/webhook-settings.js'
+import { FilePathParams } from './http/schemas.js'
 import { connectionOptions, guardBodyRate } from './http/slow-clients.js'
+import { prepareBody } from './http/text-values.js'
 import { registerWebUi } from './http/web-ui.js'
 import { redactUrl } from './logger.js'
 import './http/request-context.js'
 
 const FORMAT = Symbol('wharf.format')
-const FilePathParams = Type.Object({
-  path: Type.String({ description: 'File or folder path: raw slashes, or encoded as %2F' }),
-})
 const BAD_SUFFIX = Symbol('wharf.badSuffix')
 
 /** Builds the HTTP application around a container; it neither listens nor reads the environment. */
@@ -57,14 +56,20 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     routerOptions: { maxParamLength: 8192 },
     ajv: {
       customOptions: {
-        coerceTypes: 'array',
+        // No silent coercion: JSON values must have their schema's type. Text (path, query, XML)
+        // is converted strictly by schema before validation (http/text-values.ts).
+        coerceTypes: false,
+        // Errors carry their schema, so that a field can say which error its refusal is.
+        verbose: true,
         removeAdditional: false,
         useDefaults: true,
         allErrors: false,
-        keywords: ['x-nullable'],
+        keywords: ['x-nullable', 'x-check'],
         // Routes document their sort/filter keys by name as well as by pattern (for Swagger).
         allowMatchingProperties: true,
       },
+      // `date-time` is what the API's date parser takes, not RFC 3339 alone (decisions.md).
+      onCreate: (ajv) => ajv.addFormat('date-time', { type: 'string', validate: isDateTimeText }),
     },
     // Each route's validators and serializers are compiled by its first request (lazy-compilers.ts).
     schemaController: { compilersFactory: compilers.compilersFactory },
@@ -80,11 +85,12 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
 
   // Every route as registered (method, URL), for the Swagger test: Fastify's printRoutes cannot
   // show wildcard routes faithfully.
-  const routeTable: { method: string; url: string }[] = []
+  const routeTable: { method: string; url: string; schema?: unknown }[] = []
   app.decorate('routeTable', routeTable)
   app.decorate('compileSchemas', compilers.compilePending)
   app.addHook('onRoute', (route) => {
-    for (const method of [route.method].flat()) routeTable.push({ method, url: route.url })
+    for (const method of [route.method].flat())
+      routeTable.push({ method, url: route.url, schema: route.schema })
   })
   app.decorateRequest('principal', null as any)
   app.decorateRequest('format', 'json' as Format)
@@ -175,7 +181,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
   app.addHook('onRoute', (route) => {
     if (!route.schema?.body) return
     const own = route.preValidation ? [route.preValidation].flat() : []
-    route.preValidation = [mergeQueryIntoBody, checkEchoedId, ...own] as typeof route.preValidation
+    route.preValidation = [prepareBody, checkEchoedId, ...own] as typeof route.preValidation
   })
 
   await app.register(swagger, {
@@ -242,15 +248,6 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     throw noRoute(request)
   })
   return app
-}
-
-/** Query parameters work for every method: a body-carrying route sees them merged under its body. */
-async function mergeQueryIntoBody(request: FastifyRequest): Promise<void> {
-  const query = (request.query ?? {}) as Record<string, unknown>
-  const body = request.body
-  if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) return
-  if (Object.keys(query).length === 0 && body) return
-  request.body = { ...query, ...((body as object | undefined) ?? {}) }
 }
 
 /** The Files.com SDKs repeat the record id in the body of updates and deletes; it must agree. */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { call, dialects, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, expectError, startServer, type TestServer } from './helpers/server.js'
 import {
   createExport,
   EXPORT_FIELDS,
@@ -229,13 +229,20 @@ describe.each(dialects)('webhook-log exports: the query (%s)', (dialect) => {
     expect(await run({ query_status: '50' })).toEqual([])
   })
 
-  it('matches query_success as a boolean or its text', async () => {
+  it('matches query_success as a boolean (JSON text is not a boolean)', async () => {
     const ok = ids('aOne', 'aSubTwo', 'upper', 'folderA')
     const failed = ids('abThree', 'bRefused', 'bTimeout', 'aDotTxt', 'cNotFound', 'cRetried')
     expect(await run({ query_success: true })).toEqual(ok)
     expect(await run({ query_success: false })).toEqual(failed)
-    expect(await run({ query_success: 'true' })).toEqual(ok)
-    expect(await run({ query_success: 'false' })).toEqual(failed)
+    expect(await run({ query_success: null })).toEqual(await run({}))
+    for (const text of ['true', 'false']) {
+      const r = await call(s, 'POST', '/action_notification_exports', {
+        key: s.adminKey,
+        body: { query_success: text },
+      })
+      expectError(r, 400, 'bad-request/request-params-invalid')
+      expect(r.body.error).toContain('query_success')
+    }
   })
 
   it('matches query_message as a substring, ignoring case', async () => {

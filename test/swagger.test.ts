@@ -1,3 +1,4 @@
+import SwaggerParser from '@apidevtools/swagger-parser'
 import { Type } from '@sinclair/typebox'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { API_PREFIX } from '../src/http/format.js'
@@ -7,7 +8,9 @@ import { call, dialects, startServer, type TestServer } from './helpers/server.j
 
 /** Every route Fastify serves, as registered, HEAD left out. */
 function fastifyRoutes(s: TestServer): { method: string; url: string }[] {
-  const routes = s.app.routeTable.filter((r) => r.method !== 'HEAD')
+  const routes = s.app.routeTable
+    .filter((r) => r.method !== 'HEAD')
+    .map((r) => ({ method: r.method, url: r.url }))
   // The table is right only if Fastify agrees that each route exists.
   for (const r of routes) expect(s.app.hasRoute(r as any), `${r.method} ${r.url}`).toBe(true)
   return routes
@@ -262,5 +265,126 @@ describe.each(dialects)('Swagger document (%s)', (dialect) => {
     expect(doc.paths['/sessions'].post.security).toEqual([])
     expect(doc.security).toEqual(expect.arrayContaining([{ api_key: [] }, { session: [] }]))
     expect(doc.paths['/api_keys'].get.security).toBeUndefined()
+  })
+
+  it('is valid Swagger 2.0 by a Swagger validator', async () => {
+    await expect(SwaggerParser.validate(structuredClone(doc))).resolves.toBeDefined()
+  })
+
+  it('matches the route schemas: every parameter, type, enum, format, pattern and required field', () => {
+    const props = (schema: any) =>
+      Object.entries<any>(schema?.properties ?? {}).filter(([, v]) => v.readOnly !== true)
+    const typeOf = (t: unknown) => (Array.isArray(t) ? t.filter((x) => x !== 'null')[0] : t)
+    const same = (where: string, route: any, documented: any) => {
+      expect(documented, `${where} is documented`).toBeDefined()
+      if (typeOf(route.type) !== undefined) expect(documented.type, `${where} type`).toBe(typeOf(route.type))
+      for (const k of ['enum', 'format', 'pattern', 'minLength', 'maxLength', 'minimum', 'maximum'])
+        expect(documented[k], `${where} ${k}`).toEqual(route[k])
+      expect(documented['x-nullable'] === true, `${where} x-nullable`).toBe(
+        Array.isArray(route.type) && route.type.includes('null'),
+      )
+    }
+    let checked = 0
+    for (const r of s.app.routeTable) {
+      if (r.method === 'HEAD' || !r.url.startsWith(`${API_PREFIX}/`) || r.url.endsWith('/swagger_doc'))
+        continue
+      const schema = (r.schema ?? {}) as any
+      const op = doc.paths[toSwaggerPath(r.url)]?.[r.method.toLowerCase()]
+      expect(op, `${r.method} ${r.url}`).toBeDefined()
+      const where = `${r.method} ${toSwaggerPath(r.url)}`
+      const params: any[] = op.parameters ?? []
+      for (const part of ['querystring', 'params', 'headers'] as const) {
+        const inName = part === 'querystring' ? 'query' : part === 'params' ? 'path' : 'header'
+        const required: string[] = schema[part]?.required ?? []
+        for (const [name, rs] of props(schema[part])) {
+          if (name === '*') continue
+          const p = params.find((x) => x.in === inName && x.name === name)
+          same(`${where} ${inName} ${name}`, rs, p)
+          expect(p.required === true, `${where} ${name} required`).toBe(
+            required.includes(name) || inName === 'path',
+          )
+          checked++
+        }
+        const documented = params.filter((x) => x.in === inName).map((x) => x.name)
+        const declared = props(schema[part]).map(([n]) => n)
+        if (inName !== 'path') expect(documented.sort(), `${where} ${inName}`).toEqual(declared.sort())
+      }
+      const body = params.find((x) => x.in === 'body')
+      expect(Boolean(body), `${where} body`).toBe(Boolean(schema.body))
+      if (schema.body) {
+        const declared = props(schema.body)
+        expect(Object.keys(body.schema.properties ?? {}).sort(), `${where} body fields`).toEqual(
+          declared.map(([n]) => n).sort(),
+        )
+        for (const [name, rs] of declared) {
+          same(`${where} body ${name}`, rs, body.schema.properties[name])
+          checked++
+        }
+        expect((body.schema.required ?? []).sort(), `${where} body required`).toEqual(
+          (schema.body.required ?? []).sort(),
+        )
+        expect(body.required === true, `${where} body required`).toBe((schema.body.required ?? []).length > 0)
+      }
+    }
+    expect(checked).toBeGreaterThan(200)
+  })
+
+  it('says what the server takes: date-times, enums, integers, required fields, errors of binary routes', () => {
+    const q = (path: string, name: string, method = 'get') =>
+      doc.paths[path][method].parameters.find((p: any) => p.name === name)
+    const body = (path: string, method = 'post') =>
+      doc.paths[path][method].parameters.find((p: any) => p.in === 'body').schema
+    expect(q('/history', 'start_at')).toMatchObject({ type: 'string', format: 'date-time' })
+    expect(q('/history', 'start_at').description).toContain('a date alone means 00:00:00 UTC')
+    expect(q('/users', 'filter[created_at]')).toMatchObject({ format: 'date-time' })
+    expect(body('/history_exports').properties.start_at).toMatchObject({
+      format: 'date-time',
+      'x-nullable': true,
+    })
+    expect(body('/api_keys').properties.expires_at).toMatchObject({ format: 'date-time' })
+    expect(q('/api_keys', 'sort_by[expires_at]').enum).toEqual(['asc', 'desc'])
+    expect(q('/history', 'display').enum).toEqual(['', 'full', 'parent'])
+    expect(body('/files/{path}').properties.action.enum).toEqual(['put', 'end'])
+    expect(q('/users', 'filter[site_admin]').type).toBe('boolean')
+    expect(body('/action_notification_exports').properties.query_success.type).toBe('boolean')
+    expect(body('/permissions').properties.permission.enum).toContain('readonly')
+    expect(body('/api_keys').properties.permission_set.enum).toContain('desktop_app')
+    expect(q('/users', 'per_page')).toMatchObject({ type: 'integer', minimum: 1, maximum: 10000 })
+    expect(q('/users', 'page').type).toBe('integer')
+    expect(q('/history', 'filter[user_id]').type).toBe('integer')
+    expect(body('/action_notification_exports').properties.query_status.pattern).toBeDefined()
+    expect(body('/file_actions/copy/{path}').required).toEqual(['destination'])
+    expect(body('/file_actions/move/{path}').required).toEqual(['destination'])
+    expect(body('/users').required).toEqual(['username'])
+    expect(body('/permissions').required).toEqual(['path'])
+    expect(body('/permissions').properties.user_id.description).toContain('either user_id or username')
+    expect(body('/resources/download').properties.id.description).toContain('either path or id')
+    expect(body('/users').properties.password.minLength).toBe(8)
+    expect(body('/users').properties.username.pattern).toBeDefined()
+    expect(body('/users').properties.email.pattern).toBeDefined()
+    expect(body('/permissions').properties.recursive.enum).toEqual([true])
+    expect(body('/file_actions/copy/{path}').properties.destination).toMatchObject({ maxLength: 5000 })
+    expect(body('/files/{path}').properties.part.maximum).toBe(10000)
+    expect(Object.keys(body('/users/{id}', 'patch').properties)).not.toContain('created_at')
+    expect(Object.keys(body('/api_keys/{id}', 'patch').properties)).not.toEqual(
+      expect.arrayContaining(['key']),
+    )
+    expect(Object.keys(body('/api_keys/{id}', 'patch').properties)).not.toContain('url')
+    expect(
+      Object.keys(body('/history_exports').properties).filter((k) => /target|file_id|parent_id/.test(k)),
+    ).toEqual([])
+    expect(body('/api_keys/{id}', 'delete').properties.id.description).toContain(
+      'Must equal the id in the path',
+    )
+    for (const [path, method] of [
+      ['/export_files/{id}', 'get'],
+      ['/billing_documents/{id}', 'get'],
+      ['/downloads/{token}/{name}', 'get'],
+      ['/resources/download', 'post'],
+    ] as const) {
+      expect(doc.paths[path][method].produces, path).toContain('application/json')
+    }
+    expect(body('/folders/{path}').properties.mkdir_parents['x-nullable']).toBe(true)
+    expect(doc.paths['/sessions'].delete.security).toEqual([])
   })
 })

@@ -225,12 +225,20 @@ describe.each(dialects)('webhook settings (%s)', (dialect) => {
       }
       const malformed = await patch(undefined, { key: s.adminKey, raw: '{"url":' })
       expectError(malformed, 400, 'bad-request/invalid-body')
-      // Like every route, scalars are coerced to the schema's type: a lone string is a list of one,
-      // and a number becomes a string, here an unknown operation.
-      expect((await patch({ triggers: 'Upload' })).body.triggers).toEqual(['Upload'])
-      const numeric = await patch({ triggers: 5 })
-      expectError(numeric, 422, 'processing-failure/model-save-error')
-      expect(Object.keys(numeric.body.model_errors)).toEqual(['triggers'])
+      // JSON values are never coerced: a lone string is not a list, a number not a string.
+      for (const triggers of ['Upload', 5, [5]]) {
+        const r = await patch({ triggers })
+        expectError(r, 400, 'bad-request/request-params-invalid')
+        expect(r.body.error).toContain('triggers')
+      }
+      // XML is text: a lone <triggers> element is a list of one.
+      const xml = await patch(undefined, {
+        key: s.adminKey,
+        raw: '<webhook-settings><triggers>Upload</triggers></webhook-settings>',
+        contentType: 'application/xml',
+      })
+      expect(xml.status).toBe(200)
+      expect((await get()).body.triggers).toEqual(['Upload'])
     })
 
     it('refuses a changed verification_token or signing_secret and passes them back unchanged', async () => {

@@ -75,3 +75,21 @@ function sameDate(ms: number, m: RegExpExecArray): boolean {
     dt.getUTCDate() === Number(m[3])
   )
 }
+
+/**
+ * The `date-time` format of request schemas: what parseDateTime takes, and '' (which a field
+ * either takes as "none" or refuses itself). The Swagger document says `format: date-time`; a
+ * value refused for its format answers 400 bad-request/datetime-parse, as the parser does.
+ */
+export function isDateTimeText(s: string): boolean {
+  if (s === '') return true
+  try {
+    parseDateTime(s, '')
+    return true
+  } catch {
+    return false
+  }
+}
+
+export const DATE_TIME_FORMS =
+  'Any ISO 8601 date or date-time (a date alone means 00:00:00 UTC; no offset means UTC)'

@@ -8,6 +8,8 @@ interface AjvError {
   instancePath: string
   params: Record<string, unknown>
   message?: string
+  // Present with Ajv's `verbose` option (app.ts).
+  data?: unknown
 }
 
 /** Request-schema failures become the API's bad-request types, never a raw framework error. */
@@ -26,6 +28,13 @@ export function fromValidation(errors: AjvError[], context: string | undefined):
     return new ApiError(
       'bad-request/request-params-invalid',
       `Unknown ${where}: ${String(e.params['additionalProperty'])}`,
+    )
+  }
+  // A date-time the parser cannot read is refused as the parser refuses it.
+  if (e.keyword === 'format' && e.params['format'] === 'date-time') {
+    return new ApiError(
+      'bad-request/datetime-parse',
+      `${field} is not a valid ISO 8601 date or date-time: "${String(e.data)}"`,
     )
   }
   if (field === '' && e.keyword === 'type') {

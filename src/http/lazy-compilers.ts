@@ -1,5 +1,7 @@
 import { createRequire } from 'node:module'
 import type { FastifyServerOptions } from 'fastify'
+import { enforced } from './field-checks.js'
+import { fromTextFields } from './text-values.js'
 
 /**
  * Fastify's own schema compilers (Ajv for validation, fast-json-stringify for responses), with
@@ -8,6 +10,10 @@ import type { FastifyServerOptions } from 'fastify'
  * and Ajv's schema environments) for routes a server may never see; compiling one on first use
  * takes a millisecond or two. The compilers, their options and so what they accept and produce
  * are exactly Fastify's defaults: the copies Fastify itself depends on are loaded.
+ *
+ * Ajv coerces no types (app.ts): path, query and header values, which are always text, are
+ * converted strictly by their schema first (text-values.ts); bodies are converted, where they are
+ * text, by the body hook.
  *
  * A schema that does not compile now fails its route's first request instead of start-up.
  */
@@ -46,11 +52,15 @@ export function lazyCompilers() {
     // With a custom compiler Fastify leaves header schemas as they are instead of lower-casing
     // their property names as Node lower-cases header names: refuse one that would then differ.
     if (route.httpPart === 'headers') checkLowerCaseHeaders(route)
-    const get = once(() => compile(route))
+    // Fields whose stated rule a service enforces are validated as field-checks.ts says.
+    const get = once(() => compile({ ...route, schema: enforced(route.schema) }))
+    const textual = route.httpPart !== 'body'
     // Ajv's calling convention: errors on the function after a failed call; with `schemaEnv`,
     // Fastify passes the parent object so that Ajv can coerce the root value in place.
     const validate = ((data: unknown, ctx?: unknown) => {
       const fn = get()
+      if (textual && data !== null && typeof data === 'object')
+        fromTextFields(route.schema, data as Record<string, unknown>)
       const ok = ctx === undefined ? fn(data) : fn(data, ctx)
       validate.errors = fn.errors
       return ok

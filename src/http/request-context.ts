@@ -24,7 +24,7 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     /** Every route as registered: method and URL (HEAD routes included). */
-    routeTable: { method: string; url: string }[]
+    routeTable: { method: string; url: string; schema?: unknown }[]
     /** Compiles the schemas no request has used yet (lazy-compilers.ts); returns how many. */
     compileSchemas(): number
   }

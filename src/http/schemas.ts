@@ -1,5 +1,7 @@
-import { type TOptional, type TSchema, type TString, Type } from '@sinclair/typebox'
-import { type FieldType, type FilterOp, OPS_BY_TYPE } from './pagination.js'
+import { type TOptional, type TSchema, Type } from '@sinclair/typebox'
+import { DATE_TIME_FORMS } from './datetime.js'
+import { checked, MAX_PATH_LENGTH, NEW_PATH_PATTERN, PATH_PATTERN } from './field-checks.js'
+import { type FieldType, type FilterOp, MAX_PER_PAGE, OPS_BY_TYPE } from './pagination.js'
 
 /** A field that may be null: JSON keeps the null, Swagger 2 marks it x-nullable. */
 export const Nullable = <T extends TSchema>(t: T) =>
@@ -7,6 +9,43 @@ export const Nullable = <T extends TSchema>(t: T) =>
 
 export const DateTime = (description?: string) =>
   Nullable(Type.String({ format: 'date-time', ...(description ? { description } : {}) }))
+
+/**
+ * A date-time a request gives: documented as `format: date-time`, taken in every form the parser
+ * takes (the format is the parser's, see app.ts); unreadable: 400 bad-request/datetime-parse.
+ */
+export const DateTimeText = (description: string) =>
+  Type.String({ format: 'date-time', maxLength: 64, description: `${description}. ${DATE_TIME_FORMS}` })
+
+const PATH_RULES =
+  'slashes around it are ignored; no empty, "." or ".." segments, no control characters; at most 5000 characters'
+
+/** A path a request names: the rules of normalizePath (refusals: invalid-path, path-too-long). */
+export const PathText = (description: string) =>
+  Type.String({
+    maxLength: MAX_PATH_LENGTH,
+    pattern: PATH_PATTERN,
+    description: `${description} (${PATH_RULES})`,
+    ...checked('path'),
+  })
+
+/** A path about to exist: also not the root, and no name ending in whitespace. */
+export const NewPathText = (description: string) =>
+  Type.String({
+    maxLength: MAX_PATH_LENGTH,
+    pattern: NEW_PATH_PATTERN,
+    description: `${description} (${PATH_RULES}; not the root; no name ending in whitespace)`,
+    ...checked('new-path'),
+  })
+
+/** The file path of the wildcard routes, as the Swagger document names it. */
+export const FilePathParams = Type.Object({
+  path: Type.String({
+    maxLength: MAX_PATH_LENGTH,
+    pattern: PATH_PATTERN,
+    description: `File or folder path: raw slashes, or encoded as %2F (${PATH_RULES})`,
+  }),
+})
 
 /** int64 ids in paths and bodies (decisions.md: ids are int64 integers). */
 export const Id = (description?: string) =>
@@ -21,8 +60,10 @@ export const UserIdParam = Type.Integer({
 
 export const IdParams = Type.Object({ id: Id('Record id') }, { additionalProperties: false })
 
+export const SAME_AS_PATH_ID = 'Must equal the id in the path (the Files.com SDKs repeat it)'
+
 /** Every body may repeat the record's id (the Files.com SDKs send it on update and delete). */
-export const EchoId = Type.Optional(Id('Same as the id in the path'))
+export const EchoId = Type.Optional(Id(SAME_AS_PATH_ID))
 
 // Not Type.Record: its patternProperties reach Swagger 2 as `additionalProperties: string`.
 const MessagesByField = (description: string) =>
@@ -54,6 +95,17 @@ export const errorResponses = {
   429: ErrorSchema,
 }
 
+export const PerPage = Type.Optional(
+  Type.Integer({
+    minimum: 1,
+    maximum: MAX_PER_PAGE,
+    description: 'Records per page: 1 to 10,000 (default 1,000)',
+  }),
+)
+export const Page = Type.Optional(
+  Type.Integer({ description: 'Ignored; sent by the Files.com SDKs while paginating' }),
+)
+
 const LIST_PARAM_PATTERN =
   '^(sort_by|filter|filter_gt|filter_gteq|filter_lt|filter_lteq|filter_like)\\[[^\\]]*\\]$'
 
@@ -72,14 +124,15 @@ export function listQuery<P extends Record<string, TSchema>>(props: P, spec?: Li
       cursor: Type.Optional(
         Type.String({ maxLength: 4096, description: 'Cursor from X-Service-Cursor-Next or -Prev' }),
       ),
-      per_page: Type.Optional(Type.String({ description: 'Records per page: 1 to 10,000 (default 1,000)' })),
-      page: Type.Optional(
-        Type.String({ description: 'Ignored; sent by the Files.com SDKs while paginating' }),
-      ),
+      per_page: PerPage,
+      page: Page,
     },
     {
       additionalProperties: false,
-      patternProperties: { [LIST_PARAM_PATTERN]: Type.String({ maxLength: 5000 }) },
+      // Keys of fields the endpoint does not have: parseListQuery names the valid ones.
+      patternProperties: {
+        [LIST_PARAM_PATTERN]: Type.Unsafe({ type: ['string', 'integer', 'boolean'], maxLength: 5000 }),
+      },
     },
   )
 }
@@ -99,22 +152,36 @@ const OP_MEANING: Record<FilterOp, string> = {
   filter_like: 'matching (SQL LIKE, % wildcard; case-insensitive)',
 }
 
-function listFieldParams(spec: ListFields): Record<string, TOptional<TString>> {
-  const out: Record<string, TOptional<TString>> = {}
+function listFieldParams(spec: ListFields): Record<string, TOptional<TSchema>> {
+  const out: Record<string, TOptional<TSchema>> = {}
   for (const field of Object.keys(spec.sort)) {
     out[`sort_by[${field}]`] = Type.Optional(
-      Type.String({ maxLength: 5000, description: `Sort by ${field}: asc or desc` }),
+      Type.Unsafe<'asc' | 'desc'>({
+        type: 'string',
+        enum: ['asc', 'desc'],
+        description: `Sort by ${field}`,
+        ...checked('sort'),
+      }),
     )
   }
   for (const [field, def] of Object.entries(spec.filter)) {
     for (const op of OPS_BY_TYPE[def.type]) {
-      out[`${op}[${field}]`] = Type.Optional(
-        Type.String({
-          maxLength: 5000,
-          description: `Only records whose ${field} is ${OP_MEANING[op]} this`,
-        }),
-      )
+      const description = `Only records whose ${field} is ${OP_MEANING[op]} this`
+      out[`${op}[${field}]`] = Type.Optional(filterValue(def.type, description))
     }
   }
   return out
+}
+
+function filterValue(type: FieldType, description: string): TSchema {
+  switch (type) {
+    case 'integer':
+      return Type.Integer({ description })
+    case 'boolean':
+      return Type.Boolean({ description, ...checked('flag') })
+    case 'datetime':
+      return DateTimeText(description)
+    case 'string':
+      return Type.String({ maxLength: 5000, description })
+  }
 }

@@ -4,7 +4,18 @@ import type { Container } from '../../container.js'
 import { WEBHOOK_LOG_EXPORT } from '../../exports/webhook-log-export.js'
 import { ApiError } from '../errors.js'
 import { setCursorHeaders } from '../pagination.js'
-import { DateTime, EchoId, errorResponses, Id, IdParams, Nullable, UserIdParam } from '../schemas.js'
+import {
+  DateTime,
+  DateTimeText,
+  EchoId,
+  errorResponses,
+  Id,
+  IdParams,
+  Nullable,
+  Page,
+  PerPage,
+  UserIdParam,
+} from '../schemas.js'
 
 /** The query fields and the links every export shows (both kinds). */
 export const exportCommon = {
@@ -23,8 +34,14 @@ export const exportTail = {
   ),
 }
 
-const QueryText = (description: string) => Type.Optional(Type.String({ maxLength: 50_000, description }))
+/** Query fields of export bodies: null or '' asks for nothing. */
+const QueryText = (description: string) =>
+  Type.Optional(Nullable(Type.String({ maxLength: 50_000, description })))
+export const ExportTime = (description: string) =>
+  Type.Optional(Nullable(DateTimeText(`${description}; null for no limit`)))
 export const Commas = 'several values may be given, separated by commas'
+/** Comma-separated integers (integerValues in query-fields.ts); empty values are ignored. */
+export const INTEGER_LIST = '^(?:\\s*(?:-?\\d{1,15})?\\s*)(?:,\\s*(?:-?\\d{1,15})?\\s*)*$'
 
 export const ActionNotificationExportSchema = Type.Object(
   {
@@ -67,19 +84,27 @@ export const ActionNotificationExportResultSchema = Type.Object(
 const CreateBody = Type.Object(
   {
     user_id: Type.Optional(UserIdParam),
-    start_at: Type.Optional(
-      Type.String({ maxLength: 64, description: 'Records sent at or after this time' }),
-    ),
-    end_at: Type.Optional(Type.String({ maxLength: 64, description: 'Records sent before this time' })),
+    start_at: ExportTime('Records sent at or after this time'),
+    end_at: ExportTime('Records sent before this time'),
     query_message: QueryText(`Records whose message contains this (any case); ${Commas}`),
     query_request_method: QueryText(`HTTP method; ${Commas}`),
     query_request_url: QueryText(`Listener URL; ${Commas}`),
-    query_status: QueryText(`HTTP status or curl-style code; ${Commas}`),
+    query_status: Type.Optional(
+      Nullable(
+        Type.String({
+          maxLength: 50_000,
+          pattern: INTEGER_LIST,
+          description: `HTTP status or curl-style code (integers); ${Commas}`,
+        }),
+      ),
+    ),
     query_path: QueryText(`Exact path of the file; ${Commas}`),
     query_folder: QueryText(`Folder: the folder and everything inside it; ${Commas}`),
-    query_success: Type.Optional(Type.Unknown({ description: 'true or false' })),
+    query_success: Type.Optional(
+      Nullable(Type.Boolean({ description: 'Only successful, or only failed requests' })),
+    ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'ActionNotificationExportCreate' },
 )
 
 /** GET /{id}: the Files.com SDKs repeat the id in the query string. */
@@ -93,10 +118,8 @@ export const resultsQuery = (idField: string, description: string) =>
       cursor: Type.Optional(
         Type.String({ maxLength: 4096, description: 'Cursor from X-Service-Cursor-Next' }),
       ),
-      per_page: Type.Optional(Type.String({ description: 'Records per page: 1 to 10,000 (default 1,000)' })),
-      page: Type.Optional(
-        Type.String({ description: 'Ignored; sent by the Files.com SDKs while paginating' }),
-      ),
+      per_page: PerPage,
+      page: Page,
     },
     { additionalProperties: false },
   )

@@ -2,12 +2,26 @@ import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Container } from '../../container.js'
 import { API_KEY_LIST } from '../../modules/api-keys/api-key-service.js'
+import { PERMISSION_SETS } from '../../modules/auth/permission-sets.js'
+import { checked } from '../field-checks.js'
 import { sendPage } from '../pagination.js'
-import { DateTime, EchoId, errorResponses, IdParams, listQuery, Nullable, UserIdParam } from '../schemas.js'
+import {
+  DateTime,
+  DateTimeText,
+  EchoId,
+  errorResponses,
+  IdParams,
+  listQuery,
+  Nullable,
+  PathText,
+  UserIdParam,
+} from '../schemas.js'
 
-const PermissionSetField = Type.String({
-  maxLength: 64,
-  description: 'none, full, desktop_app, sync_app, office_integration or mobile_app',
+const PermissionSetField = Type.Unsafe<string>({
+  type: 'string',
+  enum: [...PERMISSION_SETS],
+  description: 'What the key may reach (a site-wide key: full only)',
+  ...checked('permission-set'),
 })
 
 export const ApiKeySchema = Type.Object(
@@ -30,9 +44,7 @@ export const ApiKeySchema = Type.Object(
 )
 
 const Text = (max: number) => Type.String({ maxLength: max })
-const Expiry = Nullable(
-  Type.String({ maxLength: 64, description: 'ISO 8601 date or date-time; empty or null for none' }),
-)
+const Expiry = Nullable(DateTimeText('When the key stops working, in the future; empty or null for none'))
 
 const CreateBody = Type.Object(
   {
@@ -43,18 +55,19 @@ const CreateBody = Type.Object(
     description: Type.Optional(Text(4096)),
     expires_at: Type.Optional(Expiry),
     permission_set: Type.Optional(PermissionSetField),
-    path: Type.Optional(Type.String({ maxLength: 6000, description: 'Folder the key is restricted to' })),
+    path: Type.Optional(PathText('Folder the key is restricted to')),
     site_wide: Type.Optional(
       Type.Boolean({ description: 'Wharf extension: a key with no user, site admins only' }),
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'ApiKeyCreate' },
 )
 
-/** A read-only ApiKey field: the Files.com SDK's `save()` sends every attribute back. */
-const Echo = Type.Optional(
-  Type.Unknown({ description: 'Read-only: accepted only when equal to the current value' }),
-)
+/**
+ * A read-only ApiKey field: the Files.com SDK's `save()` sends every attribute back. Accepted only
+ * when equal to the current value, and left out of the document.
+ */
+const Echo = Type.Optional(Type.Unknown({ readOnly: true }))
 
 const UpdateBody = Type.Object(
   {
@@ -73,7 +86,7 @@ const UpdateBody = Type.Object(
     url: Echo,
     user_id: Echo,
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'ApiKeyUpdate' },
 )
 
 const UpdateCurrentBody = Type.Object(

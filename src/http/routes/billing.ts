@@ -107,7 +107,7 @@ export function billingRoutes(c: Container) {
           summary: 'The PDF behind an invoice’s or payment’s download_uri (no credentials)',
           tags,
           security: [],
-          produces: ['application/pdf'],
+          produces: ['application/pdf', 'application/json', 'application/xml'],
           params: IdParams,
           querystring: LinkQuery,
           response: { 200: Type.String({ format: 'binary' }), 400: ErrorSchema, 401: ErrorSchema },

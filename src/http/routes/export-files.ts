@@ -23,7 +23,7 @@ export function exportFileRoutes(c: Container) {
           summary: 'All results of a ready export as CSV: the link in its results_url (no credentials)',
           tags: ['action_notification_exports', 'history_exports'],
           security: [],
-          produces: ['text/csv'],
+          produces: ['text/csv', 'application/json', 'application/xml'],
           params: IdParams,
           querystring: LinkQuery,
           response: { 200: Type.String({ format: 'binary' }), 400: ErrorSchema, 401: ErrorSchema },

@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Container } from '../../container.js'
-import { EchoId, errorResponses, IdParams } from '../schemas.js'
+import { EchoId, errorResponses, IdParams, NewPathText } from '../schemas.js'
 import { FileActionSchema } from './file-schemas.js'
 
 // The Files.com SDKs repeat the path parameter in the body.
@@ -9,9 +9,7 @@ const SdkPath = Type.Optional(Type.String({ description: 'Ignored: the path is i
 const Recursive = Type.Optional(
   Type.Boolean({ description: 'Delete a folder with everything inside it (default false)' }),
 )
-const Destination = Type.Optional(
-  Type.String({ description: 'Required. Path of the copy, or the new path (parents are created)' }),
-)
+const Destination = NewPathText('Path of the copy, or the new path (parents are created)')
 const Overwrite = Type.Optional(
   Type.Boolean({
     description: 'Replace a file at the destination, or merge a folder into one (default false)',

@@ -1,12 +1,14 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Container } from '../../container.js'
+import { MAX_PARTS } from '../../modules/files/upload-parts.js'
 import type { UploadOptions } from '../../modules/files/upload-rules.js'
 import { parseDateTime } from '../datetime.js'
 import { ApiError } from '../errors.js'
+import { checked } from '../field-checks.js'
 import { sendFileBytes } from '../file-bytes.js'
 import { toXml } from '../format.js'
-import { errorResponses, Id } from '../schemas.js'
+import { DateTimeText, errorResponses, Id, PathText } from '../schemas.js'
 import { FileSchema, FileUploadPartSchema } from './file-schemas.js'
 
 // The file path is the rest of the URL, raw (`a/b.txt`) or encoded as the SDKs send it (`a%2Fb.txt`).
@@ -22,22 +24,40 @@ const uploadFields = {
   ref: Type.Optional(
     Type.String({ maxLength: 128, description: 'The upload, from the first FileUploadPart' }),
   ),
-  part: Type.Optional(Type.Integer({ minimum: 1, description: 'Part number, 1 to 10000 (default 1)' })),
-  parts: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+  part: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_PARTS,
+      description: `First part number, 1 to ${MAX_PARTS} (default 1); part + parts - 1 must not exceed ${MAX_PARTS}`,
+      ...checked('part'),
+    }),
+  ),
+  parts: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: MAX_PARTS, description: 'How many part URLs to give' }),
+  ),
   size: Type.Optional(Type.Integer({ minimum: 0, description: 'Accepted and ignored' })),
   length: Type.Optional(Type.Integer({ minimum: 0, description: 'Accepted and ignored' })),
-  restart: Type.Optional(Type.Integer({ description: 'Only 0 is supported' })),
-  mkdir_parents: Type.Optional(Type.Boolean({ description: 'Create missing parent folders (default true)' })),
-  provided_mtime: Type.Optional(
-    Type.String({ maxLength: 64, description: 'Last modified, as the client says' }),
+  restart: Type.Optional(
+    Type.Integer({ enum: [0], description: 'Only 0 is supported', ...checked('restart') }),
   ),
+  mkdir_parents: Type.Optional(Type.Boolean({ description: 'Create missing parent folders (default true)' })),
+  provided_mtime: Type.Optional(DateTimeText('Last modified, as the client says')),
   with_rename: Type.Optional(Type.Boolean({ description: 'If the path is taken, save as "name (1).ext"…' })),
   etags: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
   path: EchoPath,
 }
 
 const UploadBody = Type.Object(
-  { action: Type.Optional(Type.String({ maxLength: 64, description: 'put or end' })), ...uploadFields },
+  {
+    action: Type.Optional(
+      Type.Unsafe<'put' | 'end'>({
+        type: 'string',
+        enum: ['put', 'end'],
+        description: 'put opens an upload or gives the URL of a part (with ref); end (with ref) finishes it',
+      }),
+    ),
+    ...uploadFields,
+  },
   { additionalProperties: false },
 )
 const BeginUploadBody = Type.Object(uploadFields, { additionalProperties: false })
@@ -65,8 +85,8 @@ const MetadataQuery = Type.Object(ignoredQuery, { additionalProperties: false })
 
 const ResourceDownloadBody = Type.Object(
   {
-    path: Type.Optional(Type.String({ maxLength: 6000, description: 'Give path or id' })),
-    id: Type.Optional(Id('Give path or id')),
+    path: Type.Optional(PathText('The file: give either path or id (one is required)')),
+    id: Type.Optional(Id('The file: give either path or id (one is required)')),
   },
   { additionalProperties: false },
 )
@@ -202,7 +222,8 @@ export function fileRoutes(c: Container) {
           summary: 'Download a file by path or id: the bytes themselves, with Range support',
           tags,
           body: ResourceDownloadBody,
-          produces: ['application/octet-stream'],
+          // Errors are JSON (or XML, by Accept) like everywhere else.
+          produces: ['application/octet-stream', 'application/json', 'application/xml'],
           response: { 200: Bytes, 206: Bytes, ...errorResponses },
         },
       },

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Container } from '../../container.js'
 import { FOLDER_LIST, type FolderListQuery } from '../../modules/files/folder-service.js'
 import { sendPage } from '../pagination.js'
-import { errorResponses, listQuery } from '../schemas.js'
+import { DateTimeText, errorResponses, listQuery, Nullable } from '../schemas.js'
 import { FileSchema } from './file-schemas.js'
 
 // The Files.com SDKs repeat the path parameter in the query string or body.
@@ -23,9 +23,7 @@ const ListQuery = listQuery(
       Type.Boolean({ description: 'With search: look through the whole site (list the root folder)' }),
     ),
     type: Type.Optional(Type.String({ enum: ['file', 'folder'], description: 'Only files or only folders' })),
-    modified_at_datetime: Type.Optional(
-      Type.String({ maxLength: 64, description: 'With type: only what was modified after this time' }),
-    ),
+    modified_at_datetime: Type.Optional(DateTimeText('With type: only what was modified after this time')),
     preview_size: Type.Optional(Type.String({ maxLength: 64, ...Ignored('Wharf makes no previews') })),
     with_previews: Type.Optional(Type.Boolean(Ignored('Wharf makes no previews'))),
     with_priority_color: Type.Optional(Type.Boolean(Ignored('priority_color is always null'))),
@@ -40,10 +38,12 @@ const MkdirBody = Type.Object(
   {
     path: SdkPath,
     mkdir_parents: Type.Optional(
-      Type.Boolean({ description: 'Create missing parent folders too (default false)' }),
+      Nullable(
+        Type.Boolean({ description: 'Create missing parent folders too (default false; null: false)' }),
+      ),
     ),
     provided_mtime: Type.Optional(
-      Type.String({ maxLength: 64, description: 'Last modified time to record, as the client saw it' }),
+      Nullable(DateTimeText('Last modified time to record, as the client saw it; null for none')),
     ),
   },
   { additionalProperties: false },

@@ -2,6 +2,7 @@ import { type Static, type TSchema, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Container } from '../../container.js'
 import {
+  DISPLAY_VALUES,
   FILE_HISTORY,
   FOLDER_HISTORY,
   HISTORY,
@@ -11,7 +12,7 @@ import {
 import { ApiError } from '../errors.js'
 import { sendPage } from '../pagination.js'
 import type { ListFields } from '../schemas.js'
-import { errorResponses, Id, listQuery, Nullable } from '../schemas.js'
+import { DateTimeText, errorResponses, Id, listQuery, Nullable, SAME_AS_PATH_ID } from '../schemas.js'
 
 export const ActionSchema = Type.Object(
   {
@@ -43,10 +44,14 @@ export const ActionSchema = Type.Object(
 )
 
 const common = {
-  start_at: Type.Optional(Type.String({ maxLength: 64, description: 'Leave out actions before this time' })),
-  end_at: Type.Optional(Type.String({ maxLength: 64, description: 'Leave out actions after this time' })),
+  start_at: Type.Optional(DateTimeText('Leave out actions before this time')),
+  end_at: Type.Optional(DateTimeText('Leave out actions after this time')),
   display: Type.Optional(
-    Type.String({ maxLength: 16, description: 'Display text: blank (name), full (whole paths) or parent' }),
+    Type.Unsafe<string>({
+      type: 'string',
+      enum: [...DISPLAY_VALUES],
+      description: 'Display text: blank (names), full (whole paths) or parent',
+    }),
   ),
 }
 
@@ -61,7 +66,7 @@ const SdkPath = Type.Optional(
 const FileQuery = query(FILE_HISTORY, { path: SdkPath })
 const FolderQuery = query(FOLDER_HISTORY, { path: SdkPath })
 const UserQuery = query(USER_HISTORY, {
-  user_id: Type.Optional(Id('Same as the user id in the URL')),
+  user_id: Type.Optional(Id(SAME_AS_PATH_ID)),
 })
 const LoginQuery = query(LOGIN_HISTORY, {})
 const ListQuery = query(HISTORY, {})

@@ -1,9 +1,10 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Container } from '../../container.js'
-import { PERMISSION_LIST } from '../../modules/permissions/permission-service.js'
+import { PERMISSION_LIST, PERMISSIONS } from '../../modules/permissions/permission-service.js'
+import { checked } from '../field-checks.js'
 import { sendPage } from '../pagination.js'
-import { EchoId, errorResponses, IdParams, listQuery, Nullable, UserIdParam } from '../schemas.js'
+import { EchoId, errorResponses, IdParams, listQuery, Nullable, PathText, UserIdParam } from '../schemas.js'
 
 export const PermissionSchema = Type.Object(
   {
@@ -21,32 +22,44 @@ export const PermissionSchema = Type.Object(
 
 const CreateBody = Type.Object(
   {
-    path: Type.String({ maxLength: 6000, description: 'Folder path' }),
+    path: PathText('Folder path; not the root'),
     user_id: Type.Optional(
-      Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Give user_id or username' }),
-    ),
-    username: Type.Optional(Type.String({ maxLength: 128, description: 'Give user_id or username' })),
-    permission: Type.Optional(
-      Type.String({
-        maxLength: 64,
-        description: 'full (default), readonly, writeonly, list, history or admin',
+      Type.Integer({
+        minimum: 1,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description: 'The user: give either user_id or username (one is required)',
       }),
     ),
-    recursive: Type.Optional(Type.Boolean({ description: 'Only true is supported' })),
+    username: Type.Optional(
+      Type.String({
+        maxLength: 128,
+        description: 'The user: give either user_id or username (one is required)',
+      }),
+    ),
+    permission: Type.Optional(
+      Type.Unsafe<string>({
+        type: 'string',
+        enum: [...PERMISSIONS],
+        description: 'Default: full',
+        ...checked('permission'),
+      }),
+    ),
+    recursive: Type.Optional(
+      Type.Boolean({
+        enum: [true],
+        description: 'Only true: permissions apply to subfolders',
+        ...checked('recursive'),
+      }),
+    ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'PermissionCreate' },
 )
 
 const DeleteBody = Type.Object({ id: EchoId }, { additionalProperties: false })
 
 const ListQuery = listQuery(
   {
-    path: Type.Optional(
-      Type.String({
-        maxLength: 6000,
-        description: 'Permissions that apply to this path (on it or above it)',
-      }),
-    ),
+    path: Type.Optional(PathText('Permissions that apply to this path (on it or above it)')),
     user_id: Type.Optional(UserIdParam),
   },
   PERMISSION_LIST,

@@ -54,6 +54,7 @@ export function sessionRoutes(c: Container) {
         schema: {
           summary: 'End the session of X-ServiceAPI-Auth; always answers an empty array',
           tags: ['sessions'],
+          security: [],
           response: { 200: Type.Array(SessionJson) },
         },
       },

@@ -9,7 +9,20 @@ export function toSwagger2<T>(node: T): T {
   if (Array.isArray(node)) return node.map(toSwagger2) as T
   if (node === null || typeof node !== 'object') return node
   const out: Record<string, unknown> = {}
-  for (const [k, v] of Object.entries(node as Record<string, unknown>)) out[k] = toSwagger2(v)
+  for (const [k, v] of Object.entries(node as Record<string, unknown>)) {
+    // Which service rule decides a refusal is the server's business, not the document's.
+    // Swagger 2 schemas have no $id (definitions are named by title); which service rule decides
+    // a refusal is the server's business.
+    if (k === 'x-check' || k === '$id') continue
+    out[k] = k === 'properties' ? withoutReadOnly(v as Record<string, unknown>) : toSwagger2(v)
+  }
+  // Swagger 2 has no anyOf: a union (POST /files answers a FileUploadPart or a File) is an object.
+  if (Array.isArray(out['anyOf'])) {
+    const titles = (out['anyOf'] as { title?: string }[]).map((o) => o.title ?? 'object')
+    delete out['anyOf']
+    out['type'] = 'object'
+    out['description'] ??= `One of: ${titles.join(', ')}`
+  }
   const type = out['type']
   if (Array.isArray(type)) {
     const types = type.filter((t) => t !== 'null')
@@ -20,13 +33,38 @@ export function toSwagger2<T>(node: T): T {
   return out as T
 }
 
+/**
+ * Request bodies accept some read-only fields back unchanged (the SDKs' `save()` sends them):
+ * a client has nothing to send there, so the document leaves them out of the request models.
+ */
+function withoutReadOnly(props: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  for (const [name, schema] of Object.entries(props)) {
+    if ((schema as { readOnly?: unknown } | null)?.readOnly !== true) out[name] = toSwagger2(schema)
+  }
+  return out
+}
+
+/** A body whose model has required fields is itself required. */
+export function markRequiredBodies<T>(doc: T): T {
+  const paths = (doc as { paths?: Record<string, Record<string, { parameters?: any[] }>> }).paths ?? {}
+  for (const ops of Object.values(paths)) {
+    for (const op of Object.values(ops)) {
+      for (const p of op.parameters ?? []) {
+        if (p.in === 'body' && (p.schema?.required?.length ?? 0) > 0) p.required = true
+      }
+    }
+  }
+  return doc
+}
+
 /** GET /swagger_doc: the Swagger 2.0 document, generated from the route schemas themselves. */
 export function swaggerRoutes() {
   return async (app: FastifyInstance) => {
     let doc: unknown
     app.get('/swagger_doc', { config: { auth: false }, schema: { hide: true } }, async () => {
       // Routes are all known once the server is ready, so the document never changes afterwards.
-      doc ??= toSwagger2(app.swagger())
+      doc ??= markRequiredBodies(toSwagger2(app.swagger()))
       return doc
     })
   }

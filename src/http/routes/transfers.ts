@@ -110,7 +110,7 @@ export function transferRoutes(c: Container) {
           summary: 'The bytes behind a download_uri (no credentials; Range and HEAD supported)',
           tags,
           security: [],
-          produces: ['application/octet-stream'],
+          produces: ['application/octet-stream', 'application/json', 'application/xml'],
           ...linkSchema,
         },
       },

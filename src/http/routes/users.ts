@@ -1,7 +1,14 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Container } from '../../container.js'
-import { USER_LIST } from '../../modules/users/user-model.js'
+import {
+  EMAIL_PATTERN,
+  MAX_USERNAME_LENGTH,
+  MIN_PASSWORD_LENGTH,
+  USER_LIST,
+  USERNAME_PATTERN,
+} from '../../modules/users/user-model.js'
+import { checked } from '../field-checks.js'
 import { sendPage } from '../pagination.js'
 import { DateTime, EchoId, errorResponses, IdParams, listQuery, Nullable } from '../schemas.js'
 
@@ -21,16 +28,31 @@ export const UserSchema = Type.Object(
   { $id: 'User', title: 'User' },
 )
 
-// Lengths are capped here (400 when exceeded); content rules are the service's (422).
+// Lengths are capped here (400 when exceeded); content rules are the service's (422), stated
+// here too for the Swagger document, refused as the service refuses them (field-checks.ts).
 const fields = {
   username: Type.String({
-    maxLength: 128,
-    description: 'Letters, digits and @ . _ + -; unique, case-insensitively',
+    maxLength: MAX_USERNAME_LENGTH,
+    pattern: USERNAME_PATTERN,
+    description: `Letters, digits and @ . _ + -, at most ${MAX_USERNAME_LENGTH}; unique, case-insensitively`,
+    ...checked('username'),
   }),
-  password: Type.String({ maxLength: 1024, description: 'At least 8 characters' }),
+  password: Type.String({
+    minLength: MIN_PASSWORD_LENGTH,
+    maxLength: 1024,
+    description: `At least ${MIN_PASSWORD_LENGTH} characters`,
+    ...checked('password'),
+  }),
   password_confirmation: Type.String({ maxLength: 1024, description: 'If given, must equal password' }),
   name: Nullable(Type.String({ maxLength: 255 })),
-  email: Nullable(Type.String({ maxLength: 255 })),
+  email: Nullable(
+    Type.String({
+      maxLength: 255,
+      pattern: EMAIL_PATTERN,
+      description: 'E-mail address; blank or null for none',
+      ...checked('email'),
+    }),
+  ),
   site_admin: Type.Boolean(),
   self_managed: Type.Boolean({ description: 'false makes a Shared/Bot user' }),
   disabled: Type.Boolean({ description: 'Disabled users cannot log in or use their keys' }),
@@ -47,11 +69,13 @@ const optional = {
   disabled: Type.Optional(fields.disabled),
 }
 
-const CreateBody = Type.Object({ username: fields.username, ...optional }, { additionalProperties: false })
-
-const Echo = Type.Optional(
-  Type.Unknown({ description: 'Read-only: accepted only when equal to the current value' }),
+const CreateBody = Type.Object(
+  { username: fields.username, ...optional },
+  { additionalProperties: false, title: 'UserCreate' },
 )
+
+// Read-only: accepted only when equal to the current value, and left out of the document.
+const Echo = Type.Optional(Type.Unknown({ readOnly: true }))
 
 const UpdateBody = Type.Object(
   {
@@ -63,7 +87,7 @@ const UpdateBody = Type.Object(
     last_login_at: Echo,
     password_set_time: Echo,
   },
-  { additionalProperties: false },
+  { additionalProperties: false, title: 'UserUpdate' },
 )
 
 const DeleteBody = Type.Object({ id: EchoId }, { additionalProperties: false })

@@ -41,8 +41,8 @@ export interface FolderListQuery extends Record<string, unknown> {
 }
 
 export interface MkdirInput {
-  mkdir_parents?: boolean
-  provided_mtime?: string
+  mkdir_parents?: boolean | null
+  provided_mtime?: string | null
 }
 
 /** `%`, `_` and `\` of a search text are literal characters, not LIKE wildcards. */
@@ -143,7 +143,7 @@ export class FolderService {
   async mkdir(p: Principal, rawPath: string, input: MkdirInput): Promise<FileJson> {
     const path = normalizeNewPath(rawPath, 'path')
     const providedMtime =
-      input.provided_mtime !== undefined && input.provided_mtime !== ''
+      input.provided_mtime !== undefined && input.provided_mtime !== null && input.provided_mtime !== ''
         ? parseDateTime(input.provided_mtime, 'provided_mtime')
         : null
     const access = await this.fileAccess.of(p)

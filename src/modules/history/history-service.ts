@@ -108,7 +108,9 @@ type ActionQuery = SelectQueryBuilder<Database, 'actions', any>
 type Row = Omit<Selectable<ActionsTable>, 'site_id'>
 
 const FILE_ACTIONS = new Set<string>(['create', 'read', 'update', 'destroy', 'move', 'copy'])
-const DISPLAY_MODES = new Set<string>(['', 'full', 'parent'])
+/** `display` values: '' (blank: names only), full (whole paths), parent. */
+export const DISPLAY_VALUES = ['', 'full', 'parent'] as const
+const DISPLAY_MODES = new Set<string>(DISPLAY_VALUES)
 
 /** One fixed object shape per row, built without intermediate objects: pages hold 1,000 rows. */
 function toActionJson(r: Row, mode: DisplayMode): ActionJson {

@@ -54,13 +54,19 @@ export const USER_LIST: ListSpec = {
 }
 
 export const MIN_PASSWORD_LENGTH = 8
-const USERNAME = /^[A-Za-z0-9@._+-]{1,128}$/
+export const MAX_USERNAME_LENGTH = 128
+/** The characters of a username (also the Swagger document's pattern). */
+export const USERNAME_PATTERN = '^[A-Za-z0-9@._+-]+$'
+const USERNAME = new RegExp(USERNAME_PATTERN)
 // A shape check only: one @, something on both sides, a dot in the domain, no spaces.
-const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/
+const EMAIL_SHAPE = '[^\\s@]+@[^\\s@.]+(?:\\.[^\\s@.]+)+'
+const EMAIL = new RegExp(`^${EMAIL_SHAPE}$`)
+/** An e-mail address, or blank for none; spaces around it are dropped. */
+export const EMAIL_PATTERN = `^\\s*(?:${EMAIL_SHAPE})?\\s*$`
 
 export function checkUsername(value: string, errors: ModelErrors): void {
   if (value === '') addModelError(errors, 'username', "can't be blank")
-  else if (!USERNAME.test(value)) {
+  else if (!USERNAME.test(value) || value.length > MAX_USERNAME_LENGTH) {
     addModelError(
       errors,
       'username',
