@@ -32,6 +32,16 @@ const RULES = {
 
 export type FieldRule = keyof typeof RULES
 
+/**
+ * Fields of which a request takes at most one (`x-exclusive`, the group's name or names), and, when
+ * `required`, exactly one (`x-exclusive-required`): Swagger 2.0 has no oneOf, so the document
+ * says it with these extensions (and in the description); the service enforces it.
+ */
+export const exclusive = (group: string | string[], required = false) => ({
+  'x-exclusive': group,
+  ...(required ? { 'x-exclusive-required': true } : {}),
+})
+
 /** Schema options naming the service rule that enforces what the schema states. */
 export const checked = (rule: FieldRule) => ({ 'x-check': rule })
 

@@ -5,7 +5,7 @@ import { MAX_PARTS } from '../../modules/files/upload-parts.js'
 import type { UploadOptions } from '../../modules/files/upload-rules.js'
 import { parseDateTime } from '../datetime.js'
 import { ApiError } from '../errors.js'
-import { checked } from '../field-checks.js'
+import { checked, exclusive } from '../field-checks.js'
 import { sendFileBytes } from '../file-bytes.js'
 import { toXml } from '../format.js'
 import { DateTimeText, errorResponses, Id, PathText } from '../schemas.js'
@@ -85,8 +85,14 @@ const MetadataQuery = Type.Object(ignoredQuery, { additionalProperties: false })
 
 const ResourceDownloadBody = Type.Object(
   {
-    path: Type.Optional(PathText('The file: give either path or id (one is required)')),
-    id: Type.Optional(Id('The file: give either path or id (one is required)')),
+    path: Type.Optional({
+      ...PathText('The file: give either path or id (one is required)'),
+      ...exclusive('file', true),
+    }),
+    id: Type.Optional({
+      ...Id('The file: give either path or id (one is required)'),
+      ...exclusive('file', true),
+    }),
   },
   { additionalProperties: false },
 )
