@@ -25,6 +25,9 @@ const RULES = {
   // upload-rules.ts: part-number-too-large, invalid-upload-offset.
   part: (s: Schema) => omit(s, 'maximum'),
   restart: (s: Schema) => omit(s, 'enum'),
+  // webhook-settings.ts: 422 on url (length included) and on triggers.
+  url: (s: Schema) => omit(omit(s, 'pattern'), 'maxLength'),
+  trigger: (s: Schema) => omit(s, 'enum'),
   // pagination.ts: directions in any case; boolean filters also as 1 or 0.
   sort: (s: Schema) => ({ ...omit(s, 'enum'), maxLength: 5000 }),
   flag: (s: Schema) => ({ ...s, type: ['boolean', 'string'], maxLength: 5000 }),
