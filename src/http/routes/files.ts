@@ -49,13 +49,12 @@ const uploadFields = {
 
 const UploadBody = Type.Object(
   {
-    action: Type.Optional(
-      Type.Unsafe<'put' | 'end'>({
-        type: 'string',
-        enum: ['put', 'end'],
-        description: 'put opens an upload or gives the URL of a part (with ref); end (with ref) finishes it',
-      }),
-    ),
+    // Required: without it the request is neither step of an upload.
+    action: Type.Unsafe<'put' | 'end'>({
+      type: 'string',
+      enum: ['put', 'end'],
+      description: 'put opens an upload or gives the URL of a part (with ref); end (with ref) finishes it',
+    }),
     ...uploadFields,
   },
   { additionalProperties: false },
