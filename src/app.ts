@@ -64,7 +64,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
         removeAdditional: false,
         useDefaults: true,
         allErrors: false,
-        keywords: ['x-nullable', 'x-check'],
+        keywords: ['x-nullable', 'x-check', 'x-exclusive', 'x-exclusive-required'],
         // Routes document their sort/filter keys by name as well as by pattern (for Swagger).
         allowMatchingProperties: true,
       },

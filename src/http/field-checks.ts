@@ -25,12 +25,25 @@ const RULES = {
   // upload-rules.ts: part-number-too-large, invalid-upload-offset.
   part: (s: Schema) => omit(s, 'maximum'),
   restart: (s: Schema) => omit(s, 'enum'),
+  // webhook-settings.ts: 422 on url (length included) and on triggers.
+  url: (s: Schema) => omit(omit(s, 'pattern'), 'maxLength'),
+  trigger: (s: Schema) => omit(s, 'enum'),
   // pagination.ts: directions in any case; boolean filters also as 1 or 0.
   sort: (s: Schema) => ({ ...omit(s, 'enum'), maxLength: 5000 }),
   flag: (s: Schema) => ({ ...s, type: ['boolean', 'string'], maxLength: 5000 }),
 } satisfies Record<string, (s: Schema) => Schema>
 
 export type FieldRule = keyof typeof RULES
+
+/**
+ * Fields of which a request takes at most one (`x-exclusive`, the group's name or names), and, when
+ * `required`, exactly one (`x-exclusive-required`): Swagger 2.0 has no oneOf, so the document
+ * says it with these extensions (and in the description); the service enforces it.
+ */
+export const exclusive = (group: string | string[], required = false) => ({
+  'x-exclusive': group,
+  ...(required ? { 'x-exclusive-required': true } : {}),
+})
 
 /** Schema options naming the service rule that enforces what the schema states. */
 export const checked = (rule: FieldRule) => ({ 'x-check': rule })

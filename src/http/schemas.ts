@@ -1,6 +1,6 @@
 import { type TOptional, type TSchema, Type } from '@sinclair/typebox'
 import { DATE_TIME_FORMS } from './datetime.js'
-import { checked, MAX_PATH_LENGTH, NEW_PATH_PATTERN, PATH_PATTERN } from './field-checks.js'
+import { checked, exclusive, MAX_PATH_LENGTH, NEW_PATH_PATTERN, PATH_PATTERN } from './field-checks.js'
 import { type FieldType, type FilterOp, MAX_PER_PAGE, OPS_BY_TYPE } from './pagination.js'
 
 /** A field that may be null: JSON keeps the null, Swagger 2 marks it x-nullable. */
@@ -159,8 +159,9 @@ function listFieldParams(spec: ListFields): Record<string, TOptional<TSchema>> {
       Type.Unsafe<'asc' | 'desc'>({
         type: 'string',
         enum: ['asc', 'desc'],
-        description: `Sort by ${field}`,
+        description: `Sort by ${field} (one sort_by per request)`,
         ...checked('sort'),
+        ...exclusive('sort_by'),
       }),
     )
   }

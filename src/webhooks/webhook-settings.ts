@@ -45,6 +45,14 @@ const READ_ONLY_FIELDS = ['verification_token', 'signing_secret', 'updated_at']
 
 export const MAX_URL_LENGTH = 2048
 
+// A listener URL in a shape checkUrl always takes (for the Swagger document; a little narrower
+// than checkUrl): http or https, a host name whose last label starts with a letter or a dotted
+// IPv4 address, a port up to 65535, then no spaces or control characters. Empty clears the URL.
+const OCTET = '(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])'
+const HOST = `(?:(?:[A-Za-z0-9-]+\\.)*[A-Za-z][A-Za-z0-9-]*|${OCTET}(?:\\.${OCTET}){3})`
+const PORT = '(?::(?:[0-5]?[0-9]{1,4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?'
+export const URL_PATTERN = `^(?:[Hh][Tt][Tt][Pp][Ss]?://${HOST}${PORT}(?:[/?#][^\\s\\u0000-\\u001f\\u007f]*)?)?$`
+
 type Row = Selectable<WebhookSettingsTable>
 
 const KNOWN = new Set<string>(WEBHOOK_OPERATIONS)

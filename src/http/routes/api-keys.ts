@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Container } from '../../container.js'
 import { API_KEY_LIST } from '../../modules/api-keys/api-key-service.js'
 import { PERMISSION_SETS } from '../../modules/auth/permission-sets.js'
-import { checked } from '../field-checks.js'
+import { checked, exclusive } from '../field-checks.js'
 import { sendPage } from '../pagination.js'
 import {
   DateTime,
@@ -49,15 +49,26 @@ const Expiry = Nullable(DateTimeText('When the key stops working, in the future;
 const CreateBody = Type.Object(
   {
     user_id: Type.Optional(
-      Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: '0 = the caller' }),
+      Type.Integer({
+        minimum: 0,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description: '0 = the caller; not with site_wide',
+        ...exclusive('owner'),
+      }),
     ),
     name: Type.Optional(Text(255)),
     description: Type.Optional(Text(4096)),
     expires_at: Type.Optional(Expiry),
     permission_set: Type.Optional(PermissionSetField),
-    path: Type.Optional(PathText('Folder the key is restricted to')),
+    path: Type.Optional({
+      ...PathText('Folder the key is restricted to; not with site_wide'),
+      ...exclusive('site-wide-path'),
+    }),
     site_wide: Type.Optional(
-      Type.Boolean({ description: 'Wharf extension: a key with no user, site admins only' }),
+      Type.Boolean({
+        description: 'Wharf extension: a key with no user, site admins only; not with user_id or path',
+        ...exclusive(['owner', 'site-wide-path']),
+      }),
     ),
   },
   { additionalProperties: false, title: 'ApiKeyCreate' },

@@ -5,7 +5,7 @@ import { MAX_PARTS } from '../../modules/files/upload-parts.js'
 import type { UploadOptions } from '../../modules/files/upload-rules.js'
 import { parseDateTime } from '../datetime.js'
 import { ApiError } from '../errors.js'
-import { checked } from '../field-checks.js'
+import { checked, exclusive } from '../field-checks.js'
 import { sendFileBytes } from '../file-bytes.js'
 import { toXml } from '../format.js'
 import { DateTimeText, errorResponses, Id, PathText } from '../schemas.js'
@@ -49,13 +49,12 @@ const uploadFields = {
 
 const UploadBody = Type.Object(
   {
-    action: Type.Optional(
-      Type.Unsafe<'put' | 'end'>({
-        type: 'string',
-        enum: ['put', 'end'],
-        description: 'put opens an upload or gives the URL of a part (with ref); end (with ref) finishes it',
-      }),
-    ),
+    // Required: without it the request is neither step of an upload.
+    action: Type.Unsafe<'put' | 'end'>({
+      type: 'string',
+      enum: ['put', 'end'],
+      description: 'put opens an upload or gives the URL of a part (with ref); end (with ref) finishes it',
+    }),
     ...uploadFields,
   },
   { additionalProperties: false },
@@ -85,8 +84,14 @@ const MetadataQuery = Type.Object(ignoredQuery, { additionalProperties: false })
 
 const ResourceDownloadBody = Type.Object(
   {
-    path: Type.Optional(PathText('The file: give either path or id (one is required)')),
-    id: Type.Optional(Id('The file: give either path or id (one is required)')),
+    path: Type.Optional({
+      ...PathText('The file: give either path or id (one is required)'),
+      ...exclusive('file', true),
+    }),
+    id: Type.Optional({
+      ...Id('The file: give either path or id (one is required)'),
+      ...exclusive('file', true),
+    }),
   },
   { additionalProperties: false },
 )

@@ -2,7 +2,7 @@ import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Container } from '../../container.js'
 import { PERMISSION_LIST, PERMISSIONS } from '../../modules/permissions/permission-service.js'
-import { checked } from '../field-checks.js'
+import { checked, exclusive } from '../field-checks.js'
 import { sendPage } from '../pagination.js'
 import { EchoId, errorResponses, IdParams, listQuery, Nullable, PathText, UserIdParam } from '../schemas.js'
 
@@ -28,12 +28,14 @@ const CreateBody = Type.Object(
         minimum: 1,
         maximum: Number.MAX_SAFE_INTEGER,
         description: 'The user: give either user_id or username (one is required)',
+        ...exclusive('user', true),
       }),
     ),
     username: Type.Optional(
       Type.String({
         maxLength: 128,
         description: 'The user: give either user_id or username (one is required)',
+        ...exclusive('user', true),
       }),
     ),
     permission: Type.Optional(

@@ -1,7 +1,8 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Container } from '../../container.js'
-import { WEBHOOK_OPERATIONS } from '../../webhooks/webhook-settings.js'
+import { MAX_URL_LENGTH, URL_PATTERN, WEBHOOK_OPERATIONS } from '../../webhooks/webhook-settings.js'
+import { checked } from '../field-checks.js'
 import { errorResponses, Nullable } from '../schemas.js'
 
 const OPERATIONS = WEBHOOK_OPERATIONS.join(', ')
@@ -33,11 +34,16 @@ const UpdateBody = Type.Object(
       Nullable(
         Type.String({
           description: 'Absolute http(s) URL, at most 2048 characters; empty or null clears it',
+          // The shape the service takes: http or https, a host, no user name or password, no
+          // spaces or control characters.
+          pattern: URL_PATTERN,
+          maxLength: MAX_URL_LENGTH,
+          ...checked('url'),
         }),
       ),
     ),
     triggers: Type.Optional(
-      Type.Array(Type.String({ maxLength: 64 }), {
+      Type.Array(Type.String({ maxLength: 64, enum: [...WEBHOOK_OPERATIONS], ...checked('trigger') }), {
         maxItems: 64,
         description: `Operation names (${OPERATIONS}); in XML <triggers type="array"><trigger>…</trigger></triggers>`,
       }),

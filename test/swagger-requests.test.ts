@@ -1,0 +1,281 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { operatorPrincipal } from '../src/modules/auth/principal.js'
+import { makeFile, makeFolder } from './helpers/file-rows.js'
+import { pollHistoryExport } from './helpers/history-export-fixtures.js'
+import {
+  ADMIN_USERNAME,
+  call,
+  dialects,
+  makeKey,
+  makeUser,
+  startServer,
+  type TestServer,
+} from './helpers/server.js'
+import {
+  build,
+  type Draw,
+  enumValues,
+  letters,
+  type Operation,
+  operations,
+  type Refs,
+  seeded,
+} from './helpers/swagger-requests.js'
+import { startWebhookRecorder, type WebhookRecorder } from './helpers/webhook-recorder.js'
+
+type Forced = { name: string; value: unknown } | undefined
+
+/** Requests per operation: required parameters only, every optional one, and random subsets. */
+const VARIANTS = 6
+
+/**
+ * Refusals about STATE, not form: the record a request names was not in a state to take it.
+ * Each is an (operation, status, type) the test expects for some of its requests; any other
+ * refusal (a 400 about a parameter, a 422 naming a field, a 5xx) is a mismatch between the
+ * document and the server.
+ */
+const STATE_ANSWERS: [ops: string | string[], status: number, type: string, message?: RegExp][] = [
+  // No invoice, payment or failed webhook delivery exists on a fresh site.
+  ['GET /invoices/{id}', 404, 'not-found'],
+  ['GET /payments/{id}', 404, 'not-found'],
+  ['POST /action_webhook_failures/{id}/retry', 404, 'not-found'],
+  // Signed links: without the expires and signature of a link the server issued (and no
+  // billing document exists to have one), the link is not valid. The route's credentials are
+  // the signature, so this is an authentication answer, as a missing API key is elsewhere.
+  ['GET /billing_documents/{id}', 401, 'not-authenticated/invalid-or-expired-code'],
+  ['GET /export_files/{id}', 401, 'not-authenticated/invalid-or-expired-code'],
+  // search_all searches the whole site, so it is taken on the root folder only: the answer is
+  // about which folder {path} names (its description says so).
+  ['GET /folders/{path}', 400, 'bad-request/search-all-on-child-path'],
+  // The user already has that permission on that folder (the fixture grants full).
+  ['POST /permissions', 422, 'processing-failure/model-save-error', /^Permission full on \S+ already exists/],
+  // "part + parts - 1 must not exceed 10000" (the description of part): a rule between two
+  // fields that Swagger 2.0 cannot state, met when both are drawn near their maximum.
+  [
+    ['POST /file_actions/begin_upload/{path}', 'POST /files/{path}'],
+    400,
+    'bad-request/part-number-too-large',
+    /^Part numbers go up to 10000$/,
+  ],
+  // "a site-wide key: full only" (the description of permission_set): a rule between two fields.
+  [
+    'POST /api_keys',
+    422,
+    'processing-failure/model-save-error',
+    /^Permission set must be full for a site-wide key$/,
+  ],
+  // A folder with files in it is deleted only with recursive=true.
+  ['DELETE /resource/{id}', 422, 'processing-failure/folder-not-empty'],
+]
+
+/** Rules between fields that the document states in their descriptions only. */
+const RELATIONS = {
+  // "If given, must equal password".
+  sameAs: { password_confirmation: 'password' },
+  // "end (with ref) finishes it"; modified_at_datetime: "With type: …".
+  needs: { 'action=end': 'ref', modified_at_datetime: 'type' },
+}
+
+describe.each(dialects)('Requests built from the Swagger document (%s)', (dialect) => {
+  let s: TestServer
+  let doc: any
+  let hook: WebhookRecorder
+  let adminId: number
+  const exports: Refs = {}
+
+  beforeAll(async () => {
+    hook = await startWebhookRecorder(() => ({ status: 200 }))
+    // Webhook URLs the requests set point at the loopback recorder, which only this range allows.
+    s = await startServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
+    doc = (await call(s, 'GET', '/swagger_doc')).body
+    const admin = await s.container.db
+      .selectFrom('users')
+      .select('id')
+      .where('username', '=', ADMIN_USERNAME)
+      .executeTakeFirstOrThrow()
+    adminId = admin.id
+    // Exports are never deleted: one of each serves every request.
+    const key = (await makeKey(s, adminId)).key
+    const h = await call(s, 'POST', '/history_exports', { key, body: {} })
+    const ready = await pollHistoryExport(s, h.body.id, { key })
+    const a = await call(s, 'POST', '/action_notification_exports', { key, body: {} })
+    const link = new URL(ready.results_url)
+    Object.assign(exports, {
+      history_export_id: h.body.id,
+      action_notification_export_id: a.body.id,
+      export_file_id: Number(link.pathname.split('/').pop()),
+      expires: link.searchParams.get('expires')!,
+      signature: link.searchParams.get('signature')!,
+    })
+  })
+  afterAll(async () => {
+    await s?.close()
+    await hook?.close()
+  })
+
+  let n = 0
+  /** Fresh records for one request, so no request depends on what an earlier one changed. */
+  async function fixtures(op: Operation): Promise<{ refs: Refs; key: string; top: string }> {
+    n++
+    const user = await makeUser(s, { username: `fx${letters(n)}` })
+    const key = await makeKey(s, user.id)
+    const top = `fx${letters(n)}`
+    const folder = `${top}/dir`
+    const dir = await makeFolder(s, folder)
+    const file = await makeFile(s, `${folder}/file.txt`)
+    const perm = await s.container.services.permissions.create(operatorPrincipal(s.container.site.id), {
+      path: folder,
+      user_id: user.id,
+      permission: 'full',
+    })
+    const admin = await makeKey(s, adminId)
+    const upload = `${folder}/up.txt`
+    const ids: Record<string, number | string> = {
+      api_keys: key.id,
+      users: user.id,
+      permissions: perm.id,
+      resources: file.id,
+      resource: op.method === 'DELETE' && n % 2 ? dir.id : file.id,
+      action_notification_exports: exports['action_notification_export_id']!,
+      history_exports: exports['history_export_id']!,
+      export_files: exports['export_file_id']!,
+    }
+    const first = op.path.split('/')[1]!
+    const refs: Refs = {
+      id: ids[first] ?? 1,
+      // The exports are the administrator's: their results are listed for that user.
+      user_id: /export/.test(op.path) ? adminId : user.id,
+      history_export_id: exports['history_export_id']!,
+      action_notification_export_id: exports['action_notification_export_id']!,
+    }
+    // Folders for the folder routes, copies and moves (so structure=true has one to copy) and
+    // the records that name a folder; the file for the others; a new path for creations.
+    const onFolder =
+      /^\/(folders|history\/folders|file_actions\/(copy|move))\//.test(op.path) ||
+      /^\/(folders|api_keys|permissions)$/.test(op.path)
+    refs['path'] = onFolder ? folder : file.path
+    // Who a permission is for, and whose password logs in: existing users.
+    if (op.path === '/permissions') refs['username'] = user.username
+    if (op.path === '/sessions') Object.assign(refs, { username: user.username, password: user.password })
+    if (op.method === 'POST' && op.path === '/folders/{path}') refs['path'] = `${folder}/new`
+    if (/^\/files\/|begin_upload/.test(op.path) && op.method === 'POST') {
+      refs['path'] = upload
+      const begun = await call(s, 'POST', `/file_actions/begin_upload/${upload}`, {
+        key: admin.key,
+        body: {},
+      })
+      refs['ref'] = begun.body[0].ref
+    }
+    if (op.path === '/webhook_settings/test') {
+      const saved = await call(s, 'PATCH', '/webhook_settings', { key: admin.key, body: { url: hook.url } })
+      expect(saved.status).toBe(200)
+    }
+    if (op.path === '/export_files/{id}')
+      Object.assign(refs, { expires: exports['expires'], signature: exports['signature'] })
+    if (op.path === '/downloads/{token}/{name}') {
+      const shown = await call(s, 'GET', `/files/${file.path}`, { key: admin.key })
+      const [token, name] = new URL(shown.body.download_uri).pathname.split('/').slice(-2)
+      Object.assign(refs, { token: decodeURIComponent(token!), name: decodeURIComponent(name!) })
+    }
+    return { refs, key: admin.key, top }
+  }
+
+  it('never refuses a request for the form of a field the document allows', {
+    timeout: 600_000,
+  }, async () => {
+    const rng = seeded(20260101)
+    const ops = operations(doc)
+      // PUT /upload_parts takes the bytes of a part as application/octet-stream, not parameters.
+      .filter((op) => !(op.method === 'PUT' && op.path.startsWith('/upload_parts/')))
+      // Deletions last: nothing sent after them needs what they remove.
+      .sort((a, b) => Number(a.method === 'DELETE') - Number(b.method === 'DELETE'))
+    const failures: string[] = []
+    const seen = new Set<string>()
+    const seq = { n: 0 }
+    let sent = 0
+    for (const op of ops) {
+      const name = `${op.method} ${op.path}`
+      const sentValues = new Set<string>()
+      const requests = Array.from({ length: VARIANTS }, (_, v) => ({ v, only: undefined as Forced }))
+      for (let i = 0; i < requests.length; i++) {
+        const { v, only } = requests[i]!
+        const fx = await fixtures(op)
+        const d: Draw = { rng, refs: fx.refs, seq, patterns: samples(fx.top, seq, hook.url), ...RELATIONS }
+        const r = build(op, d, v, only)
+        for (const x of r.sent) sentValues.add(x)
+        // Then each enum value no variant sent, alone with the required parameters.
+        if (i === VARIANTS - 1) {
+          for (const e of enumValues(op)) {
+            if (!sentValues.has(`${e.name}=${JSON.stringify(e.value)}`)) requests.push({ v: 0, only: e })
+          }
+        }
+        // Operations whose security is [] take no credentials (a key would stop a login).
+        const auth = Array.isArray(op.security) && op.security.length === 0 ? {} : { key: fx.key }
+        const url = await withCursor(s, r.url, auth)
+        const res = await call(s, r.method, url, {
+          ...auth,
+          headers: r.headers,
+          ...(r.body ? { body: r.body } : {}),
+        })
+        sent++
+        if (res.status < 400) continue
+        const type = res.body?.type
+        // A state answer is fine, when it is exactly one the list names for this operation.
+        const state = STATE_ANSWERS.find(
+          ([o, st, t, m]) =>
+            [o].flat().includes(name) && st === res.status && t === type && (!m || m.test(res.body?.error)),
+        )
+        if (state) {
+          seen.add(`${state[0]} ${res.status} ${type}`)
+          continue
+        }
+        const errors = JSON.stringify(res.body?.model_errors ?? res.body?.errors ?? '')
+        failures.push(
+          `${name} -> ${res.status} ${type} ${res.body?.error ?? ''} ${errors} | ${url} ${JSON.stringify(r.body ?? '')}`,
+        )
+      }
+    }
+    expect(failures).toEqual([])
+    // The state answers did occur (which ones depends on the values drawn).
+    expect(seen.size).toBeGreaterThanOrEqual(5)
+    expect(ops.length).toBe(54)
+    expect(sent).toBeGreaterThan(ops.length * VARIANTS)
+  })
+})
+
+/**
+ * A cursor is "from X-Service-Cursor-Next": the same query (per_page aside) without the cursor,
+ * one record a page, gives it; when there is no next page, the cursor is left out.
+ */
+async function withCursor(s: TestServer, url: string, auth: { key?: string }): Promise<string> {
+  const [path, qs] = url.split('?')
+  const q = new URLSearchParams(qs ?? '')
+  if (!q.has('cursor')) return url
+  q.delete('cursor')
+  q.set('per_page', '1')
+  const first = await call(s, 'GET', `${path}?${q}`, auth)
+  const next = first.headers.get('x-service-cursor-next')
+  const out = new URLSearchParams(qs)
+  if (next) out.set('cursor', next)
+  else out.delete('cursor')
+  const text = out.toString()
+  return text ? `${path}?${text}` : path!
+}
+
+/**
+ * Values for patterned fields: the first candidate that matches the document's pattern is sent,
+ * so a pattern none of them matches fails the test until a candidate is added.
+ */
+function samples(
+  top: string,
+  seq: { n: number },
+  hookUrl: string,
+): (pattern: string, name: string) => string {
+  return (pattern, name) => {
+    const u = letters(seq.n)
+    const candidates = [hookUrl, `${top}/dest${u}`, `mail${u}@example.com`, '1,2', `ref${u}`]
+    const hit = candidates.find((c) => new RegExp(pattern, 'u').test(c))
+    if (hit === undefined) throw new Error(`no sample value for the pattern of ${name}: ${pattern}`)
+    return hit
+  }
+}
