@@ -8,10 +8,20 @@ import { ApiError } from './http/errors.js'
 import { operatorPrincipal } from './modules/auth/principal.js'
 import { serve } from './server.js'
 
+/**
+ * The command reads its own environment, as the server does; it cannot know a running server's
+ * settings, so links it prints are only right when it runs with the server's BASE_URL.
+ */
+const URL_NOTE = `
+Links in the output (an API key's url, a download_uri) start with this command's own BASE_URL
+(default http://HOST:PORT of its own environment), not with a running server's: run it with the
+server's environment (BASE_URL, or HOST and PORT).`
+
 const program = new Command()
   .name('wharf')
   .description('Wharf: self-hosted file storage and transfer with a Files.com-compatible API')
   .showHelpAfterError()
+  .addHelpText('after', URL_NOTE)
 
 function config(): Config {
   return loadConfig(process.env)
@@ -91,6 +101,7 @@ keys
   .option('--permission-set <set>', 'none, full, desktop_app, sync_app, office_integration or mobile_app')
   .option('--expires-at <datetime>', 'ISO 8601 expiry')
   .option('--path <folder>', 'restrict the key to this folder')
+  .addHelpText('after', URL_NOTE)
   .action(async (o) => {
     await withContainer(async (c) => {
       let userId: number | undefined = o.userId
@@ -120,6 +131,8 @@ keys
   })
 
 registerBillingCommands(program, withContainer)
+for (const c of program.commands.find((c) => c.name() === 'billing')?.commands ?? [])
+  c.addHelpText('after', URL_NOTE)
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   if (err instanceof ConfigError) console.error(err.message)
