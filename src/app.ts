@@ -67,6 +67,8 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
         keywords: ['x-nullable', 'x-check', 'x-exclusive', 'x-exclusive-required'],
         // Routes document their sort/filter keys by name as well as by pattern (for Swagger).
         allowMatchingProperties: true,
+        // Boolean filters take `true`/`false` and, as before, `1`/`0`: a union type, on purpose.
+        allowUnionTypes: true,
       },
       // `date-time` is what the API's date parser takes, not RFC 3339 alone (decisions.md).
       onCreate: (ajv) => ajv.addFormat('date-time', { type: 'string', validate: isDateTimeText }),

@@ -1,5 +1,4 @@
 import fs from 'node:fs/promises'
-import { Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { XMLParser } from 'fast-xml-parser'
 import type { FastifyInstance } from 'fastify'
@@ -7,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../src/app.js'
 import { ApiError, ERROR_TYPES, errorBody, statusOf, titleOf } from '../src/http/errors.js'
 import { createLogger, redactUrl } from '../src/logger.js'
+import { captureLog } from './helpers/log-capture.js'
 import {
   ADMIN_PASSWORD,
   ADMIN_USERNAME,
@@ -296,18 +296,6 @@ describe.each(dialects)('error bodies (%s)', (dialect) => {
     expect(e.model_errors.permission_set['@_type']).toBe('array')
   })
 })
-
-/** Collects what a pino logger writes, one parsed JSON object per line. */
-function captureLog() {
-  const lines: string[] = []
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      lines.push(...chunk.toString('utf8').split('\n').filter(Boolean))
-      cb()
-    },
-  })
-  return { stream, lines, records: () => lines.map((l) => JSON.parse(l) as Record<string, any>) }
-}
 
 describe.each(dialects)('unexpected failures and the server log (%s)', (dialect) => {
   let s: TestServer

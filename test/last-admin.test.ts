@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import {
-  ADMIN_USERNAME,
+  adminUserId,
   call,
   dialects,
   expectError,
@@ -17,12 +17,7 @@ describe.each(dialects)('the last site administrator (%s)', (dialect) => {
 
   beforeAll(async () => {
     s = await startServer(dialect)
-    const admin = await s.container.db
-      .selectFrom('users')
-      .select('id')
-      .where('username', '=', ADMIN_USERNAME)
-      .executeTakeFirstOrThrow()
-    adminId = admin.id
+    adminId = await adminUserId(s)
   })
   afterAll(async () => s?.close())
 

@@ -1,4 +1,3 @@
-import { Writable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../src/app.js'
@@ -6,19 +5,8 @@ import { createLogger, redactUrl } from '../src/logger.js'
 import { operatorPrincipal } from '../src/modules/auth/principal.js'
 import { beginUpload, partUrl, target, uploaded } from './helpers/files.js'
 import { readyHistoryExport } from './helpers/history-export-fixtures.js'
+import { captureLog } from './helpers/log-capture.js'
 import { call, dialects, startServer, type TestServer } from './helpers/server.js'
-
-/** Collects what a pino logger writes, one line per record. */
-function captureLog() {
-  const lines: string[] = []
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      lines.push(...chunk.toString('utf8').split('\n').filter(Boolean))
-      cb()
-    },
-  })
-  return { stream, lines }
-}
 
 describe.each(dialects)('signed links in the request log (%s)', (dialect) => {
   let s: TestServer

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process'
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import { type Readable, Transform, Writable } from 'node:stream'
+import { type Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type { FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
@@ -11,6 +11,7 @@ import { buildApp } from '../src/app.js'
 import type { BlobStore } from '../src/blobs/blob-store.js'
 import { createLogger } from '../src/logger.js'
 import { beginUpload, partUrl, putBytes, target, uploaded } from './helpers/files.js'
+import { captureLog } from './helpers/log-capture.js'
 import { call, dialects, startServer, type TestServer } from './helpers/server.js'
 import { buildServer } from './helpers/server-process.js'
 
@@ -52,18 +53,6 @@ function fillableDisk(state: { full: boolean }) {
       },
     })
   }
-}
-
-/** Collects what a pino logger writes, one line per record. */
-function captureLog() {
-  const lines: string[] = []
-  const stream = new Writable({
-    write(chunk, _enc, cb) {
-      lines.push(...chunk.toString('utf8').split('\n').filter(Boolean))
-      cb()
-    },
-  })
-  return { stream, lines }
 }
 
 describe.each(dialects)('a full disk (%s)', (dialect) => {

@@ -3,7 +3,7 @@ import { operatorPrincipal } from '../src/modules/auth/principal.js'
 import { makeFile, makeFolder } from './helpers/file-rows.js'
 import { pollHistoryExport } from './helpers/history-export-fixtures.js'
 import {
-  ADMIN_USERNAME,
+  adminUserId,
   call,
   dialects,
   makeKey,
@@ -88,12 +88,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     // Webhook URLs the requests set point at the loopback recorder, which only this range allows.
     s = await startServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
     doc = (await call(s, 'GET', '/swagger_doc')).body
-    const admin = await s.container.db
-      .selectFrom('users')
-      .select('id')
-      .where('username', '=', ADMIN_USERNAME)
-      .executeTakeFirstOrThrow()
-    adminId = admin.id
+    adminId = await adminUserId(s)
     // Exports are never deleted: one of each serves every request.
     const key = (await makeKey(s, adminId)).key
     const h = await call(s, 'POST', '/history_exports', { key, body: {} })

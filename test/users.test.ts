@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   ADMIN_PASSWORD,
   ADMIN_USERNAME,
+  adminUserId,
   call,
   dialects,
   login,
@@ -22,12 +23,7 @@ describe.each(dialects)('users (%s)', (dialect) => {
 
   beforeAll(async () => {
     s = await startServer(dialect)
-    const admin = await s.container.db
-      .selectFrom('users')
-      .select('id')
-      .where('username', '=', ADMIN_USERNAME)
-      .executeTakeFirstOrThrow()
-    adminId = admin.id
+    adminId = await adminUserId(s)
     regular = await makeUser(s, { username: 'regular-user' })
     regularKey = (await makeKey(s, regular.id)).key
   })

@@ -163,6 +163,16 @@ export async function makeUser(
 }
 
 /** Factory: a key for a user (or site-wide), created through the service; returns the plain key. */
+/** The id of the site administrator created at first start. */
+export async function adminUserId(s: TestServer): Promise<number> {
+  const admin = await s.container.db
+    .selectFrom('users')
+    .select('id')
+    .where('username', '=', ADMIN_USERNAME)
+    .executeTakeFirstOrThrow()
+  return admin.id
+}
+
 export async function makeKey(
   s: TestServer,
   userId: number | null,
