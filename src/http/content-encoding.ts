@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import { ApiError } from './errors.js'
 
@@ -14,7 +15,7 @@ export function refuseEncodedBody(
   done: HookHandlerDoneFunction,
 ) {
   const header = request.headers['content-encoding']
-  if (header === undefined || !hasBody(request)) return done()
+  if (header === undefined || !hasBody(request.headers)) return done()
   const codings = header
     .split(',')
     .map((c) => c.trim().toLowerCase())
@@ -29,7 +30,7 @@ export function refuseEncodedBody(
   )
 }
 
-function hasBody(request: FastifyRequest): boolean {
-  const length = request.headers['content-length']
-  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+/** Whether a request announces a body: chunked, or a length above zero. */
+export function hasBody(headers: IncomingHttpHeaders): boolean {
+  return headers['transfer-encoding'] !== undefined || Number(headers['content-length']) > 0
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import type { Config } from '../config.js'
+import { hasBody } from './content-encoding.js'
 
 /**
  * Node's and Fastify's connection limits from the settings. None of them bounds a whole request:
@@ -41,9 +42,7 @@ export function guardBodyRate(app: FastifyInstance, http: Config['http']): void 
   const minPerWindow = Math.max(1, Math.ceil((http.minBodyBytesPerSecond * http.bodyRateWindowMs) / 1000))
   app.addHook('onRequest', (request, reply, done) => {
     const raw = request.raw
-    const hasBody =
-      raw.headers['transfer-encoding'] !== undefined || Number(raw.headers['content-length']) > 0
-    if (!hasBody || raw.complete) return done()
+    if (!hasBody(raw.headers) || raw.complete) return done()
     const socket = raw.socket
     let seen = socket.bytesRead
     const timer = setInterval(() => {

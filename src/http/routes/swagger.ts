@@ -10,9 +10,8 @@ export function toSwagger2<T>(node: T): T {
   if (node === null || typeof node !== 'object') return node
   const out: Record<string, unknown> = {}
   for (const [k, v] of Object.entries(node as Record<string, unknown>)) {
-    // Which service rule decides a refusal is the server's business, not the document's.
-    // Swagger 2 schemas have no $id (definitions are named by title); which service rule decides
-    // a refusal is the server's business.
+    // Which service rule decides a refusal is the server's business, not the document's; and
+    // Swagger 2 schemas have no $id (definitions are named by title).
     if (k === 'x-check' || k === '$id') continue
     out[k] = k === 'properties' ? withoutReadOnly(v as Record<string, unknown>) : toSwagger2(v)
   }
