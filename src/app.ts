@@ -1,12 +1,11 @@
 import swagger from '@fastify/swagger'
 import Fastify, { type FastifyInstance, type FastifyRequest, LogController } from 'fastify'
 import type { Logger } from 'pino'
+import { isDateTimeText } from './api/datetime.js'
 import type { Container } from './container.js'
 import { answerClientError } from './http/client-error.js'
 import { refuseEncodedBody } from './http/content-encoding.js'
-import { isDateTimeText } from './http/datetime.js'
 import { handleError } from './http/error-handler.js'
-import { ApiError } from './http/errors.js'
 import { API_PREFIX, type Format, negotiate, parseXmlBody, splitFormatSuffix, toXml } from './http/format.js'
 import { lazyCompilers } from './http/lazy-compilers.js'
 import { allowedMethods, noRouteError } from './http/method-not-allowed.js'
@@ -34,6 +33,7 @@ import { prepareBody } from './http/text-values.js'
 import { registerWebUi } from './http/web-ui.js'
 import { redactUrl } from './logger.js'
 import './http/request-context.js'
+import { ERRORS } from './api/error-factories.js'
 
 const FORMAT = Symbol('wharf.format')
 const BAD_SUFFIX = Symbol('wharf.badSuffix')
@@ -124,8 +124,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     request.format = raw[FORMAT] ?? negotiate(request.headers.accept)
     if (raw[BAD_SUFFIX] !== undefined) {
       return done(
-        new ApiError(
-          'bad-request/unsupported-http-response-format',
+        ERRORS.unsupportedHttpResponseFormat(
           `Unsupported response format ".${raw[BAD_SUFFIX]}": use .json or .xml`,
         ),
       )
@@ -150,14 +149,10 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     if ((body as string).trim() === '') return done(null, {})
     jsonParser(req, body as string, (err, value) => {
-      if (err)
-        return done(new ApiError('bad-request/invalid-body', `Malformed JSON: ${err.message}`), undefined)
+      if (err) return done(ERRORS.invalidBody(`Malformed JSON: ${err.message}`), undefined)
       // `null` would otherwise pass for "no body"; like any other non-object it is not a set of fields.
       if (value === null) {
-        return done(
-          new ApiError('bad-request/invalid-body', 'The request body must be an object of named fields'),
-          undefined,
-        )
+        return done(ERRORS.invalidBody('The request body must be an object of named fields'), undefined)
       }
       done(null, value)
     })
@@ -171,8 +166,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
   })
   app.addContentTypeParser('*', (req, _payload, done) => {
     done(
-      new ApiError(
-        'bad-request/unsupported-media-type',
+      ERRORS.unsupportedMediaType(
         `Unsupported Content-Type "${req.headers['content-type'] ?? ''}": send application/json or application/xml`,
       ),
       undefined,
@@ -257,9 +251,6 @@ async function checkEchoedId(request: FastifyRequest): Promise<void> {
   const pathId = (request.params as Record<string, unknown> | undefined)?.['id']
   const bodyId = (request.body as Record<string, unknown> | undefined)?.['id']
   if (pathId !== undefined && bodyId !== undefined && String(pathId) !== String(bodyId)) {
-    throw new ApiError(
-      'bad-request/request-params-invalid',
-      'The id in the body differs from the id in the path',
-    )
+    throw ERRORS.requestParamsInvalid('The id in the body differs from the id in the path')
   }
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError } from 'commander'
+import { ERRORS } from './api/error-factories.js'
+import { ApiError } from './api/errors.js'
 import { registerBillingCommands } from './cli/billing-commands.js'
 import { type Config, ConfigError, loadConfig } from './config.js'
 import { createContainer } from './container.js'
 import { isStorageFull } from './db/errors.js'
-import { ApiError } from './http/errors.js'
 import { operatorPrincipal } from './modules/auth/principal.js'
 import { serve } from './server.js'
 
@@ -112,7 +113,7 @@ keys
           .where('site_id', '=', c.site.id)
           .where('username_lower', '=', String(o.username).toLowerCase())
           .executeTakeFirst()
-        if (!u) throw new ApiError('not-found/user-not-found', `No user named ${o.username}`)
+        if (!u) throw ERRORS.userNotFound(`No user named ${o.username}`)
         userId = u.id
       }
       if (!o.siteWide && userId === undefined)

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ApiError } from '../src/http/errors.js'
+import { ApiError } from '../src/api/errors.js'
 import { operatorPrincipal } from '../src/modules/auth/principal.js'
 import { call, dialects, startServer, type TestServer } from './helpers/server.js'
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { formatDateTime, parseDateTime } from '../src/http/datetime.js'
+import { formatDateTime, parseDateTime } from '../src/api/datetime.js'
 
 const utc = (iso: string) => Date.parse(iso)
 

@@ -3,8 +3,9 @@ import { fileURLToPath } from 'node:url'
 import { XMLParser } from 'fast-xml-parser'
 import type { FastifyInstance } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ERRORS } from '../src/api/error-factories.js'
+import { ApiError, ERROR_TYPES, errorBody, statusOf, titleOf, WHARF_ERROR_TYPES } from '../src/api/errors.js'
 import { buildApp } from '../src/app.js'
-import { ApiError, ERROR_TYPES, errorBody, statusOf, titleOf } from '../src/http/errors.js'
 import { createLogger, redactUrl } from '../src/logger.js'
 import { captureLog } from './helpers/log-capture.js'
 import {
@@ -78,6 +79,18 @@ describe('error types (unit)', () => {
       expect(err.title).toBe(titleOf(type))
     }
     expect(statusOf('internal-server-error')).toBe(500)
+  })
+
+  it('has one factory per type, named after its last segment, making an error of that type', () => {
+    const types = [...ERROR_TYPES, ...WHARF_ERROR_TYPES, 'internal-server-error'] as const
+    const camel = (t: string) =>
+      (t.split('/').pop() ?? t).replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase())
+    expect(Object.keys(ERRORS).sort()).toEqual(types.map(camel).sort())
+    for (const type of types) {
+      const made = (ERRORS as Record<string, (m: string) => ApiError>)[camel(type)]!('why')
+      expect(made).toBeInstanceOf(ApiError)
+      expect([made.type, made.message, made.status]).toEqual([type, 'why', statusOf(type)])
+    }
   })
 
   it('titles each type from its last segment, words capitalised', () => {

@@ -1,4 +1,5 @@
-import { ApiError } from '../http/errors.js'
+import { ERRORS } from '../api/error-factories.js'
+import type { ApiError } from '../api/errors.js'
 
 /** A unique index said no: SQLite (better-sqlite3) and PostgreSQL (pg) name it differently. */
 export function isUniqueViolation(err: unknown): boolean {
@@ -17,8 +18,7 @@ export function isStorageFull(err: unknown): boolean {
 
 /** The one answer to a full disk or database: 507 `service-unavailable/storage-full`, its cause kept for the log. */
 export function storageFull(cause: unknown): ApiError {
-  return new ApiError(
-    'service-unavailable/storage-full',
+  return ERRORS.storageFull(
     'The server’s storage is full, so nothing was stored; try again once space has been freed',
     { cause },
   )

@@ -1,10 +1,11 @@
 import type { Readable } from 'node:stream'
 import { parse } from 'csv-parse'
 import type { Kysely, Selectable } from 'kysely'
+import { formatDateTime } from '../api/datetime.js'
+import { ERRORS } from '../api/error-factories.js'
+import { ApiError } from '../api/errors.js'
 import type { BlobStore } from '../blobs/blob-store.js'
 import type { Database, ExportsTable } from '../db/schema.js'
-import { formatDateTime } from '../http/datetime.js'
-import { ApiError } from '../http/errors.js'
 import { parsePerPage } from '../http/pagination.js'
 import { isSiteAdmin, type Principal } from '../modules/auth/principal.js'
 import { invalidLink } from '../modules/files/signed-link.js'
@@ -101,18 +102,15 @@ export class ExportService {
     const actor = await this.actor(p, q.user_id)
     const row = await this.visible(p, actor, spec, q.id)
     if (row.status === 'building') {
-      throw new ApiError('processing-failure/export-not-ready', `Export ${row.id} is still being built`)
+      throw ERRORS.exportNotReady(`Export ${row.id} is still being built`)
     }
     if (row.status === 'failed' || row.blob_key === null) {
-      throw new ApiError(
-        'processing-failure/export-failure',
-        `Export ${row.id} failed: ${row.failure_reason ?? 'no results'}`,
-      )
+      throw ERRORS.exportFailure(`Export ${row.id} failed: ${row.failure_reason ?? 'no results'}`)
     }
     const secret = await this.secrets.signingSecret(p.siteId)
     const from = q.cursor ? this.readCursor(q.cursor, secret, row.id) : 0
     const size = Number(row.result_bytes ?? 0)
-    if (from > size) throw new ApiError('bad-request/invalid-cursor', 'The cursor is not valid')
+    if (from > size) throw ERRORS.invalidCursor('The cursor is not valid')
     const items: Record<string, unknown>[] = []
     let end = from
     if (from < size) {
@@ -199,10 +197,7 @@ export class ExportService {
     const userId = Number(raw)
     if (userId === p.user?.id) return self
     if (!isSiteAdmin(p)) {
-      throw new ApiError(
-        'not-authorized/user-id-without-site-admin',
-        'Only site administrators can name another user_id',
-      )
+      throw ERRORS.userIdWithoutSiteAdmin('Only site administrators can name another user_id')
     }
     const user = await this.db
       .selectFrom('users')
@@ -210,7 +205,7 @@ export class ExportService {
       .where('site_id', '=', p.siteId)
       .where('id', '=', userId)
       .executeTakeFirst()
-    if (!user) throw new ApiError('not-found/user-not-found', `User ${userId} not found`)
+    if (!user) throw ERRORS.userNotFound(`User ${userId} not found`)
     return { userId: user.id, siteAdmin: user.site_admin === 1 }
   }
 
@@ -219,16 +214,14 @@ export class ExportService {
     if (actor.siteAdmin) return
     const named = [...q.folders, ...q.paths]
     if (named.length === 0) {
-      throw new ApiError(
-        'not-authorized/non-admins-must-query-by-folder-or-path',
+      throw ERRORS.nonAdminsMustQueryByFolderOrPath(
         'Only site administrators may export without query_folder or query_path',
       )
     }
     const administered = actor.userId === null ? [] : await adminFolders(this.db, siteId, actor.userId)
     const outside = named.find((path) => !administered.some((f) => isWithin(path, f)))
     if (outside !== undefined) {
-      throw new ApiError(
-        'not-authorized/folder-admin-permission-required',
+      throw ERRORS.folderAdminPermissionRequired(
         `Folder admin permission is required on ${outside === '' ? 'the root folder' : outside}`,
       )
     }
@@ -247,7 +240,7 @@ export class ExportService {
       .where('kind', '=', spec.kind)
       .executeTakeFirst()
     if (!row || (!actor.siteAdmin && row.user_id !== actor.userId)) {
-      throw new ApiError('not-found', `No export with id ${id}`)
+      throw ERRORS.notFound(`No export with id ${id}`)
     }
     // A user who no longer administers what the export covers may no longer read it.
     if (!actor.siteAdmin) {
@@ -265,12 +258,12 @@ export class ExportService {
   private readCursor(raw: string, secret: string, id: number): number {
     const [body, sig, extra] = raw.split('.')
     if (!body || !sig || extra !== undefined || !safeEqual(sig, hmac(secret, `export-cursor:${body}`))) {
-      throw new ApiError('bad-request/invalid-cursor', 'The cursor is not valid')
+      throw ERRORS.invalidCursor('The cursor is not valid')
     }
     const c = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as { e: unknown; o: unknown }
-    if (c.e !== id) throw new ApiError('bad-request/invalid-cursor', 'The cursor belongs to another export')
+    if (c.e !== id) throw ERRORS.invalidCursor('The cursor belongs to another export')
     if (!Number.isSafeInteger(c.o) || (c.o as number) < 0) {
-      throw new ApiError('bad-request/invalid-cursor', 'The cursor is not valid')
+      throw ERRORS.invalidCursor('The cursor is not valid')
     }
     return c.o as number
   }

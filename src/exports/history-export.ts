@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely'
+import { formatDateTime } from '../api/datetime.js'
+import { ERRORS } from '../api/error-factories.js'
 import type { DatabaseHandle } from '../db/database.js'
 import type { Database } from '../db/schema.js'
-import { formatDateTime } from '../http/datetime.js'
-import { ApiError } from '../http/errors.js'
 import type { ExportJob, ExportKindSpec, ExportSource, ParsedQuery } from './export-kind.js'
 import { keysetPages } from './keyset-pages.js'
 import {
@@ -81,8 +81,7 @@ export const UNSUPPORTED_HISTORY_FIELDS = [
 function parseQuery(body: Record<string, unknown>, dialect: Dialect): ParsedQuery {
   for (const field of UNSUPPORTED_HISTORY_FIELDS) {
     if (splitValues(body[field], field).length > 0) {
-      throw new ApiError(
-        'bad-request/request-params-invalid',
+      throw ERRORS.requestParamsInvalid(
         `${field} is not supported: Wharf's history does not record what it searches`,
       )
     }

@@ -1,6 +1,6 @@
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely'
-import { parseDateTime } from '../http/datetime.js'
-import { ApiError } from '../http/errors.js'
+import { parseDateTime } from '../api/datetime.js'
+import { ERRORS } from '../api/error-factories.js'
 import { normalizePath } from '../modules/paths.js'
 
 /**
@@ -15,7 +15,7 @@ export type Dialect = 'sqlite' | 'postgres'
 export function splitValues(raw: unknown, field: string, trim = false): string[] {
   if (raw === undefined || raw === null) return []
   if (typeof raw !== 'string' && typeof raw !== 'number' && typeof raw !== 'boolean') {
-    throw new ApiError('bad-request/request-params-invalid', `${field} must be a string`)
+    throw ERRORS.requestParamsInvalid(`${field} must be a string`)
   }
   return String(raw)
     .split(',')
@@ -31,7 +31,7 @@ export function pathValues(raw: unknown, field: string): string[] {
 export function integerValues(raw: unknown, field: string): number[] {
   return splitValues(raw, field, true).map((v) => {
     if (!/^-?\d{1,15}$/.test(v)) {
-      throw new ApiError('bad-request/request-params-invalid', `${field} takes integers: "${v}" is not one`)
+      throw ERRORS.requestParamsInvalid(`${field} takes integers: "${v}" is not one`)
     }
     return Number(v)
   })
@@ -43,7 +43,7 @@ export function booleanValues(raw: unknown, field: string): boolean[] {
   return splitValues(raw, field, true).map((v) => {
     const lower = v.toLowerCase()
     if (lower !== 'true' && lower !== 'false') {
-      throw new ApiError('bad-request/request-params-invalid', `${field} must be true or false`)
+      throw ERRORS.requestParamsInvalid(`${field} must be true or false`)
     }
     return lower === 'true'
   })

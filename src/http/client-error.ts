@@ -1,7 +1,8 @@
 import http from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
-import { ApiError, errorBody, newInstanceId } from './errors.js'
+import { ERRORS } from '../api/error-factories.js'
+import { errorBody, newInstanceId } from '../api/errors.js'
 
 /**
  * Requests Node's HTTP parser refuses before Fastify sees them (headers and request line over
@@ -14,7 +15,7 @@ export function answerClientError(this: FastifyInstance, err: NodeJS.ErrnoExcept
   // A reset connection has nobody left to answer (Node's own advice for this event).
   if (err.code === 'ECONNRESET' || socket.destroyed) return
   const [status, message] = refusal(err.code)
-  const api = new ApiError('bad-request', message)
+  const api = ERRORS.badRequest(message)
   const body = JSON.stringify({ ...errorBody(api, newInstanceId()), 'http-code': status })
   this.log.debug({ err, status }, 'client error')
   if (socket.writable) {

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
-import { ApiError } from './errors.js'
+import { ERRORS } from '../api/error-factories.js'
 
 /**
  * Wharf decodes no content coding of request bodies (decisions.md, "Requests and responses"): a
@@ -23,8 +23,7 @@ export function refuseEncodedBody(
   if (codings.every((c) => c === 'identity')) return done()
   reply.header('Accept-Encoding', 'identity')
   done(
-    new ApiError(
-      'bad-request/unsupported-media-type',
+    ERRORS.unsupportedMediaType(
       `Unsupported Content-Encoding "${header}": send the body uncompressed (identity)`,
     ),
   )

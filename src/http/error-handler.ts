@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { ERRORS } from '../api/error-factories.js'
+import { ApiError, type ErrorType, errorBody, newInstanceId } from '../api/errors.js'
 import { translateStorageError } from '../db/errors.js'
-import { ApiError, type ErrorType, errorBody, newInstanceId } from './errors.js'
 import { toXml } from './format.js'
 
 interface AjvError {
@@ -19,31 +20,19 @@ export function fromValidation(errors: AjvError[], context: string | undefined):
     context === 'querystring' ? 'query parameter' : context === 'params' ? 'path parameter' : 'parameter'
   const field = e.instancePath.replace(/^\//, '').replace(/\//g, '.')
   if (e.keyword === 'required') {
-    return new ApiError(
-      'bad-request/request-params-required',
-      `Missing required ${where}: ${String(e.params['missingProperty'])}`,
-    )
+    return ERRORS.requestParamsRequired(`Missing required ${where}: ${String(e.params['missingProperty'])}`)
   }
   if (e.keyword === 'additionalProperties') {
-    return new ApiError(
-      'bad-request/request-params-invalid',
-      `Unknown ${where}: ${String(e.params['additionalProperty'])}`,
-    )
+    return ERRORS.requestParamsInvalid(`Unknown ${where}: ${String(e.params['additionalProperty'])}`)
   }
   // A date-time the parser cannot read is refused as the parser refuses it.
   if (e.keyword === 'format' && e.params['format'] === 'date-time') {
-    return new ApiError(
-      'bad-request/datetime-parse',
-      `${field} is not a valid ISO 8601 date or date-time: "${String(e.data)}"`,
-    )
+    return ERRORS.datetimeParse(`${field} is not a valid ISO 8601 date or date-time: "${String(e.data)}"`)
   }
   if (field === '' && e.keyword === 'type') {
-    return new ApiError('bad-request/invalid-body', 'The request body must be an object of named fields')
+    return ERRORS.invalidBody('The request body must be an object of named fields')
   }
-  return new ApiError(
-    'bad-request/request-params-invalid',
-    `Invalid ${where} ${field}: ${e.message ?? 'invalid value'}`,
-  )
+  return ERRORS.requestParamsInvalid(`Invalid ${where} ${field}: ${e.message ?? 'invalid value'}`)
 }
 
 const FASTIFY_CODES: Record<string, ErrorType> = {
@@ -63,8 +52,7 @@ export function toApiError(err: FastifyError): ApiError | null {
   if (err.validation) return fromValidation(err.validation as AjvError[], err.validationContext)
   const mapped = err.code ? FASTIFY_CODES[err.code] : undefined
   if (mapped) return new ApiError(mapped, err.message)
-  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500)
-    return new ApiError('bad-request', err.message)
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return ERRORS.badRequest(err.message)
   return null
 }
 
@@ -82,10 +70,7 @@ export function handleError(err: FastifyError, request: FastifyRequest, reply: F
     }
   } else {
     request.log.error({ err, instance, reqId: request.id }, 'unexpected error')
-    api = new ApiError(
-      'internal-server-error',
-      'An unexpected error occurred; quote the instance id when reporting it',
-    )
+    api = ERRORS.internalServerError('An unexpected error occurred; quote the instance id when reporting it')
   }
   const body = errorBody(api, instance)
   reply.code(api.status)

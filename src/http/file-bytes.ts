@@ -1,9 +1,9 @@
 import type { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { ApiError } from '../api/errors.js'
 import type { ByteRange } from '../blobs/blob-store.js'
 import type { Download, DownloadService } from '../modules/files/download-service.js'
 import { mimeTypeOf } from '../modules/files/file-json.js'
-import { ApiError } from './errors.js'
 
 /**
  * 416 keeps its HTTP status although its type's family (processing-failure) means 422: download

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module'
 import type { XMLParser, XMLValidator } from 'fast-xml-parser'
-import { ApiError } from './errors.js'
+import { ERRORS } from '../api/error-factories.js'
+import { ApiError } from '../api/errors.js'
 
 export type Format = 'json' | 'xml'
 
@@ -163,17 +164,15 @@ const isXmlChar = (cp: number) =>
 export function decodeXmlReferences(text: string): string {
   if (!text.includes('&')) return text
   return text.replace(REFERENCE, (whole, ref: string | undefined) => {
-    if (ref === undefined)
-      throw new ApiError('bad-request/invalid-body', 'Malformed XML: a bare & (write &amp;)')
+    if (ref === undefined) throw ERRORS.invalidBody('Malformed XML: a bare & (write &amp;)')
     if (ref.startsWith('#')) {
       const hex = ref[1] === 'x'
       const cp = Number.parseInt(ref.slice(hex ? 2 : 1), hex ? 16 : 10)
-      if (!isXmlChar(cp))
-        throw new ApiError('bad-request/invalid-body', `Malformed XML: ${whole} is not an XML character`)
+      if (!isXmlChar(cp)) throw ERRORS.invalidBody(`Malformed XML: ${whole} is not an XML character`)
       return String.fromCodePoint(cp)
     }
     if (Object.hasOwn(PREDEFINED_ENTITIES, ref)) return PREDEFINED_ENTITIES[ref]!
-    throw new ApiError('bad-request/invalid-body', `Malformed XML: undeclared entity ${whole}`)
+    throw ERRORS.invalidBody(`Malformed XML: undeclared entity ${whole}`)
   })
 }
 
@@ -184,7 +183,7 @@ const ENTITY_DECODER = {
   setExternalEntities() {},
   // Reached only from a DOCTYPE, which parseXmlBody refuses first: declared entities never count.
   addInputEntities() {
-    throw new ApiError('bad-request/invalid-body', 'XML bodies must not declare entities')
+    throw ERRORS.invalidBody('XML bodies must not declare entities')
   },
 }
 
@@ -211,30 +210,26 @@ function xmlParser() {
 /** Parses an XML request body: the root's child elements are the fields. Never resolves a DTD. */
 export function parseXmlBody(text: string): Record<string, unknown> {
   if (/<!DOCTYPE|<!ENTITY/i.test(text)) {
-    throw new ApiError(
-      'bad-request/invalid-body',
-      'XML bodies must not contain a DOCTYPE or entity declarations',
-    )
+    throw ERRORS.invalidBody('XML bodies must not contain a DOCTYPE or entity declarations')
   }
   if (text.trim() === '') return {}
   const { parser, validator } = xmlParser()
   const valid = validator.validate(text)
-  if (valid !== true) throw new ApiError('bad-request/invalid-body', `Malformed XML: ${valid.err.msg}`)
+  if (valid !== true) throw ERRORS.invalidBody(`Malformed XML: ${valid.err.msg}`)
   let doc: Record<string, unknown>
   try {
     doc = parser.parse(text) as Record<string, unknown>
   } catch (err) {
     if (err instanceof ApiError) throw err
     // fast-xml-parser throws on names such as __proto__: the body is bad, not the server.
-    throw new ApiError('bad-request/invalid-body', `Malformed XML: ${(err as Error).message}`)
+    throw ERRORS.invalidBody(`Malformed XML: ${(err as Error).message}`)
   }
   const roots = Object.keys(doc).filter((k) => !k.startsWith('?'))
-  if (roots.length !== 1)
-    throw new ApiError('bad-request/invalid-body', 'An XML body must have exactly one root element')
+  if (roots.length !== 1) throw ERRORS.invalidBody('An XML body must have exactly one root element')
   const root = doc[roots[0]!]
   if (root === '' || root === undefined) return {}
   if (typeof root !== 'object' || root === null) {
-    throw new ApiError('bad-request/invalid-body', 'The XML root element must contain field elements')
+    throw ERRORS.invalidBody('The XML root element must contain field elements')
   }
   const out: Record<string, unknown> = {}
   for (const [k, v] of Object.entries(root as Record<string, unknown>)) {
@@ -248,8 +243,7 @@ export function parseXmlBody(text: string): Record<string, unknown> {
 const RESERVED_NAMES = new Set(['__proto__', 'constructor', 'prototype'])
 
 function fieldName(name: string): string {
-  if (RESERVED_NAMES.has(name))
-    throw new ApiError('bad-request/invalid-body', `Reserved XML element name: ${name}`)
+  if (RESERVED_NAMES.has(name)) throw ERRORS.invalidBody(`Reserved XML element name: ${name}`)
   return name
 }
 

@@ -1,4 +1,5 @@
-import { ApiError } from './errors.js'
+import { ERRORS } from '../api/error-factories.js'
+import type { ApiError } from '../api/errors.js'
 
 interface RouteEntry {
   method: string
@@ -36,9 +37,9 @@ export function allowedMethods(routes: RouteEntry[]): (path: string) => string[]
 
 /** 405 with `Allow` for a method the path lacks; plain 404 when no method has the path. */
 export function noRouteError(method: string, path: string, allowed: string[]): ApiError {
-  if (allowed.length === 0) return new ApiError('not-found', `No such endpoint: ${method} ${path}`)
+  if (allowed.length === 0) return ERRORS.notFound(`No such endpoint: ${method} ${path}`)
   const allow = allowed.join(', ')
-  return new ApiError('bad-request/method-not-allowed', `${method} is not allowed on ${path}: use ${allow}`, {
+  return ERRORS.methodNotAllowed(`${method} is not allowed on ${path}: use ${allow}`, {
     headers: { Allow: allow },
   })
 }

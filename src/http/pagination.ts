@@ -1,9 +1,10 @@
 import crypto from 'node:crypto'
 import type { FastifyReply } from 'fastify'
 import { type Expression, type SelectQueryBuilder, type SqlBool, sql } from 'kysely'
+import { parseDateTime } from '../api/datetime.js'
+import { ERRORS } from '../api/error-factories.js'
+import type { ApiError } from '../api/errors.js'
 import { hmac, safeEqual } from '../security/secrets.js'
-import { parseDateTime } from './datetime.js'
-import { ApiError } from './errors.js'
 
 /**
  * Cursor pagination, sorting and filtering for every list endpoint: one declaration per endpoint
@@ -97,10 +98,7 @@ export function parseListQuery(
     } else continue
     for (const [kind, field, value] of entries) {
       if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
-        throw new ApiError(
-          'bad-request/request-params-invalid',
-          `${kind}[${field}] must be given once, as a single value`,
-        )
+        throw ERRORS.requestParamsInvalid(`${kind}[${field}] must be given once, as a single value`)
       }
       const v = String(value)
       if (kind === 'sort_by') {
@@ -108,10 +106,9 @@ export function parseListQuery(
         if (!def) throw invalidField('sort_by', field, Object.keys(spec.sort))
         const dir = v.toLowerCase()
         if (dir !== 'asc' && dir !== 'desc') {
-          throw new ApiError('bad-request/request-params-invalid', `sort_by[${field}] must be asc or desc`)
+          throw ERRORS.requestParamsInvalid(`sort_by[${field}] must be asc or desc`)
         }
-        if (sort)
-          throw new ApiError('bad-request/invalid-filter-combination', 'sort_by takes one field at a time')
+        if (sort) throw ERRORS.invalidFilterCombination('sort_by takes one field at a time')
         sort = { field, dir }
       } else {
         const def = listField(spec.filter, field)
@@ -131,11 +128,9 @@ export function parseListQuery(
   let cursor: ListQuery['cursor'] = null
   const rawCursor = query['cursor']
   if (rawCursor !== undefined && rawCursor !== '') {
-    if (typeof rawCursor !== 'string')
-      throw new ApiError('bad-request/invalid-cursor', 'cursor must be a string')
+    if (typeof rawCursor !== 'string') throw ERRORS.invalidCursor('cursor must be a string')
     cursor = decodeCursor(rawCursor, secret, binding, sortTag(sort))
-    if (cursor.dir === 'prev' && spec.forwardOnly)
-      throw new ApiError('bad-request/invalid-cursor', 'This list pages forward only')
+    if (cursor.dir === 'prev' && spec.forwardOnly) throw ERRORS.invalidCursor('This list pages forward only')
   }
   return { perPage, sort, filters, cursor, binding }
 }
@@ -144,20 +139,14 @@ export function parsePerPage(raw: unknown): number {
   if (raw === undefined || raw === '') return DEFAULT_PER_PAGE
   const s = String(raw)
   if (!/^\d+$/.test(s) || Number(s) < 1 || Number(s) > MAX_PER_PAGE) {
-    throw new ApiError(
-      'bad-request/request-params-invalid',
-      `per_page must be a whole number from 1 to ${MAX_PER_PAGE}`,
-    )
+    throw ERRORS.requestParamsInvalid(`per_page must be a whole number from 1 to ${MAX_PER_PAGE}`)
   }
   return Number(s)
 }
 
 function invalidField(kind: string, field: string, valid: string[]): ApiError {
   const list = valid.length ? valid.join(', ') : 'none'
-  return new ApiError(
-    'bad-request/invalid-filter-field',
-    `${kind}[${field}] is not supported here (valid fields: ${list})`,
-  )
+  return ERRORS.invalidFilterField(`${kind}[${field}] is not supported here (valid fields: ${list})`)
 }
 
 /** Which filters each kind of field takes (the Swagger document lists the same pairings). */
@@ -170,8 +159,7 @@ export const OPS_BY_TYPE: Record<FieldType, FilterOp[]> = {
 
 function filterValue(op: FilterOp, field: string, def: ListField, v: string): number | string {
   if (!OPS_BY_TYPE[def.type].includes(op)) {
-    throw new ApiError(
-      'bad-request/invalid-filter-combination',
+    throw ERRORS.invalidFilterCombination(
       `${op}[${field}]: a ${def.type} field takes only ${OPS_BY_TYPE[def.type].join(', ')}`,
     )
   }
@@ -179,14 +167,13 @@ function filterValue(op: FilterOp, field: string, def: ListField, v: string): nu
     case 'string':
       return v
     case 'integer':
-      if (!/^-?\d+$/.test(v))
-        throw new ApiError('bad-request/request-params-invalid', `${op}[${field}] must be an integer`)
+      if (!/^-?\d+$/.test(v)) throw ERRORS.requestParamsInvalid(`${op}[${field}] must be an integer`)
       return Number(v)
     case 'datetime':
       return parseDateTime(v, `${op}[${field}]`)
     case 'boolean':
       if (!/^(true|false|1|0)$/.test(v))
-        throw new ApiError('bad-request/request-params-invalid', `${op}[${field}] must be true or false`)
+        throw ERRORS.requestParamsInvalid(`${op}[${field}] must be true or false`)
       return v === 'true' || v === '1' ? 1 : 0
   }
 }
@@ -215,21 +202,17 @@ function decodeCursor(
 ): NonNullable<ListQuery['cursor']> {
   const [body, sig, extra] = raw.split('.')
   if (!body || !sig || extra !== undefined || !safeEqual(sig, hmac(secret, `cursor:${body}`))) {
-    throw new ApiError('bad-request/invalid-cursor', 'The cursor is not valid')
+    throw ERRORS.invalidCursor('The cursor is not valid')
   }
   let p: CursorPayload
   try {
     p = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as CursorPayload
   } catch {
-    throw new ApiError('bad-request/invalid-cursor', 'The cursor is not valid')
+    throw ERRORS.invalidCursor('The cursor is not valid')
   }
-  if (p.b !== binding)
-    throw new ApiError('bad-request/invalid-cursor', 'The cursor belongs to a different query')
+  if (p.b !== binding) throw ERRORS.invalidCursor('The cursor belongs to a different query')
   if (p.s !== sort) {
-    throw new ApiError(
-      'bad-request/invalid-cursor-type-for-sort',
-      'The cursor was made for a different sort order',
-    )
+    throw ERRORS.invalidCursorTypeForSort('The cursor was made for a different sort order')
   }
   return { dir: p.d === 'p' ? 'prev' : 'next', key: p.k }
 }

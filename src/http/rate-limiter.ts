@@ -1,4 +1,4 @@
-import { ApiError } from './errors.js'
+import { ERRORS } from '../api/error-factories.js'
 
 export interface RateLimitSettings {
   perSecond: number
@@ -39,23 +39,15 @@ export class RateLimiter {
       b.at = now
     }
     if (b.inFlight >= this.s.concurrent) {
-      throw new ApiError(
-        'rate-limited/too-many-concurrent-requests',
-        `More than ${this.s.concurrent} requests in flight`,
-        {
-          retryAfter: 1,
-        },
-      )
+      throw ERRORS.tooManyConcurrentRequests(`More than ${this.s.concurrent} requests in flight`, {
+        retryAfter: 1,
+      })
     }
     if (b.tokens < 1) {
       const wait = Math.max(1, Math.ceil((1 - b.tokens) / this.s.perSecond))
-      throw new ApiError(
-        'rate-limited/too-many-requests',
-        `Too many requests: the limit is ${this.s.perSecond} per second`,
-        {
-          retryAfter: wait,
-        },
-      )
+      throw ERRORS.tooManyRequests(`Too many requests: the limit is ${this.s.perSecond} per second`, {
+        retryAfter: wait,
+      })
     }
     b.tokens -= 1
     b.inFlight += 1

@@ -1,5 +1,5 @@
 import { type TOptional, type TSchema, Type } from '@sinclair/typebox'
-import { DATE_TIME_FORMS } from './datetime.js'
+import { DATE_TIME_FORMS } from '../api/datetime.js'
 import { checked, exclusive, MAX_PATH_LENGTH, NEW_PATH_PATTERN, PATH_PATTERN } from './field-checks.js'
 import { type FieldType, type FilterOp, MAX_PER_PAGE, OPS_BY_TYPE } from './pagination.js'
 

@@ -1,5 +1,5 @@
-import { ApiError } from '../http/errors.js'
-import { hasControlCharacter } from './control-characters.js'
+import { hasControlCharacter } from '../api/control-characters.js'
+import { ERRORS } from '../api/error-factories.js'
 
 export const MAX_PATH_LENGTH = 5000
 
@@ -11,16 +11,13 @@ export const MAX_PATH_LENGTH = 5000
 export function normalizePath(raw: string, field = 'path'): string {
   const p = raw.replace(/^\/+|\/+$/g, '')
   if (p.length > MAX_PATH_LENGTH) {
-    throw new ApiError(
-      'processing-failure/path-too-long',
-      `${field} is longer than ${MAX_PATH_LENGTH} characters`,
-    )
+    throw ERRORS.pathTooLong(`${field} is longer than ${MAX_PATH_LENGTH} characters`)
   }
   if (hasControlCharacter(p)) {
-    throw new ApiError('bad-request/invalid-path', `${field} must not contain control characters`)
+    throw ERRORS.invalidPath(`${field} must not contain control characters`)
   }
   if (p !== '' && p.split('/').some((s) => s === '' || s === '.' || s === '..')) {
-    throw new ApiError('bad-request/invalid-path', `${field} must not contain empty, "." or ".." segments`)
+    throw ERRORS.invalidPath(`${field} must not contain empty, "." or ".." segments`)
   }
   return p
 }

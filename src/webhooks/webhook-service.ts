@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely'
+import { ERRORS } from '../api/error-factories.js'
+import { ApiError } from '../api/errors.js'
 import type { Database } from '../db/schema.js'
-import { ApiError } from '../http/errors.js'
 import { type Principal, requireSiteAdmin } from '../modules/auth/principal.js'
 import type { RetryPolicy } from './retry-policy.js'
 import type { WebhookDispatcher } from './webhook-dispatcher.js'
@@ -44,7 +45,7 @@ export class WebhookService {
       .where('a.site_id', '=', p.siteId)
       .where('a.success', '=', 0)
       .executeTakeFirst()
-    if (!failed) throw new ApiError('not-found', `No failed webhook request has id ${id}`)
+    if (!failed) throw ERRORS.notFound(`No failed webhook request has id ${id}`)
     if (failed.state === 'delivered') throw await this.alreadyDelivered(id, failed.id)
     const now = this.now()
     const allowed = Math.max(this.policy.maxAttempts(failed.max_attempts), failed.attempts + 1)
@@ -96,10 +97,7 @@ export class WebhookService {
     const now = this.now()
     const settings = await loadWebhookSettings(this.db, p.siteId, now)
     if (!settings.url) {
-      throw new ApiError(
-        'bad-request/request-params-required',
-        'Save a listener url in the webhook settings before sending a test',
-      )
+      throw ERRORS.requestParamsRequired('Save a listener url in the webhook settings before sending a test')
     }
     // Claimed by this process from the start: the dispatcher's loop never picks it up, unless
     // this process dies before sending, and then it is delivered once the claim runs out.
@@ -128,8 +126,7 @@ export class WebhookService {
       .returningAll()
       .executeTakeFirstOrThrow()
     const log = await this.dispatcher.deliverClaimed(row)
-    if (!log)
-      throw new ApiError('bad-request/request-params-required', 'The listener url was removed meanwhile')
+    if (!log) throw ERRORS.requestParamsRequired('The listener url was removed meanwhile')
     const o = log.outcome
     return {
       id: log.id,

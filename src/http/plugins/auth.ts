@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { ERRORS } from '../../api/error-factories.js'
+import { ApiError } from '../../api/errors.js'
 import type { Container } from '../../container.js'
 import { credentialsFrom } from '../../modules/auth/auth-service.js'
 import type { PermissionSet, Principal } from '../../modules/auth/principal.js'
-import { ApiError } from '../errors.js'
 import type { Access } from '../request-context.js'
 
 const ONLY_FOR: Record<string, ApiError['type']> = {
@@ -17,10 +18,7 @@ export function checkAccess(p: Principal, access: Access): void {
   const set: PermissionSet = p.permissionSet
   if (access === 'current-key-read') return
   if (set === 'none') {
-    throw new ApiError(
-      'not-authorized/full-permission-required',
-      'This API key has permission set "none": it can only read itself',
-    )
+    throw ERRORS.fullPermissionRequired('This API key has permission set "none": it can only read itself')
   }
   if (access === 'current-key' || access === 'any-key') return
   if (access === 'general' && set !== 'full') {
@@ -30,10 +28,7 @@ export function checkAccess(p: Principal, access: Access): void {
     )
   }
   if (access === 'general' && p.apiKey?.path) {
-    throw new ApiError(
-      'not-authorized/api-key-is-path-restricted',
-      `This API key is restricted to the folder ${p.apiKey.path}`,
-    )
+    throw ERRORS.apiKeyIsPathRestricted(`This API key is restricted to the folder ${p.apiKey.path}`)
   }
 }
 

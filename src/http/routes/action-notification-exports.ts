@@ -1,8 +1,8 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
+import { ERRORS } from '../../api/error-factories.js'
 import type { Container } from '../../container.js'
 import { WEBHOOK_LOG_EXPORT } from '../../exports/webhook-log-export.js'
-import { ApiError } from '../errors.js'
 import { setCursorHeaders } from '../pagination.js'
 import {
   DateTime,
@@ -128,10 +128,7 @@ const ResultsQuery = resultsQuery('action_notification_export_id', 'Id of the ex
 
 export function checkShowEcho(params: { id: number }, query: { id?: number | undefined }): void {
   if (query.id !== undefined && query.id !== params.id) {
-    throw new ApiError(
-      'bad-request/request-params-invalid',
-      'The id in the query differs from the id in the path',
-    )
+    throw ERRORS.requestParamsInvalid('The id in the query differs from the id in the path')
   }
 }
 

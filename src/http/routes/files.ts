@@ -1,10 +1,10 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { parseDateTime } from '../../api/datetime.js'
+import { ERRORS } from '../../api/error-factories.js'
 import type { Container } from '../../container.js'
 import { MAX_PARTS } from '../../modules/files/upload-parts.js'
 import type { UploadOptions } from '../../modules/files/upload-rules.js'
-import { parseDateTime } from '../datetime.js'
-import { ApiError } from '../errors.js'
 import { checked, exclusive } from '../field-checks.js'
 import { sendFileBytes } from '../file-bytes.js'
 import { toXml } from '../format.js'
@@ -150,13 +150,12 @@ export function fileRoutes(c: Container) {
           return reply.code(200).send(part)
         }
         if (action === 'end') {
-          if (ref === undefined)
-            throw new ApiError('bad-request/request-params-required', 'action=end needs the ref')
+          if (ref === undefined) throw ERRORS.requestParamsRequired('action=end needs the ref')
           const file = await uploads.end(request.principal, path, ref, opts)
           asFile(request, reply)
           return reply.code(201).send(file)
         }
-        throw new ApiError('bad-request/request-params-invalid', 'action must be put or end')
+        throw ERRORS.requestParamsInvalid('action must be put or end')
       },
     )
 
@@ -235,10 +234,10 @@ export function fileRoutes(c: Container) {
       async (request, reply) => {
         const { path, id } = request.body
         if (path !== undefined && id !== undefined) {
-          throw new ApiError('bad-request/request-params-invalid', 'Give either path or id, not both')
+          throw ERRORS.requestParamsInvalid('Give either path or id, not both')
         }
         if (path === undefined && id === undefined) {
-          throw new ApiError('bad-request/request-params-required', 'Give the path or the id of the file')
+          throw ERRORS.requestParamsRequired('Give the path or the id of the file')
         }
         const d = await downloads.forCaller(request.principal, { path, id })
         return sendFileBytes(request, reply, downloads, d)

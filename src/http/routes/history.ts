@@ -1,5 +1,6 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
+import { ERRORS } from '../../api/error-factories.js'
 import type { Container } from '../../container.js'
 import {
   DISPLAY_VALUES,
@@ -9,7 +10,6 @@ import {
   LOGIN_HISTORY,
   USER_HISTORY,
 } from '../../modules/history/history-service.js'
-import { ApiError } from '../errors.js'
 import { sendPage } from '../pagination.js'
 import type { ListFields } from '../schemas.js'
 import { DateTimeText, errorResponses, Id, listQuery, Nullable, SAME_AS_PATH_ID } from '../schemas.js'
@@ -128,10 +128,7 @@ export function historyRoutes(c: Container) {
       async (request, reply) => {
         const { user_id } = request.params
         if (request.query.user_id !== undefined && request.query.user_id !== user_id) {
-          throw new ApiError(
-            'bad-request/request-params-invalid',
-            'The user_id in the query differs from the one in the path',
-          )
+          throw ERRORS.requestParamsInvalid('The user_id in the query differs from the one in the path')
         }
         return sendPage(reply, await svc.forUser(request.principal, user_id, request.query))
       },

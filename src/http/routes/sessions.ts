@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
+import { ERRORS } from '../../api/error-factories.js'
 import type { Container } from '../../container.js'
 import { credentialsFrom } from '../../modules/auth/auth-service.js'
-import { ApiError } from '../errors.js'
 import { errorResponses } from '../schemas.js'
 
 const LoginBody = Type.Object(
@@ -31,10 +31,7 @@ export function sessionRoutes(c: Container) {
       },
       async (request, reply) => {
         if (credentialsFrom(request.headers).apiKey !== undefined) {
-          throw new ApiError(
-            'not-authorized/cannot-login-while-using-key',
-            'Remove the API key header to log in with a password',
-          )
+          throw ERRORS.cannotLoginWhileUsingKey('Remove the API key header to log in with a password')
         }
         const session = await c.services.sessions.login(c.site.id, {
           username: request.body.username,

@@ -1,7 +1,8 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { ERRORS } from '../../api/error-factories.js'
+import { ApiError } from '../../api/errors.js'
 import type { Container } from '../../container.js'
-import { ApiError } from '../errors.js'
 import { sendFileBytes } from '../file-bytes.js'
 import { ErrorSchema } from '../schemas.js'
 
@@ -76,10 +77,7 @@ export function transferRoutes(c: Container) {
         } catch (err) {
           // A client that hangs up mid-part is not a server failure: nothing was kept.
           if (!(err instanceof ApiError) && !request.raw.complete) {
-            throw new ApiError(
-              'bad-request/invalid-body',
-              'The part upload was interrupted; nothing was kept',
-            )
+            throw ERRORS.invalidBody('The part upload was interrupted; nothing was kept')
           }
           throw err
         }

@@ -1,15 +1,16 @@
 import type { Kysely, Selectable } from 'kysely'
+import { formatDateTime, parseDateTime } from '../../api/datetime.js'
+import { ERRORS } from '../../api/error-factories.js'
+import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
+import { refuseChangedReadOnly } from '../../api/read-only-fields.js'
 import type { Config } from '../../config.js'
 import type { ApiKeysTable, Database } from '../../db/schema.js'
-import { formatDateTime, parseDateTime } from '../../http/datetime.js'
-import { ApiError, addModelError, type ModelErrors } from '../../http/errors.js'
 import { applyListQuery, type ListSpec, type Page, parseListQuery, toPage } from '../../http/pagination.js'
 import { randomHex, tokenHash } from '../../security/secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { IdentityCache } from '../auth/identity-cache.js'
 import { isSiteAdmin, PERMISSION_SETS, type PermissionSet, type Principal } from '../auth/principal.js'
 import { normalizePath } from '../paths.js'
-import { refuseChangedReadOnly } from '../read-only-fields.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 
 type ApiKeyRow = Selectable<ApiKeysTable>
@@ -134,15 +135,9 @@ export class ApiKeyService {
     let owner: Owner | null
     if (siteWide) {
       if (!isSiteAdmin(p))
-        throw new ApiError(
-          'not-authorized/site-admin-required',
-          'Only site administrators can create site-wide keys',
-        )
+        throw ERRORS.siteAdminRequired('Only site administrators can create site-wide keys')
       if (input.user_id !== undefined && input.user_id !== 0) {
-        throw new ApiError(
-          'bad-request/request-params-invalid',
-          'A site-wide key has no user: leave user_id out',
-        )
+        throw ERRORS.requestParamsInvalid('A site-wide key has no user: leave user_id out')
       }
       owner = null
     } else {
@@ -202,7 +197,7 @@ export class ApiKeyService {
       input['key'] !== undefined &&
       (typeof input['key'] !== 'string' || tokenHash(input['key']) !== row.key_hash)
     ) {
-      throw new ApiError('bad-request/request-params-invalid', 'key is read-only')
+      throw ERRORS.requestParamsInvalid('key is read-only')
     }
     return this.applyUpdate(p, row, input)
   }
@@ -221,14 +216,13 @@ export class ApiKeyService {
   /** PATCH /api_key. A key that is not `full` may not change its own permission set (no escalation). */
   async updateCurrent(p: Principal, input: UpdateApiKeyInput): Promise<ApiKeyJson> {
     const row = await this.rows(p.siteId).where('api_keys.id', '=', currentKeyId(p)).executeTakeFirst()
-    if (!row) throw new ApiError('not-found/api-key-not-found', 'The API key no longer exists')
+    if (!row) throw ERRORS.apiKeyNotFound('The API key no longer exists')
     if (
       input.permission_set !== undefined &&
       input.permission_set !== row.permission_set &&
       row.permission_set !== 'full'
     ) {
-      throw new ApiError(
-        'not-authorized/insufficient-permission-for-params',
+      throw ERRORS.insufficientPermissionForParams(
         'Only a key with permission set "full" may change its own permission set',
       )
     }
@@ -237,7 +231,7 @@ export class ApiKeyService {
 
   async removeCurrent(p: Principal): Promise<void> {
     const row = await this.rows(p.siteId).where('api_keys.id', '=', currentKeyId(p)).executeTakeFirst()
-    if (!row) throw new ApiError('not-found/api-key-not-found', 'The API key no longer exists')
+    if (!row) throw ERRORS.apiKeyNotFound('The API key no longer exists')
     await this.destroy(p, row)
   }
 
@@ -255,12 +249,9 @@ export class ApiKeyService {
   /** The key if the caller may see it: site admins see all, others only their own. */
   private async visible(p: Principal, id: number): Promise<Row> {
     const row = await this.rows(p.siteId).where('api_keys.id', '=', id).executeTakeFirst()
-    if (!row) throw new ApiError('not-found/api-key-not-found', `API key ${id} not found`)
+    if (!row) throw ERRORS.apiKeyNotFound(`API key ${id} not found`)
     if (!isSiteAdmin(p) && row.user_id !== p.user?.id) {
-      throw new ApiError(
-        'not-authorized/site-admin-required',
-        'Only site administrators can manage other users’ keys',
-      )
+      throw ERRORS.siteAdminRequired('Only site administrators can manage other users’ keys')
     }
     return row
   }
@@ -270,10 +261,7 @@ export class ApiKeyService {
     if (n === undefined) return isSiteAdmin(p) ? undefined : p.user!.id
     if (n === 0) return p.user ? p.user.id : 'site-wide'
     if (n !== p.user?.id && !isSiteAdmin(p)) {
-      throw new ApiError(
-        'not-authorized/user-id-without-site-admin',
-        'Only site administrators can name another user_id',
-      )
+      throw ERRORS.userIdWithoutSiteAdmin('Only site administrators can name another user_id')
     }
     return n
   }
@@ -281,18 +269,11 @@ export class ApiKeyService {
   /** The key's owner, with the username its label shows. */
   private async resolveOwner(p: Principal, userId: number | undefined): Promise<Owner> {
     if (userId === undefined || userId === 0) {
-      if (!p.user)
-        throw new ApiError(
-          'bad-request/user-required',
-          'A site-wide key must name user_id, or ask for site_wide: true',
-        )
+      if (!p.user) throw ERRORS.userRequired('A site-wide key must name user_id, or ask for site_wide: true')
       return { id: p.user.id, username: p.user.username }
     }
     if (userId !== p.user?.id && !isSiteAdmin(p)) {
-      throw new ApiError(
-        'not-authorized/user-id-without-site-admin',
-        'Only site administrators can create keys for other users',
-      )
+      throw ERRORS.userIdWithoutSiteAdmin('Only site administrators can create keys for other users')
     }
     const user = await this.db
       .selectFrom('users')
@@ -300,7 +281,7 @@ export class ApiKeyService {
       .where('site_id', '=', p.siteId)
       .where('id', '=', userId)
       .executeTakeFirst()
-    if (!user) throw new ApiError('not-found/user-not-found', `User ${userId} not found`)
+    if (!user) throw ERRORS.userNotFound(`User ${userId} not found`)
     return user
   }
 
@@ -372,19 +353,13 @@ export class ApiKeyService {
 /** Shared/Bot users (self_managed false) are refused on /api_keys by id and list (decisions.md). */
 function refuseBots(p: Principal): void {
   if (p.user && p.user.self_managed === 0) {
-    throw new ApiError(
-      'not-authorized/self-managed-required',
-      'Shared/Bot users cannot list or manage keys by id',
-    )
+    throw ERRORS.selfManagedRequired('Shared/Bot users cannot list or manage keys by id')
   }
 }
 
 function currentKeyId(p: Principal): number {
   if (!p.apiKey) {
-    throw new ApiError(
-      'not-authorized/must-authenticate-with-api-key',
-      'This endpoint needs the request to be made with an API key',
-    )
+    throw ERRORS.mustAuthenticateWithApiKey('This endpoint needs the request to be made with an API key')
   }
   return p.apiKey.id
 }

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
+import { ERRORS } from '../../api/error-factories.js'
 import type { Config } from '../../config.js'
 import type { Database } from '../../db/schema.js'
-import { ApiError } from '../../http/errors.js'
 import { tokenHash } from '../../security/secrets.js'
 import { IdentityCache } from './identity-cache.js'
 import type { Interface, PermissionSet, Principal } from './principal.js'
@@ -37,7 +37,7 @@ export function hasCredentials(c: Credentials): boolean {
   return c.apiKey !== undefined || c.sessionId !== undefined
 }
 
-const unauthenticated = (why: string) => new ApiError('not-authenticated/authentication-required', why)
+const unauthenticated = (why: string) => ERRORS.authenticationRequired(why)
 
 export class AuthService {
   constructor(

@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely'
+import { ERRORS } from '../../api/error-factories.js'
 import type { ApiKeysTable, UsersTable } from '../../db/schema.js'
-import { ApiError } from '../../http/errors.js'
 import type { PermissionSet } from './permission-sets.js'
 
 export type UserRow = Selectable<UsersTable>
@@ -44,8 +44,7 @@ export function operatorPrincipal(siteId: number): Principal {
 }
 
 export function requireSiteAdmin(p: Principal): void {
-  if (!isSiteAdmin(p))
-    throw new ApiError('not-authorized/site-admin-required', 'Site administrator permission is required')
+  if (!isSiteAdmin(p)) throw ERRORS.siteAdminRequired('Site administrator permission is required')
 }
 
 /** Display name for actions and labels. */

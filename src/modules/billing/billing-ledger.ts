@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely'
+import { formatDateTime, parseDateTime } from '../../api/datetime.js'
+import { ERRORS } from '../../api/error-factories.js'
+import type { ApiError } from '../../api/errors.js'
 import type { Database } from '../../db/schema.js'
-import { formatDateTime, parseDateTime } from '../../http/datetime.js'
-import { ApiError } from '../../http/errors.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
 import { MAX_MINOR, parseAmount, parseCurrency, toDecimal } from './money.js'
@@ -31,7 +32,7 @@ export interface NewPayment {
   apply?: { invoice_id: number; amount?: string | undefined }[]
 }
 
-const invalid = (message: string) => new ApiError('bad-request/request-params-invalid', message)
+const invalid = (message: string) => ERRORS.requestParamsInvalid(message)
 
 /**
  * How operators record billing (the `wharf billing` commands): invoices with their lines, and
@@ -138,7 +139,7 @@ export class BillingLedger {
           .where('type', '=', 'invoice')
           .where('id', '=', a.invoice_id)
           .executeTakeFirst()
-        if (!inv) throw new ApiError('not-found', `No invoice with id ${a.invoice_id}`)
+        if (!inv) throw ERRORS.notFound(`No invoice with id ${a.invoice_id}`)
         if (inv.currency !== currency)
           throw overApplied(`Invoice #${inv.id} is in ${inv.currency}, the payment in ${currency}`)
         const part =
@@ -264,15 +265,14 @@ export class BillingLedger {
       .where('site_id', '=', p.siteId)
       .where('id', '=', id)
       .executeTakeFirst()
-    if (!row) return new ApiError('not-found', `No payment with id ${id}`)
-    if (row.type !== 'payment') return new ApiError('not-found', `#${id} is an invoice, not a payment`)
+    if (!row) return ERRORS.notFound(`No payment with id ${id}`)
+    if (row.type !== 'payment') return ERRORS.notFound(`#${id} is an invoice, not a payment`)
     const message = `Payment #${id} was already reversed at ${formatDateTime(row.payment_reversed_at)}`
-    return new ApiError('processing-failure/model-save-error', message, {
+    return ERRORS.modelSaveError(message, {
       modelErrors: { payment_reversed_at: [message] },
     })
   }
 }
 
 /** The request is well formed but the ledger cannot take it (the invoice's balance, the currency). */
-const overApplied = (message: string) =>
-  new ApiError('processing-failure/model-save-error', message, { modelErrors: { apply: [message] } })
+const overApplied = (message: string) => ERRORS.modelSaveError(message, { modelErrors: { apply: [message] } })

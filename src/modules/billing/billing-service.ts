@@ -1,8 +1,8 @@
 import type { Kysely, Selectable } from 'kysely'
+import { formatDateTime } from '../../api/datetime.js'
+import { ERRORS } from '../../api/error-factories.js'
 import type { Config } from '../../config.js'
 import type { AccountLineItemsTable, AccountLineItemType, Database } from '../../db/schema.js'
-import { formatDateTime } from '../../http/datetime.js'
-import { ApiError } from '../../http/errors.js'
 import { applyListQuery, type ListSpec, type Page, parseListQuery, toPage } from '../../http/pagination.js'
 import type { Principal } from '../auth/principal.js'
 import { invalidLink } from '../files/signed-link.js'
@@ -90,7 +90,7 @@ export class BillingService {
 
   async getInSite(siteId: number, type: AccountLineItemType, id: number): Promise<AccountLineItemJson> {
     const row = await this.rows(siteId, type).where('account_line_items.id', '=', id).executeTakeFirst()
-    if (!row) throw new ApiError('not-found', `No ${type} with id ${id}`)
+    if (!row) throw ERRORS.notFound(`No ${type} with id ${id}`)
     const secret = await this.secrets.signingSecret(siteId)
     const [json] = await this.render([row], secret)
     return json!

@@ -1,4 +1,4 @@
-import { ApiError } from '../../http/errors.js'
+import { ERRORS } from '../../api/error-factories.js'
 
 /**
  * Exact money: amounts are kept as integer minor units of their currency (cents, yen…) and only
@@ -15,10 +15,7 @@ const KNOWN = new Set(Intl.supportedValuesOf('currency'))
 export function parseCurrency(raw: string): string {
   const code = raw.trim().toUpperCase()
   if (!/^[A-Z]{3}$/.test(code) || !KNOWN.has(code)) {
-    throw new ApiError(
-      'bad-request/request-params-invalid',
-      `Unknown currency "${raw}" (use an ISO 4217 code)`,
-    )
+    throw ERRORS.requestParamsInvalid(`Unknown currency "${raw}" (use an ISO 4217 code)`)
   }
   return code
 }
@@ -44,19 +41,14 @@ export function currencyDigits(currency: string): number {
 export function parseAmount(raw: string, currency: string, what = 'amount'): number {
   const digits = currencyDigits(currency)
   const m = /^(\d{1,16})(?:\.(\d+))?$/.exec(raw.trim())
-  if (!m)
-    throw new ApiError('bad-request/request-params-invalid', `${what} must be a decimal number like 12.50`)
+  if (!m) throw ERRORS.requestParamsInvalid(`${what} must be a decimal number like 12.50`)
   const frac = (m[2] ?? '').replace(/0+$/, '')
   if (frac.length > digits) {
-    throw new ApiError(
-      'bad-request/request-params-invalid',
-      `${what} has more decimals than ${currency} allows (${digits})`,
-    )
+    throw ERRORS.requestParamsInvalid(`${what} has more decimals than ${currency} allows (${digits})`)
   }
   const minor = Number(m[1]) * 10 ** digits + Number(frac.padEnd(digits, '0') || '0')
   if (minor <= 0 || minor > MAX_MINOR) {
-    throw new ApiError(
-      'bad-request/request-params-invalid',
+    throw ERRORS.requestParamsInvalid(
       `${what} must be greater than 0 and at most ${toDecimal(MAX_MINOR, currency)}`,
     )
   }

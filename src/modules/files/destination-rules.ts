@@ -1,6 +1,7 @@
 import type { Kysely, Transaction } from 'kysely'
+import { ERRORS } from '../../api/error-factories.js'
+import type { ApiError } from '../../api/errors.js'
 import type { Database } from '../../db/schema.js'
-import { ApiError } from '../../http/errors.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
 import { isWithin } from '../paths.js'
@@ -19,7 +20,7 @@ export interface OperationDeps {
 /** The `destination` of a copy or move: required, not blank, normalised as a new path. */
 export function destinationOf(raw: string | undefined): string {
   if (raw === undefined || raw.trim() === '') {
-    throw new ApiError('bad-request/request-params-required', 'Missing required parameter: destination')
+    throw ERRORS.requestParamsRequired('Missing required parameter: destination')
   }
   return normalizeNewPath(raw, 'destination')
 }
@@ -50,8 +51,7 @@ export async function operands(
 export function refuseOwnSubtree(source: FileRow, dest: string): void {
   const destLower = dest.toLowerCase()
   if (destLower !== source.path_lower && isWithin(destLower, source.path_lower)) {
-    throw new ApiError(
-      'processing-failure/destination-parent-conflict',
+    throw ERRORS.destinationParentConflict(
       `${dest} is inside ${source.path}: nothing can be copied or moved into itself`,
     )
   }
@@ -67,20 +67,17 @@ export function checkDestination(source: FileRow, existing: FileRow | undefined,
   if (!existing) return
   const what = existing.type === 'directory' ? 'A folder' : 'A file'
   if (!overwrite) {
-    throw new ApiError(
-      'processing-failure/destination-exists',
+    throw ERRORS.destinationExists(
       `${what} already exists at ${existing.path} (send overwrite=true to replace it)`,
     )
   }
   if (existing.type !== source.type) {
-    throw new ApiError(
-      'processing-failure/destination-exists',
+    throw ERRORS.destinationExists(
       `${what} exists at ${existing.path}: a ${source.type === 'directory' ? 'folder' : 'file'} cannot replace it`,
     )
   }
   if (source.type === 'directory' && isWithin(source.path_lower, existing.path_lower)) {
-    throw new ApiError(
-      'processing-failure/destination-parent-conflict',
+    throw ERRORS.destinationParentConflict(
       `${existing.path} contains ${source.path}: a folder cannot be merged into a folder above it`,
     )
   }
@@ -89,8 +86,7 @@ export function checkDestination(source: FileRow, existing: FileRow | undefined,
 /** A row of the source meeting a row of the other type where it would land inside a folder. */
 export function typeClash(there: FileRow, r: FileRow, verb: 'copied' | 'moved'): ApiError {
   const kind = (row: FileRow) => (row.type === 'directory' ? 'folder' : 'file')
-  return new ApiError(
-    'processing-failure/destination-exists',
+  return ERRORS.destinationExists(
     `${there.path} exists as a ${kind(there)}: the ${verb} ${kind(r)} cannot replace it`,
   )
 }

@@ -1,9 +1,9 @@
 import type { Readable } from 'node:stream'
 import type { Kysely } from 'kysely'
+import { ERRORS } from '../../api/error-factories.js'
 import { BlobNotFoundError, type BlobStore, type ByteRange } from '../../blobs/blob-store.js'
 import type { Config } from '../../config.js'
 import type { Database } from '../../db/schema.js'
-import { ApiError } from '../../http/errors.js'
 import { type ActionContext, contextOf, recordAction } from '../actions/action-recorder.js'
 import { HeldActions } from '../actions/held-actions.js'
 import type { Principal } from '../auth/principal.js'
@@ -25,7 +25,7 @@ export interface Download {
   reader: Omit<ActionContext, 'ip' | 'username'> & { username?: string | null }
 }
 
-const fileNotFound = (message: string) => new ApiError('not-found/file-not-found', message)
+const fileNotFound = (message: string) => ERRORS.fileNotFound(message)
 const noSuchFile = (path: string) => fileNotFound(`No file at ${path}`)
 
 /**
@@ -147,7 +147,7 @@ export class DownloadService {
 
   private downloadable(row: FileRow | undefined, path: string): FileRow {
     if (path === '' || row?.type === 'directory') {
-      throw new ApiError('bad-request/cannot-download-directory', `${path || 'The root'} is a folder`)
+      throw ERRORS.cannotDownloadDirectory(`${path || 'The root'} is a folder`)
     }
     if (!row) throw noSuchFile(path)
     return row

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
+import { ERRORS } from '../../api/error-factories.js'
+import { ApiError } from '../../api/errors.js'
 import type { Database } from '../../db/schema.js'
-import { ApiError } from '../../http/errors.js'
 import { isSiteAdmin, type Principal } from '../auth/principal.js'
 import { isWithin } from '../paths.js'
 
@@ -70,10 +71,7 @@ export class AccessView {
   /** Throws the refusal that names the missing permission (or the key's restriction). */
   require(path: string, cap: Capability): void {
     if (this.keyPath !== null && !isWithin(path, this.keyPath)) {
-      throw new ApiError(
-        'not-authorized/api-key-is-path-restricted',
-        `This API key is restricted to the folder ${this.keyPath}`,
-      )
+      throw ERRORS.apiKeyIsPathRestricted(`This API key is restricted to the folder ${this.keyPath}`)
     }
     if (!this.can(path, cap)) {
       throw new ApiError(

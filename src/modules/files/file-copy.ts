@@ -1,7 +1,7 @@
 import type { Insertable, Transaction } from 'kysely'
+import { ERRORS } from '../../api/error-factories.js'
 import { BlobNotFoundError, type BlobStore } from '../../blobs/blob-store.js'
 import type { Database, FilesTable } from '../../db/schema.js'
-import { ApiError } from '../../http/errors.js'
 import { contextOf } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
 import {
@@ -59,13 +59,13 @@ const BATCH = 500
 export async function copyPath(d: Deps, p: Principal, rawPath: string, input: CopyInput): Promise<void> {
   const { src, dest, overwrite, access } = await operands(d.fileAccess, p, rawPath, input, 'read')
   if (src.toLowerCase() === dest.toLowerCase()) {
-    throw new ApiError('bad-request/destination-same', 'The destination is the source itself')
+    throw ERRORS.destinationSame('The destination is the source itself')
   }
   const source = await findByPath(d.db, p.siteId, src)
-  if (!source) throw new ApiError('not-found/file-not-found', `${src} not found`)
+  if (!source) throw ERRORS.fileNotFound(`${src} not found`)
   if (source.type === 'directory') access.require(src, 'list')
   else if (input.structure === true) {
-    throw new ApiError('bad-request/request-params-invalid', 'structure=true copies folders only')
+    throw ERRORS.requestParamsInvalid('structure=true copies folders only')
   }
   refuseOwnSubtree(source, dest)
   // Checked again in the transaction; here it spares copying bytes for nothing.
@@ -218,7 +218,7 @@ async function copyBlobs(d: Deps, rows: FileRow[]): Promise<Map<number, BlobCopy
       } catch (err) {
         failure ??=
           err instanceof BlobNotFoundError
-            ? new ApiError('not-found/file-not-found', `${r.path} was deleted while it was being copied`)
+            ? ERRORS.fileNotFound(`${r.path} was deleted while it was being copied`)
             : err
       }
     }

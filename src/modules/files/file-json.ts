@@ -1,5 +1,5 @@
 import mime from 'mime-types'
-import { formatDateTime } from '../../http/datetime.js'
+import { formatDateTime } from '../../api/datetime.js'
 import type { AccessView } from './file-access.js'
 import type { FileRow } from './file-repository.js'
 

@@ -1,6 +1,6 @@
 import { sql, type Transaction } from 'kysely'
+import { ERRORS } from '../../api/error-factories.js'
 import type { Database } from '../../db/schema.js'
-import { ApiError } from '../../http/errors.js'
 import { contextOf } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
 import {
@@ -46,13 +46,13 @@ const BATCH = 500
  */
 export async function movePath(d: Deps, p: Principal, rawPath: string, input: MoveInput): Promise<void> {
   const { src, dest, overwrite } = await operands(d.fileAccess, p, rawPath, input, 'delete')
-  if (src === dest) throw new ApiError('bad-request/destination-same', 'The destination is the source itself')
+  if (src === dest) throw ERRORS.destinationSame('The destination is the source itself')
   const ctx = contextOf(p)
   const now = d.now()
   await d.db.transaction().execute(async (trx) => {
     await lockPaths(trx, d.dialect, p.siteId, [src, dest])
     const source = await findByPath(trx, p.siteId, src)
-    if (!source) throw new ApiError('not-found/file-not-found', `${src} not found`)
+    if (!source) throw ERRORS.fileNotFound(`${src} not found`)
     refuseOwnSubtree(source, dest)
     const caseOnly = dest.toLowerCase() === source.path_lower
     const existing = caseOnly ? undefined : await findByPath(trx, p.siteId, dest)
@@ -60,7 +60,7 @@ export async function movePath(d: Deps, p: Principal, rawPath: string, input: Mo
     if (!existing && !caseOnly) await ensureParents(trx, ctx, authorOf(p), dest, now, true)
     const base = existing ? existing.path : await storedSpelling(trx, p.siteId, dest)
     if (base === source.path) {
-      throw new ApiError('bad-request/destination-same', 'The destination is the source itself')
+      throw ERRORS.destinationSame('The destination is the source itself')
     }
 
     let target: FileRow

@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely'
+import { ERRORS } from '../../api/error-factories.js'
 import type { BlobStore } from '../../blobs/blob-store.js'
 import type { Database } from '../../db/schema.js'
-import { ApiError } from '../../http/errors.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
 import type { OperationDeps } from './destination-rules.js'
@@ -53,7 +53,7 @@ export class FileOperations {
   /** DELETE /resource/{id}: the same, for the file or folder with this id. */
   async deleteById(p: Principal, id: number, input: DeleteInput): Promise<void> {
     const row = await findById(this.db, p.siteId, id)
-    if (!row) throw new ApiError('not-found/file-not-found', `No file or folder has the id ${id}`)
+    if (!row) throw ERRORS.fileNotFound(`No file or folder has the id ${id}`)
     const access = await this.fileAccess.of(p)
     access.require(row.path, 'delete')
     await this.remove(p, row.path, input.recursive === true, id)
@@ -81,13 +81,12 @@ export class FileOperations {
       await lockPath(trx, this.dialect, siteId, path)
       const row = await findByPath(trx, siteId, path)
       if (!row || (expectedId !== undefined && row.id !== expectedId)) {
-        throw new ApiError('not-found/file-not-found', `${path} not found`)
+        throw ERRORS.fileNotFound(`${path} not found`)
       }
       if (row.type === 'directory') {
         const inside = await descendants(trx, siteId, row.path_lower).select('id').limit(1).executeTakeFirst()
         if (inside && !recursive) {
-          throw new ApiError(
-            'processing-failure/folder-not-empty',
+          throw ERRORS.folderNotEmpty(
             `${row.path} is not empty (send recursive=true to delete it with its contents)`,
           )
         }

@@ -8,8 +8,8 @@ import {
   sql,
   type Transaction,
 } from 'kysely'
+import { ERRORS } from '../../api/error-factories.js'
 import type { Database, FilesTable } from '../../db/schema.js'
-import { ApiError } from '../../http/errors.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
 import { describeFileAction } from './file-display.js'
 
@@ -153,16 +153,12 @@ export async function ensureParents(
     const existing = await findByPath(trx, ctx.siteId, folder)
     if (existing) {
       if (existing.type !== 'directory') {
-        throw new ApiError(
-          'processing-failure/destination-parent-conflict',
-          `${existing.path} is a file, so it cannot hold ${path}`,
-        )
+        throw ERRORS.destinationParentConflict(`${existing.path} is a file, so it cannot hold ${path}`)
       }
       continue
     }
     if (!create) {
-      throw new ApiError(
-        'processing-failure/destination-parent-does-not-exist',
+      throw ERRORS.destinationParentDoesNotExist(
         `The folder ${folder} does not exist (send mkdir_parents=true to create it)`,
       )
     }
@@ -203,7 +199,7 @@ export async function insertFolder(
   if (!inserted) {
     const row = await findByPath(trx, ctx.siteId, path)
     if (row?.type !== 'directory') {
-      throw new ApiError('processing-failure/destination-parent-conflict', `${path} is a file, not a folder`)
+      throw ERRORS.destinationParentConflict(`${path} is a file, not a folder`)
     }
     return row
   }

@@ -1,7 +1,7 @@
 import { type Kysely, type SqlBool, sql } from 'kysely'
+import { parseDateTime } from '../../api/datetime.js'
+import { ERRORS } from '../../api/error-factories.js'
 import type { Database } from '../../db/schema.js'
-import { parseDateTime } from '../../http/datetime.js'
-import { ApiError } from '../../http/errors.js'
 import { applyListQuery, type ListSpec, type Page, parseListQuery, toPage } from '../../http/pagination.js'
 import { contextOf } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
@@ -69,18 +69,12 @@ export class FolderService {
     const search = query.search ?? ''
     const searchAll = query.search_all === true
     if (searchAll && path !== '') {
-      throw new ApiError(
-        'bad-request/search-all-on-child-path',
-        'search_all searches the whole site: list the root folder to use it',
-      )
+      throw ERRORS.searchAllOnChildPath('search_all searches the whole site: list the root folder to use it')
     }
     let modifiedAfter: number | null = null
     if (query.modified_at_datetime !== undefined && query.modified_at_datetime !== '') {
       if (query.type === undefined) {
-        throw new ApiError(
-          'bad-request/request-params-invalid',
-          'modified_at_datetime can only be used together with type',
-        )
+        throw ERRORS.requestParamsInvalid('modified_at_datetime can only be used together with type')
       }
       modifiedAfter = parseDateTime(query.modified_at_datetime, 'modified_at_datetime')
     }
@@ -90,9 +84,9 @@ export class FolderService {
     if (!full && !access.leadsTo(path)) access.require(path, 'list')
     if (path !== '') {
       const folder = await findByPath(this.db, p.siteId, path)
-      if (!folder) throw new ApiError('not-found/folder-not-found', `Folder ${path} not found`)
+      if (!folder) throw ERRORS.folderNotFound(`Folder ${path} not found`)
       if (folder.type !== 'directory') {
-        throw new ApiError('bad-request/folder-must-not-be-a-file', `${folder.path} is a file, not a folder`)
+        throw ERRORS.folderMustNotBeAFile(`${folder.path} is a file, not a folder`)
       }
     }
 
@@ -156,10 +150,7 @@ export class FolderService {
       const existing = await findByPath(trx, p.siteId, path)
       if (existing) {
         const kind = existing.type === 'directory' ? 'A folder' : 'A file'
-        throw new ApiError(
-          'processing-failure/destination-exists',
-          `${kind} already exists at ${existing.path}`,
-        )
+        throw ERRORS.destinationExists(`${kind} already exists at ${existing.path}`)
       }
       await ensureParents(trx, ctx, author, path, now, input.mkdir_parents === true)
       const folder = await insertFolder(trx, ctx, author, path, now)

@@ -1,4 +1,4 @@
-import { ApiError } from '../../http/errors.js'
+import { ERRORS } from '../../api/error-factories.js'
 import type { Principal } from '../auth/principal.js'
 import { normalizePath } from '../paths.js'
 import type { Author } from './file-repository.js'
@@ -14,21 +14,19 @@ export function normalizeNewPath(raw: string, field: string): string {
   // Before normalizePath, so that a name ending in a tab gets this more telling refusal rather
   // than the one for control characters.
   if (raw.split('/').some((s) => /\s$/u.test(s))) {
-    throw new ApiError(
-      'bad-request/request-param-path-cannot-have-trailing-whitespace',
+    throw ERRORS.requestParamPathCannotHaveTrailingWhitespace(
       `${field} must not have a name ending in whitespace`,
     )
   }
   const path = normalizePath(raw, field)
-  if (path === '') throw new ApiError('bad-request/invalid-path', `${field} must not be the root folder`)
+  if (path === '') throw ERRORS.invalidPath(`${field} must not be the root folder`)
   return path
 }
 
 /** An existing file or folder to act on: never the root. */
 export function normalizeExistingPath(raw: string): string {
   const path = normalizePath(raw, 'path')
-  if (path === '')
-    throw new ApiError('bad-request/invalid-path', 'This operation does not apply to the root folder')
+  if (path === '') throw ERRORS.invalidPath('This operation does not apply to the root folder')
   return path
 }
 

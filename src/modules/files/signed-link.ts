@@ -1,4 +1,4 @@
-import { ApiError } from '../../http/errors.js'
+import { ERRORS } from '../../api/error-factories.js'
 import { hmac, safeEqual } from '../../security/secrets.js'
 
 /**
@@ -8,8 +8,7 @@ import { hmac, safeEqual } from '../../security/secrets.js'
  */
 
 /** The one refusal of every signed link, whatever is wrong with it: nothing to probe. */
-export const invalidLink = () =>
-  new ApiError('not-authenticated/invalid-or-expired-code', 'This link is invalid or has expired')
+export const invalidLink = () => ERRORS.invalidOrExpiredCode('This link is invalid or has expired')
 
 export function uploadPartSignature(
   secret: string,

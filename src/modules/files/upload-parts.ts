@@ -1,10 +1,10 @@
 import type { Readable } from 'node:stream'
 import type { Kysely, Selectable } from 'kysely'
+import { formatDateTime } from '../../api/datetime.js'
+import { ERRORS } from '../../api/error-factories.js'
 import { type BlobStore, BlobTooLargeError } from '../../blobs/blob-store.js'
 import type { Config } from '../../config.js'
 import type { Database, UploadsTable } from '../../db/schema.js'
-import { formatDateTime } from '../../http/datetime.js'
-import { ApiError } from '../../http/errors.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import { checkUploadPartSignature, parseExpiry, uploadPartUrl } from './signed-link.js'
 
@@ -35,8 +35,7 @@ export interface FileUploadPartJson {
 }
 
 export const uploadNotFound = () =>
-  new ApiError(
-    'not-found/file-upload-not-found',
+  ERRORS.fileUploadNotFound(
     'No such upload in progress: it was finished, abandoned, or started by someone else',
   )
 
@@ -143,7 +142,4 @@ export class UploadParts {
 }
 
 const partTooLarge = () =>
-  new ApiError(
-    'bad-request/invalid-upload-part-size',
-    `An upload part may hold at most ${MAX_PART_BYTES} bytes (5 GiB)`,
-  )
+  ERRORS.invalidUploadPartSize(`An upload part may hold at most ${MAX_PART_BYTES} bytes (5 GiB)`)

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely'
+import { ERRORS } from '../../api/error-factories.js'
 import type { Database } from '../../db/schema.js'
-import { ApiError } from '../../http/errors.js'
 import { nameOf, parentOf } from './file-repository.js'
 import { MAX_PARTS } from './upload-parts.js'
 
@@ -45,21 +45,17 @@ export async function refuseEarly(
   for (const lower of lowers.slice(0, -1)) {
     const row = byLower.get(lower)
     if (row?.type === 'file') {
-      throw new ApiError(
-        'processing-failure/destination-parent-conflict',
-        `${row.path} is a file, so it cannot hold ${path}`,
-      )
+      throw ERRORS.destinationParentConflict(`${row.path} is a file, so it cannot hold ${path}`)
     }
     if (!row && !mkdirParents) {
-      throw new ApiError(
-        'processing-failure/destination-parent-does-not-exist',
+      throw ERRORS.destinationParentDoesNotExist(
         `The folder ${parentOf(path)} does not exist (send mkdir_parents=true to create it)`,
       )
     }
   }
   const target = byLower.get(path.toLowerCase())
   if (target?.type === 'directory' && !withRename) {
-    throw new ApiError('processing-failure/destination-exists', `${target.path} is a folder`)
+    throw ERRORS.destinationExists(`${target.path} is a folder`)
   }
   return target
 }
@@ -67,14 +63,11 @@ export async function refuseEarly(
 /** Part numbers 1…10000 and no resuming from an offset. Returns the first part number. */
 export function checkParts(opts: UploadOptions): number {
   if (opts.restart !== undefined && opts.restart !== 0) {
-    throw new ApiError(
-      'bad-request/invalid-upload-offset',
-      'Uploads cannot restart at an offset: send restart=0',
-    )
+    throw ERRORS.invalidUploadOffset('Uploads cannot restart at an offset: send restart=0')
   }
   const first = opts.part ?? 1
   if (first + (opts.parts ?? 1) - 1 > MAX_PARTS) {
-    throw new ApiError('bad-request/part-number-too-large', `Part numbers go up to ${MAX_PARTS}`)
+    throw ERRORS.partNumberTooLarge(`Part numbers go up to ${MAX_PARTS}`)
   }
   return first
 }

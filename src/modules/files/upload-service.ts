@@ -1,9 +1,9 @@
 import { Readable } from 'node:stream'
 import type { Kysely, Transaction } from 'kysely'
+import { ERRORS } from '../../api/error-factories.js'
 import { type BlobInfo, type BlobStore, StagedPartError } from '../../blobs/blob-store.js'
 import { isUniqueViolation } from '../../db/errors.js'
 import type { Database } from '../../db/schema.js'
-import { ApiError } from '../../http/errors.js'
 import { randomHex } from '../../security/secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
@@ -121,7 +121,7 @@ export class UploadService {
         // The free name chosen for with_rename was taken before its lock was: choose again.
         if (err instanceof NameTaken && attempt < 10) continue
         if (err instanceof NameTaken || isUniqueViolation(err)) {
-          throw new ApiError('processing-failure/destination-exists', `${upload.path} was created meanwhile`)
+          throw ERRORS.destinationExists(`${upload.path} was created meanwhile`)
         }
         throw err
       }
@@ -155,7 +155,7 @@ export class UploadService {
     const existing = await findByPath(trx, p.siteId, path)
     if (existing && withRename) throw new NameTaken()
     if (existing?.type === 'directory') {
-      throw new ApiError('processing-failure/destination-exists', `${existing.path} is a folder`)
+      throw ERRORS.destinationExists(`${existing.path} is a folder`)
     }
     const providedMtime = opts.providedMtime ?? upload.provided_mtime
     const content = {
@@ -250,10 +250,7 @@ export class UploadService {
       .execute()
     const numbers = rows.map((r, i) => {
       if (r.part_number !== i + 1) {
-        throw new ApiError(
-          'bad-request/invalid-upload-part-gap',
-          `Part ${i + 1} was never uploaded, but part ${r.part_number} was`,
-        )
+        throw ERRORS.invalidUploadPartGap(`Part ${i + 1} was never uploaded, but part ${r.part_number} was`)
       }
       return r.part_number
     })
@@ -273,8 +270,7 @@ export class UploadService {
         .where('id', '=', upload.id)
         .executeTakeFirst()
       if (!still) throw uploadNotFound()
-      throw new ApiError(
-        'processing-failure/file-not-uploaded',
+      throw ERRORS.fileNotUploaded(
         `Part ${err.partNumber} of this upload is missing or incomplete: send it again`,
       )
     }
@@ -290,10 +286,7 @@ async function freeName(trx: Transaction<Database>, siteId: number, path: string
     const candidate = n === 0 ? path : numbered(path, n)
     if (!(await findByPath(trx, siteId, candidate))) return candidate
   }
-  throw new ApiError(
-    'processing-failure/destination-exists',
-    `${path} and ${MAX_RENAMES} renamed copies exist`,
-  )
+  throw ERRORS.destinationExists(`${path} and ${MAX_RENAMES} renamed copies exist`)
 }
 
 const MAX_RENAMES = 1000

@@ -1,7 +1,7 @@
 import { type Kysely, type Selectable, type SelectQueryBuilder, type SqlBool, sql } from 'kysely'
+import { formatDateTime, parseDateTime } from '../../api/datetime.js'
+import { ERRORS } from '../../api/error-factories.js'
 import type { ActionsTable, Database } from '../../db/schema.js'
-import { formatDateTime, parseDateTime } from '../../http/datetime.js'
-import { ApiError } from '../../http/errors.js'
 import {
   applyListQuery,
   type ListField,
@@ -166,7 +166,7 @@ export class HistoryService {
    */
   async forFile(p: Principal, rawPath: string, query: Record<string, unknown>): Promise<Page<ActionJson>> {
     const path = normalizePath(rawPath)
-    if (path === '') throw new ApiError('bad-request/request-params-required', 'path is required')
+    if (path === '') throw ERRORS.requestParamsRequired('path is required')
     ;(await this.fileAccess.of(p)).requireAny(path, ['read', 'history'])
     const key = this.lower(path)
     const spec = this.dialect === 'sqlite' ? FILE_HISTORY_SQLITE : FILE_HISTORY
@@ -260,7 +260,7 @@ function inFolderPg(key: string) {
 function displayMode(raw: unknown): DisplayMode {
   const mode = raw ?? ''
   if (typeof mode !== 'string' || !DISPLAY_MODES.has(mode)) {
-    throw new ApiError('bad-request/request-params-invalid', 'display must be blank, full or parent')
+    throw ERRORS.requestParamsInvalid('display must be blank, full or parent')
   }
   return mode as DisplayMode
 }

@@ -6,9 +6,10 @@ import {
   type SqlBool,
   sql,
 } from 'kysely'
+import { ERRORS } from '../../api/error-factories.js'
+import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
 import { isUniqueViolation } from '../../db/errors.js'
 import type { Database, PermissionsTable } from '../../db/schema.js'
-import { ApiError, addModelError, type ModelErrors } from '../../http/errors.js'
 import { applyListQuery, type ListSpec, type Page, parseListQuery, toPage } from '../../http/pagination.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { isSiteAdmin, type Principal } from '../auth/principal.js'
@@ -79,8 +80,7 @@ export async function adminFolders(db: Kysely<Database>, siteId: number, userId:
 /** Who the caller may manage permissions for: everything, or the inside of some folders. */
 type Scope = { all: true } | { all: false; userId: number; folders: string[] }
 
-const folderAdminRequired = (why: string) =>
-  new ApiError('not-authorized/folder-admin-permission-required', why)
+const folderAdminRequired = (why: string) => ERRORS.folderAdminPermissionRequired(why)
 
 export function toPermissionJson(row: Row): PermissionJson {
   return {
@@ -193,7 +193,7 @@ export class PermissionService {
       throw folderAdminRequired('Only site administrators and folder administrators can remove permissions')
     }
     const row = await this.rows(p.siteId).where('permissions.id', '=', id).executeTakeFirst()
-    if (!row) throw new ApiError('not-found', `Permission ${id} not found`)
+    if (!row) throw ERRORS.notFound(`Permission ${id} not found`)
     this.authorizePath(scope, row.path)
     const now = this.now()
     await this.db.transaction().execute(async (trx) => {
@@ -244,11 +244,7 @@ export class PermissionService {
     if (raw === undefined) return undefined
     let id = raw
     if (id === 0) {
-      if (!p.user)
-        throw new ApiError(
-          'bad-request/user-required',
-          'user_id 0 means the caller, and a site-wide key has no user',
-        )
+      if (!p.user) throw ERRORS.userRequired('user_id 0 means the caller, and a site-wide key has no user')
       id = p.user.id
     }
     if (!scope.all && scope.folders.length === 0 && id !== p.user?.id) {
@@ -264,7 +260,7 @@ export class PermissionService {
     input: CreatePermissionInput,
   ): Promise<{ id: number; username: string }> {
     if (input.user_id === undefined && (input.username === undefined || input.username === '')) {
-      throw new ApiError('bad-request/request-params-required', 'Name the user: user_id or username')
+      throw ERRORS.requestParamsRequired('Name the user: user_id or username')
     }
     let q = this.db.selectFrom('users').select(['id', 'username']).where('site_id', '=', siteId)
     if (input.user_id !== undefined) q = q.where('id', '=', input.user_id)
@@ -273,8 +269,7 @@ export class PermissionService {
     const user = await q.executeTakeFirst()
     if (!user) {
       const who = input.user_id !== undefined ? `User ${input.user_id}` : `User ${input.username}`
-      throw new ApiError(
-        'not-found/user-not-found',
+      throw ERRORS.userNotFound(
         `${who} not found${input.user_id !== undefined && input.username ? ' with that username' : ''}`,
       )
     }

@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely'
+import { ERRORS } from '../../api/error-factories.js'
 import type { Config } from '../../config.js'
 import type { Database } from '../../db/schema.js'
-import { ApiError } from '../../http/errors.js'
 import { randomHex, tokenHash, verifyPassword } from '../../security/secrets.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
 import type { Interface, Principal } from '../auth/principal.js'
@@ -59,13 +59,9 @@ export class SessionService {
     if (lockedUntil > now) {
       // The history tells site admins the truth: a name that does not exist stays `username_not_found`.
       await this.failed(userCtx, user ? 'locked_out' : failureType, now)
-      throw new ApiError(
-        'not-authenticated/locked-out',
-        'Too many failed logins: this user is locked out for a while',
-        {
-          retryAfter: Math.ceil((lockedUntil - now) / 1000),
-        },
-      )
+      throw ERRORS.lockedOut('Too many failed logins: this user is locked out for a while', {
+        retryAfter: Math.ceil((lockedUntil - now) / 1000),
+      })
     }
     const ok = await verifyPassword(input.password, user?.password_hash ?? null)
     if (!user || !ok) {
@@ -123,14 +119,12 @@ export class SessionService {
   async reauthenticate(p: Principal, header: string | undefined): Promise<void> {
     if (!p.sessionHash || !p.user) return
     if (header === undefined || header === '') {
-      throw new ApiError(
-        'not-authorized/reauthentication-needed-action',
+      throw ERRORS.reauthenticationNeededAction(
         'This action needs your password again: send X-Service-Reauthentication: password:<your password>',
       )
     }
     if (!header.startsWith('password:')) {
-      throw new ApiError(
-        'bad-request/reauthentication-needed-fields',
+      throw ERRORS.reauthenticationNeededFields(
         'X-Service-Reauthentication must be "password:<your password>"',
       )
     }
@@ -160,14 +154,10 @@ export class SessionService {
         .select('reauth_window_start')
         .where('id_hash', '=', hash)
         .executeTakeFirst()
-      if (!s) throw new ApiError('not-authenticated/authentication-required', 'The session has ended')
-      throw new ApiError(
-        'rate-limited/reauthentication-rate-limited',
-        'Too many reauthentication attempts; try again later',
-        {
-          retryAfter: Math.max(1, Math.ceil((s.reauth_window_start + REAUTH_WINDOW_MS - now) / 1000)),
-        },
-      )
+      if (!s) throw ERRORS.authenticationRequired('The session has ended')
+      throw ERRORS.reauthenticationRateLimited('Too many reauthentication attempts; try again later', {
+        retryAfter: Math.max(1, Math.ceil((s.reauth_window_start + REAUTH_WINDOW_MS - now) / 1000)),
+      })
     }
     const ok = await verifyPassword(header.slice('password:'.length), p.user.password_hash)
     if (ok) {
@@ -182,15 +172,9 @@ export class SessionService {
       .executeTakeFirst()
     if (!counted || counted.reauth_failures >= REAUTH_MAX_FAILURES) {
       await this.db.deleteFrom('sessions').where('id_hash', '=', hash).execute()
-      throw new ApiError(
-        'not-authorized/reauthentication-failed-final',
-        'Reauthentication failed three times: the session has ended',
-      )
+      throw ERRORS.reauthenticationFailedFinal('Reauthentication failed three times: the session has ended')
     }
-    throw new ApiError(
-      'not-authorized/reauthentication-failed',
-      'Reauthentication failed: the password is wrong',
-    )
+    throw ERRORS.reauthenticationFailed('Reauthentication failed: the password is wrong')
   }
 
   private async failed(ctx: ActionContext, failureType: string, now: number): Promise<void> {
@@ -219,13 +203,9 @@ export class SessionService {
       .execute()
     if (rows.length >= this.config.login.maxAttemptsPerIp) {
       const oldest = rows[rows.length - 1]!.created_at
-      throw new ApiError(
-        'rate-limited/too-many-login-attempts',
-        'Too many login attempts from this address; try again later',
-        {
-          retryAfter: Math.max(1, Math.ceil((oldest + this.windowMs - now) / 1000)),
-        },
-      )
+      throw ERRORS.tooManyLoginAttempts('Too many login attempts from this address; try again later', {
+        retryAfter: Math.max(1, Math.ceil((oldest + this.windowMs - now) / 1000)),
+      })
     }
   }
 
@@ -259,5 +239,4 @@ export class SessionService {
   }
 }
 
-const badLogin = () =>
-  new ApiError('not-authenticated/invalid-username-or-password', 'Invalid username or password')
+const badLogin = () => ERRORS.invalidUsernameOrPassword('Invalid username or password')

@@ -1,6 +1,6 @@
 import { PostgresAdapter, type Transaction } from 'kysely'
+import type { ApiError } from '../../api/errors.js'
 import type { Database } from '../../db/schema.js'
-import type { ApiError } from '../../http/errors.js'
 
 /**
  * A site always keeps an enabled site administrator: refuses a change that takes the last one away

@@ -1,5 +1,5 @@
-import { formatDateTime } from '../../http/datetime.js'
-import { addModelError, type ModelErrors } from '../../http/errors.js'
+import { formatDateTime } from '../../api/datetime.js'
+import { addModelError, type ModelErrors } from '../../api/errors.js'
 import type { ListSpec } from '../../http/pagination.js'
 import type { UserRow } from '../auth/principal.js'
 

@@ -1,13 +1,14 @@
 import type { Kysely } from 'kysely'
+import { ERRORS } from '../../api/error-factories.js'
+import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
+import { refuseChangedReadOnly } from '../../api/read-only-fields.js'
 import { isUniqueViolation } from '../../db/errors.js'
 import type { Database } from '../../db/schema.js'
-import { ApiError, addModelError, type ModelErrors } from '../../http/errors.js'
 import { applyListQuery, type Page, parseListQuery, toPage } from '../../http/pagination.js'
 import { hashPassword } from '../../security/secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { IdentityCache } from '../auth/identity-cache.js'
 import { isSiteAdmin, type Principal, requireSiteAdmin, type UserRow } from '../auth/principal.js'
-import { refuseChangedReadOnly } from '../read-only-fields.js'
 import type { SessionService } from '../sessions/session-service.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import { keepAnAdministrator } from './last-administrator.js'
@@ -45,7 +46,7 @@ const READ_ONLY_FIELDS = ['created_at', 'last_login_at', 'password_set_time'] as
 const SELF_SERVICE_FIELDS = new Set(['name', 'email', 'password', 'password_confirmation'])
 
 const taken = () => ApiError.modelSave({ username: ['has already been taken'] })
-const notFound = (id: number) => new ApiError('not-found/user-not-found', `User ${id} not found`)
+const notFound = (id: number) => ERRORS.userNotFound(`User ${id} not found`)
 const bit = (b: boolean) => (b ? 1 : 0)
 const ANOTHER_ADMIN = 'make another user a site administrator first'
 
@@ -72,7 +73,7 @@ export class UserService {
 
   /** GET /user: whoever is calling (a session's user or an API key's owner). */
   async current(p: Principal): Promise<UserJson> {
-    if (!p.user) throw new ApiError('not-found', 'A site-wide API key belongs to no user')
+    if (!p.user) throw ERRORS.notFound('A site-wide API key belongs to no user')
     return this.get(p, p.user.id)
   }
 
@@ -161,14 +162,10 @@ export class UserService {
         return v !== undefined && !SELF_SERVICE_FIELDS.has(k) && !readOnly && v !== current[k]
       })
       if (refused.length) {
-        throw new ApiError(
-          'not-authorized/site-admin-required',
-          `Only site administrators can change ${refused.join(', ')}`,
-        )
+        throw ERRORS.siteAdminRequired(`Only site administrators can change ${refused.join(', ')}`)
       }
       if (input.password !== undefined && row.self_managed === 0) {
-        throw new ApiError(
-          'not-authorized/self-managed-required',
+        throw ERRORS.selfManagedRequired(
           'The password of a Shared/Bot user is managed by site administrators',
         )
       }
@@ -300,10 +297,7 @@ export class UserService {
   /** A user who is not a site admin reaches only their own record (checked before existence). */
   private async visible(p: Principal, id: number): Promise<UserRow> {
     if (!isSiteAdmin(p) && p.user?.id !== id) {
-      throw new ApiError(
-        'not-authorized/site-admin-required',
-        'Only site administrators can see or change other users',
-      )
+      throw ERRORS.siteAdminRequired('Only site administrators can see or change other users')
     }
     return this.find(p.siteId, id)
   }

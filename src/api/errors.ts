@@ -1,7 +1,7 @@
 import crypto from 'node:crypto'
-import { ERROR_TYPES, type ErrorType } from './error-types.js'
+import { ERROR_TYPES, type ErrorType, WHARF_ERROR_TYPES } from './error-types.js'
 
-export { ERROR_TYPES, type ErrorType }
+export { ERROR_TYPES, type ErrorType, WHARF_ERROR_TYPES }
 
 /** HTTP status of each error family (decisions.md, "Status codes"). */
 const FAMILY_STATUS: Record<string, number> = {

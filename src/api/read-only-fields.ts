@@ -1,4 +1,4 @@
-import { ApiError } from '../http/errors.js'
+import { ERRORS } from './error-factories.js'
 
 /**
  * The Files.com SDKs' `save()` sends a record's every attribute back, read-only ones included.
@@ -12,7 +12,7 @@ export function refuseChangedReadOnly(
 ): void {
   for (const f of fields) {
     if (input[f] !== undefined && input[f] !== (shown as Record<string, unknown>)[f]) {
-      throw new ApiError('bad-request/request-params-invalid', `${f} is read-only`)
+      throw ERRORS.requestParamsInvalid(`${f} is read-only`)
     }
   }
 }

@@ -1,4 +1,4 @@
-import { ApiError } from './errors.js'
+import { ERRORS } from './error-factories.js'
 
 // Records are rendered over and over with the same few times (a key's created_at on every request).
 const formatted = new Map<number, string>()
@@ -59,10 +59,7 @@ export function parseDateTime(value: unknown, field: string): number {
     }
   }
   if (!Number.isFinite(ms)) {
-    throw new ApiError(
-      'bad-request/datetime-parse',
-      `${field} is not a valid ISO 8601 date or date-time: "${String(value)}"`,
-    )
+    throw ERRORS.datetimeParse(`${field} is not a valid ISO 8601 date or date-time: "${String(value)}"`)
   }
   return ms
 }
