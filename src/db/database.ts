@@ -4,18 +4,16 @@ import path from 'node:path'
 import type SQLite from 'better-sqlite3'
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import type pg from 'pg'
+import type { SqlDialect } from './dialects/dialect.js'
+import { POSTGRES } from './dialects/postgres.js'
+import { SQLITE } from './dialects/sqlite.js'
 import { migrations } from './migrations/index.js'
 import type { Database } from './schema.js'
 
-export interface DialectCapabilities {
-  name: 'sqlite' | 'postgres'
-  /** `FOR UPDATE SKIP LOCKED` for workers that claim rows; SQLite has one writer anyway. */
-  skipLocked: boolean
-}
 
 export interface DatabaseHandle {
   db: Kysely<Database>
-  dialect: DialectCapabilities
+  dialect: SqlDialect
   migrate(): Promise<string[]>
   /**
    * Calls `onNotify` whenever a transaction that ran `pg_notify(channel)` commits, in any process
@@ -125,7 +123,7 @@ function openSqlite(opts: DatabaseOptions): DatabaseHandle {
       return stmt.all(...params) as unknown[][]
     })
   return {
-    ...handle(db, { name: 'sqlite', skipLocked: false }, queryArrays),
+    ...handle(db, SQLITE, queryArrays),
     sqlite: raw,
     ...(target !== ':memory:' ? { sqliteFile: target } : {}),
   }
@@ -186,7 +184,7 @@ function openPostgres(url: string, schema: string | undefined): DatabaseHandle {
   const queryArrays = async (text: string, params: readonly unknown[]) =>
     (await pool.query({ text, values: params as unknown[], rowMode: 'array' })).rows as unknown[][]
   const h = {
-    ...handle(db, { name: 'postgres', skipLocked: true }, queryArrays, schema),
+    ...handle(db, POSTGRES, queryArrays, schema),
     listen: (channel: (schema: string) => string, onNotify: () => void) =>
       listenPostgres(pg, url, schema, channel, onNotify),
   }
@@ -209,7 +207,7 @@ function openPostgres(url: string, schema: string | undefined): DatabaseHandle {
 
 function handle(
   db: Kysely<Database>,
-  dialect: DialectCapabilities,
+  dialect: SqlDialect,
   queryArrays: DatabaseHandle['queryArrays'],
   schema?: string,
 ): DatabaseHandle {

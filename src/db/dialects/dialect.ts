@@ -1,0 +1,30 @@
+import type { RawBuilder } from 'kysely'
+
+/**
+ * What differs between the databases Wharf runs on, in one object per database (Kysely's style:
+ * capabilities, and the few SQL fragments that are spelled differently). Code outside `db/` and
+ * the repositories never asks which database it is on; it asks the dialect.
+ * Add a member here (and to both dialects) rather than a branch on `name` elsewhere.
+ */
+export interface SqlDialect {
+  /** For logs, start-up lines and statement tables keyed by database; never for branching. */
+  readonly name: 'sqlite' | 'postgres'
+  /** `FOR UPDATE SKIP LOCKED` for workers that claim rows; SQLite has one writer anyway. */
+  readonly skipLocked: boolean
+  /**
+   * Only one process ever uses the database (SQLite's file): claims left by a process that died
+   * can be released at start-up without waiting for their lease.
+   */
+  readonly singleProcess: boolean
+  /** Row locks (`SELECT … FOR UPDATE`) exist; SQLite's write transaction already serialises. */
+  readonly rowLocks: boolean
+  /** The function that finds a substring: `instr(haystack, needle)` / `strpos(haystack, needle)`. */
+  readonly findFunction: 'instr' | 'strpos'
+  /** The character of a code point as SQL: `char(10)` / `chr(10)`. */
+  chr(code: number): RawBuilder<string>
+  /**
+   * Lower-cases a LIKE pattern the way the database lower-cases the column it is matched with:
+   * SQLite's lower() folds only ASCII, PostgreSQL's folds all of Unicode.
+   */
+  lowerLike(pattern: string): string
+}

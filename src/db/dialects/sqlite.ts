@@ -1,0 +1,12 @@
+import { sql } from 'kysely'
+import type { SqlDialect } from './dialect.js'
+
+export const SQLITE: SqlDialect = {
+  name: 'sqlite',
+  skipLocked: false,
+  singleProcess: true,
+  rowLocks: false,
+  findFunction: 'instr',
+  chr: (code) => sql<string>`char(${sql.lit(code)})`,
+  lowerLike: (pattern) => pattern.replace(/[A-Z]+/g, (m) => m.toLowerCase()),
+}
