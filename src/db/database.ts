@@ -10,7 +10,6 @@ import { SQLITE } from './dialects/sqlite.js'
 import { migrations } from './migrations/index.js'
 import type { Database } from './schema.js'
 
-
 export interface DatabaseHandle {
   db: Kysely<Database>
   dialect: SqlDialect
