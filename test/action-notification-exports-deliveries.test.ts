@@ -2,11 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { uploaded } from './helpers/files.js'
 import { type Received, startListener, type TestListener } from './helpers/listener.js'
 import { closedPort } from './helpers/loopback-servers.js'
-import { call, dialects, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, expectError, startServer, type TestServer } from './helpers/server.js'
 import {
   expectCsvMatches,
   expectedResult,
   exportIds,
+  getResults,
   RESULT_FIELDS,
   readyExport,
   type SeededRecord,
@@ -29,6 +30,8 @@ describe.each(dialects)('webhook-log exports of real deliveries (%s)', (dialect)
   const admin = () => ({ key: s.adminKey })
   const received = (path: string) => listener.received.filter((r: Received) => r.json?.path === path)
   const rowsOf = (path: string) => log.filter((r) => r.path === path)
+  const idOf = (name: string, attempt: number) =>
+    log.find((r) => r.path === `${FOLDER}/${name}` && r.attempt === attempt)!.id
 
   async function configure(url: string | null, enabled = true) {
     const r = await call(s, 'PATCH', '/webhook_settings', {
@@ -102,8 +105,49 @@ describe.each(dialects)('webhook-log exports of real deliveries (%s)', (dialect)
     ])
     const e = await readyExport(s, { query_folder: FOLDER }, admin())
     const { rows } = await walkResults(s, e.id, admin())
-    expect(rows).toEqual(log.map(expectedResult))
+    // fail.txt's first attempt was delivered by its second; nothing else was.
+    const deliveredBy = (r: SeededRecord) =>
+      r.id === idOf('fail.txt', 1)
+        ? { delivered_by_id: idOf('fail.txt', 2), delivered_by_attempt: 2 }
+        : { delivered_by_id: null, delivered_by_attempt: null }
+    expect(rows).toEqual(log.map((r) => ({ ...expectedResult(r), ...deliveredBy(r) })))
     await expectCsvMatches(e.results_url, rows)
+  })
+
+  it('names the attempt that delivered a failure’s notification, even when only failures are exported', async () => {
+    const e = await readyExport(s, { query_folder: FOLDER, query_success: false }, admin())
+    const r = await getResults(s, e.id, admin())
+    expect(r.status, r.text).toBe(200)
+    const delivered = r.body.map((x: any) => [x.id, x.success, x.delivered_by_id, x.delivered_by_attempt])
+    expect(delivered).toEqual(
+      [
+        [idOf('fail.txt', 1), false, idOf('fail.txt', 2), 2],
+        [idOf('refused.txt', 1), false, null, null],
+        [idOf('refused.txt', 2), false, null, null],
+      ].sort((a, b) => Number(a[0]) - Number(b[0])),
+    )
+    // The retry endpoint refuses that record, naming the same delivering record.
+    const again = await call(s, 'POST', `/action_webhook_failures/${idOf('fail.txt', 1)}/retry`, admin())
+    expectError(again, 422, 'processing-failure/model-save-error')
+    expect(again.body.model_errors.id[0]).toContain(`log record ${idOf('fail.txt', 2)} has since delivered`)
+    // XML says the same, null as nil.
+    const xml = await call(
+      s,
+      'GET',
+      `/action_notification_export_results.xml?action_notification_export_id=${e.id}`,
+      admin(),
+    )
+    expect(xml.status, xml.text).toBe(200)
+    expect(xml.text).toContain(`<delivered_by_id type="integer">${idOf('fail.txt', 2)}</delivered_by_id>`)
+    expect(xml.text.match(/<delivered_by_id nil="true"\/>/g)).toHaveLength(2)
+    // The Swagger document describes both fields, as nullable integers.
+    const doc = await call(s, 'GET', '/swagger_doc')
+    expect(doc.status).toBe(200)
+    const item = doc.body.paths['/action_notification_export_results'].get.responses['200'].schema.items
+    const fields = (item.$ref ? doc.body.definitions[item.$ref.split('/').pop()] : item).properties
+    for (const f of ['delivered_by_id', 'delivered_by_attempt']) {
+      expect(fields[f], f).toMatchObject({ type: 'integer', 'x-nullable': true })
+    }
   })
 
   it('carries the request as sent and the listener’s answer', async () => {
@@ -133,8 +177,6 @@ describe.each(dialects)('webhook-log exports of real deliveries (%s)', (dialect)
   })
 
   it('finds the failures by success, status (curl code included), message and URL', async () => {
-    const idOf = (name: string, attempt: number) =>
-      log.find((r) => r.path === `${FOLDER}/${name}` && r.attempt === attempt)!.id
     const [ok, fail1, fail2, refused1, refused2] = [
       idOf('ok.txt', 1),
       idOf('fail.txt', 1),

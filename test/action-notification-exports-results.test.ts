@@ -8,6 +8,7 @@ import {
   fetchCsv,
   getExport,
   getResults,
+  JSON_RESULT_FIELDS,
   RESULT_FIELDS,
   readyExport,
   seedLog,
@@ -73,7 +74,7 @@ describe.each(dialects)('webhook-log exports: results and CSV (%s)', (dialect) =
     expect(r.status, r.text).toBe(200)
     expect(r.body).toEqual(seeded.map(expectedResult))
     for (const row of r.body) {
-      expect(Object.keys(row)).toEqual([...RESULT_FIELDS])
+      expect(Object.keys(row)).toEqual([...JSON_RESULT_FIELDS])
       expect(Number.isInteger(row.created_at)).toBe(true)
     }
     expect(r.body[0].created_at).toBe((now - 60_000) / 1000)
@@ -112,6 +113,48 @@ describe.each(dialects)('webhook-log exports: results and CSV (%s)', (dialect) =
     const fresh = await readyExport(s, { query_folder: folder }, admin())
     const all = await getResults(s, fresh.id, admin())
     expect(all.body.map((x: any) => x.id)).toEqual([before[0]!.id, after[0]!.id])
+  })
+
+  it('names a delivery made after the export was built: it is read with the results, not the snapshot', async () => {
+    const folder = tag('delivered-later')
+    const [failed, other] = await seedLog(s, [
+      { path: `${folder}/a.txt`, status: 503, success: false, createdAt: Date.now() - 5000 },
+      { path: `${folder}/b.txt`, status: 503, success: false, createdAt: Date.now() - 4000 },
+    ])
+    const e = await readyExport(s, { query_folder: folder }, admin())
+    const before = await getResults(s, e.id, admin())
+    expect(before.status).toBe(200)
+    expect(before.body.map((x: any) => x.delivered_by_id)).toEqual([null, null])
+    // a.txt's notification is then delivered by a second attempt, as the dispatcher records it.
+    const db = s.container.db
+    const { notification_id } = await db
+      .selectFrom('webhook_attempts')
+      .select('notification_id')
+      .where('id', '=', failed!.id)
+      .executeTakeFirstOrThrow()
+    const { id: _id, ...sent } = await db
+      .selectFrom('webhook_attempts')
+      .selectAll()
+      .where('id', '=', failed!.id)
+      .executeTakeFirstOrThrow()
+    const delivering = await db
+      .insertInto('webhook_attempts')
+      .values({ ...sent, attempt: 2, status: 200, message: 'OK', success: 1, created_at: Date.now() })
+      .returning('id')
+      .executeTakeFirstOrThrow()
+    await db
+      .updateTable('webhook_notifications')
+      .set({ state: 'delivered', attempts: 2 })
+      .where('id', '=', notification_id)
+      .execute()
+    const after = await getResults(s, e.id, admin())
+    expect(after.status).toBe(200)
+    expect(after.body.map((x: any) => [x.id, x.delivered_by_id, x.delivered_by_attempt])).toEqual([
+      [failed!.id, Number(delivering.id), 2],
+      [other!.id, null, null],
+    ])
+    // The CSV is the snapshot: the same records, without the extensions.
+    await expectCsvMatches(e.results_url, after.body)
   })
 
   it('serves results_url without credentials, and refuses it tampered', async () => {

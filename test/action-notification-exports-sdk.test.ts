@@ -3,7 +3,12 @@ import { createRequire } from 'node:module'
 import Files from 'files.com/lib/Files.js'
 import { describe, expect, it } from 'vitest'
 import { dialects, grant, makeKey, makeUser, type TestServer } from './helpers/server.js'
-import { expectCsvMatches, expectedResult, RESULT_FIELDS, seedLog } from './helpers/webhook-log-fixtures.js'
+import {
+  expectCsvMatches,
+  expectedResult,
+  JSON_RESULT_FIELDS,
+  seedLog,
+} from './helpers/webhook-log-fixtures.js'
 import { describeError, type Recorder, sdkError, sdkServer } from './sdk/sdk.js'
 
 /** The webhook-log exports through the official `files.com` SDK, as a customer's script uses them. */
@@ -113,7 +118,7 @@ describe.each(dialects)('files.com SDK: webhook-log exports (%s)', (dialect) => 
     expect(first.getPath()).toBe(`${folder}/a.txt`)
     for (const r of results) {
       const a = r.attributes
-      expect(Object.keys(a)).toEqual([...RESULT_FIELDS])
+      expect(Object.keys(a)).toEqual([...JSON_RESULT_FIELDS])
       expect(typeof a['id']).toBe('number')
       expect(Number.isInteger(a['created_at'])).toBe(true)
       expect(typeof a['status']).toBe('number')

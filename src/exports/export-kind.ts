@@ -1,5 +1,5 @@
-import type { Expression, ExpressionBuilder, SqlBool } from 'kysely'
-import type { ExportKind } from '../db/schema.js'
+import type { Expression, ExpressionBuilder, Kysely, SqlBool } from 'kysely'
+import type { Database, ExportKind } from '../db/schema.js'
 import type { HalvesWriter } from './keyset-pages.js'
 import type { Dialect } from './query-fields.js'
 
@@ -60,6 +60,11 @@ export interface ExportKindSpec {
   parseQuery(body: Record<string, unknown>, dialect: Dialect): ParsedQuery
   /** One CSV record back as the JSON result (CSV holds text; JSON has numbers, booleans, nulls). */
   fromCsv(record: string[]): Record<string, unknown>
+  /**
+   * Optional: fields the JSON results add after the CSV's, read from the database as it is now
+   * (not from the snapshot) for one page of results at a time, with a bounded number of queries.
+   */
+  extendResults?(db: Kysely<Database>, siteId: number, items: Record<string, unknown>[]): Promise<void>
 }
 
 /** A failure the build reports as the export's `failure_reason` word for word. */

@@ -135,6 +135,7 @@ export class ExportService {
         parser.destroy()
       }
     }
+    await spec.extendResults?.(this.db, row.site_id, items)
     return { items, next: end < size ? this.makeCursor(secret, row.id, end) : null }
   }
 

@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely'
 import type { DatabaseHandle } from '../db/database.js'
 import type { Database } from '../db/schema.js'
+import { deliveringAttempts } from '../webhooks/delivering-attempts.js'
 import type { ExportJob, ExportKindSpec, ExportSource, ParsedQuery } from './export-kind.js'
 import { csvHalves, type KeysetRead, keysetCsvBlocks } from './keyset-pages.js'
 import {
@@ -117,6 +118,20 @@ export const WEBHOOK_LOG_EXPORT: ExportKindSpec = {
       response_size: Number(r[12]),
       response_body: r[13],
       request_body: r[14],
+    }
+  },
+  /**
+   * Wharf extensions of the JSON results: the record of the attempt that has since delivered a
+   * failed record's notification (what the retry endpoint would refuse it for), or null. One
+   * query a page; the CSV and the SQL that builds it stay as they are.
+   */
+  async extendResults(db, siteId, items) {
+    const failed = items.filter((r) => r['success'] === false).map((r) => r['id'] as number)
+    const delivered = await deliveringAttempts(db, siteId, failed)
+    for (const r of items) {
+      const by = delivered.get(r['id'] as number)
+      r['delivered_by_id'] = by?.id ?? null
+      r['delivered_by_attempt'] = by?.attempt ?? null
     }
   },
 }

@@ -3,6 +3,7 @@ import { ERRORS } from '../api/error-factories.js'
 import { ApiError } from '../api/errors.js'
 import type { Database } from '../db/schema.js'
 import { type Principal, requireSiteAdmin } from '../modules/auth/principal.js'
+import { deliveringAttempts } from './delivering-attempts.js'
 import type { RetryPolicy } from './retry-policy.js'
 import type { WebhookDispatcher } from './webhook-dispatcher.js'
 import { newMessageId, signalOutbox } from './webhook-outbox.js'
@@ -46,7 +47,7 @@ export class WebhookService {
       .where('a.success', '=', 0)
       .executeTakeFirst()
     if (!failed) throw ERRORS.notFound(`No failed webhook request has id ${id}`)
-    if (failed.state === 'delivered') throw await this.alreadyDelivered(id, failed.id)
+    if (failed.state === 'delivered') throw await this.alreadyDelivered(p.siteId, id)
     const now = this.now()
     const allowed = Math.max(this.policy.maxAttempts(failed.max_attempts), failed.attempts + 1)
     await this.db.transaction().execute(async (trx) => {
@@ -63,7 +64,7 @@ export class WebhookService {
         // Delivered meanwhile (an attempt finishing since the read above): nothing to send again.
         .where('state', '!=', 'delivered')
         .executeTakeFirst()
-      if (updated.numUpdatedRows === 0n) throw await this.alreadyDelivered(id, failed.id, trx)
+      if (updated.numUpdatedRows === 0n) throw await this.alreadyDelivered(p.siteId, id, trx)
       await signalOutbox(trx, p.siteId)
     })
   }
@@ -72,14 +73,9 @@ export class WebhookService {
    * A failed attempt whose notification a later attempt delivered is not sent again: the listener
    * has it, and sending it twice on request is never what the asker meant (docs/decisions.md).
    */
-  private async alreadyDelivered(id: number, notificationId: number, db = this.db): Promise<ApiError> {
-    const delivered = await db
-      .selectFrom('webhook_attempts')
-      .select('id')
-      .where('notification_id', '=', notificationId)
-      .where('success', '=', 1)
-      .orderBy('id')
-      .executeTakeFirst()
+  private async alreadyDelivered(siteId: number, id: number, db = this.db): Promise<ApiError> {
+    // The same look-up as the webhook-log results' `delivered_by_id`, so both name one record.
+    const delivered = (await deliveringAttempts(db, siteId, [id])).get(id)
     const by = delivered ? `log record ${delivered.id}` : 'a later attempt'
     return ApiError.modelSave({
       id: [

@@ -77,6 +77,15 @@ export const ActionNotificationExportResultSchema = Type.Object(
     response_size: Type.Integer({ description: 'Wharf extension: bytes of the answer' }),
     response_body: Type.String({ description: 'Wharf extension: first 64 KiB of the answer' }),
     request_body: Type.String({ description: 'Wharf extension: the payload sent' }),
+    delivered_by_id: Nullable(
+      Type.Integer({
+        description:
+          'Wharf extension, not in the CSV: for a failed record whose notification a later attempt has since delivered (as of this request), the id of that log record; the retry endpoint refuses such a record. Otherwise null',
+      }),
+    ),
+    delivered_by_attempt: Nullable(
+      Type.Integer({ description: 'Wharf extension, not in the CSV: the attempt number of delivered_by_id' }),
+    ),
   },
   { $id: 'ActionNotificationExportResult', title: 'ActionNotificationExportResult' },
 )

@@ -16,6 +16,12 @@ export interface LogRecord {
   response_size: number
   response_body: string
   request_body: string
+  /**
+   * A failed record whose notification a later attempt has since delivered: that attempt's log
+   * record and number (null otherwise), as the log stood when the page of results was read.
+   */
+  delivered_by_id: number | null
+  delivered_by_attempt: number | null
 }
 
 const HOUR = 3600 * 1000

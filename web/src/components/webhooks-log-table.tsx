@@ -1,5 +1,5 @@
 import { Fragment } from 'preact'
-import { useMemo, useState } from 'preact/hooks'
+import { useState } from 'preact/hooks'
 import { ApiError, describe, post } from '../api'
 import { formatBytes, formatDate } from '../ui'
 import type { LogRecord } from './webhooks-chart'
@@ -19,34 +19,10 @@ type RetryState =
   | { state: 'error'; message: string }
   | { state: 'refused'; message: string }
 
-/** The `webhook-id` a record was sent with: the same on every attempt of one notification. */
-function notificationOf(r: LogRecord): string | null {
-  try {
-    const id = (JSON.parse(r.request_headers) as Record<string, unknown>)['webhook-id']
-    return typeof id === 'string' ? id : null
-  } catch {
-    return null
-  }
-}
-
-/**
- * The attempt that delivered each notification among the records shown. A failed attempt of one
- * of them is not offered a retry: the API refuses to send a delivered notification again.
- */
-function deliveredAttempts(records: LogRecord[]): Map<string, number> {
-  const out = new Map<string, number>()
-  for (const r of records) {
-    const id = r.success ? notificationOf(r) : null
-    if (id !== null) out.set(id, r.attempt)
-  }
-  return out
-}
-
 /** The log records, one row each, with their details on demand and a retry for failures. */
 export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; onRefresh: () => void }) {
   const [open, setOpen] = useState<Set<number>>(new Set())
   const [retries, setRetries] = useState<Record<number, RetryState>>({})
-  const delivered = useMemo(() => deliveredAttempts(records), [records])
 
   async function retry(id: number) {
     setRetries((r) => ({ ...r, [id]: { state: 'sending' } }))
@@ -54,8 +30,8 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
       await post(`/action_webhook_failures/${id}/retry`)
       setRetries((r) => ({ ...r, [id]: { state: 'queued' } }))
     } catch (err) {
-      // 422: delivered meanwhile by an attempt the page does not show (a filter hides it, or it
-      // came after the log was loaded); the answer will not change, so the button goes.
+      // 422: delivered by an attempt made after the results were read; the answer will not
+      // change, so the button goes.
       const next: RetryState =
         err instanceof ApiError && err.status === 422
           ? { state: 'refused', message: err.message }
@@ -97,8 +73,9 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
           {records.map((r) => {
             const shown = open.has(r.id)
             const rs = retries[r.id]
-            const notification = r.success ? null : notificationOf(r)
-            const deliveredBy = notification === null ? undefined : delivered.get(notification)
+            // The API refuses to send again a notification a later attempt delivered (whether
+            // or not the filters show that attempt), so such a record is not offered a retry.
+            const deliveredBy = r.success ? null : (r.delivered_by_attempt ?? null)
             return (
               <Fragment key={r.id}>
                 <tr data-record-id={r.id} class={r.success ? '' : 'wh-row-failed'}>
@@ -132,7 +109,7 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
                       >
                         Details<span class="visually-hidden"> of request {r.id}</span>
                       </button>
-                      {deliveredBy !== undefined ? (
+                      {deliveredBy !== null ? (
                         <span class="muted wh-small wh-delivered-later">
                           Delivered by attempt {deliveredBy}
                         </span>
@@ -147,7 +124,7 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
                         </button>
                       )}
                     </div>
-                    {rs?.state === 'queued' && deliveredBy === undefined ? (
+                    {rs?.state === 'queued' && deliveredBy === null ? (
                       <p class="notice wh-small" role="status">
                         Retry queued: the new attempt appears in the log once sent.{' '}
                         <button type="button" class="secondary" onClick={onRefresh}>
@@ -155,7 +132,7 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
                         </button>
                       </p>
                     ) : null}
-                    {(rs?.state === 'error' || rs?.state === 'refused') && deliveredBy === undefined ? (
+                    {(rs?.state === 'error' || rs?.state === 'refused') && deliveredBy === null ? (
                       <p class="error wh-small" role="alert">
                         {rs.message}
                       </p>
