@@ -7,7 +7,7 @@ import { Readable } from 'node:stream'
 import zlib from 'node:zlib'
 import Files from 'files.com/lib/Files.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { LocalBlobStore } from '../src/blobs/local-blob-store.js'
+import type { LocalBlobStore } from '../src/blobs/disk/local-blob-store.js'
 import {
   bytes,
   download as downloadFile,
