@@ -7,6 +7,12 @@ import { type FieldType, type FilterOp, MAX_PER_PAGE, OPS_BY_TYPE } from './pagi
 export const Nullable = <T extends TSchema>(t: T) =>
   Type.Unsafe<T['static'] | null>({ ...t, type: [t['type'] as string, 'null'], 'x-nullable': true })
 
+/** A string from a closed set, typed as that set (the schema is TypeBox's string with `enum`). */
+export const StringEnum = <const T extends string>(
+  values: readonly T[],
+  options: { description?: string } = {},
+) => Type.Unsafe<T>({ enum: [...values], ...options, type: 'string' })
+
 export const DateTime = (description?: string) =>
   Nullable(Type.String({ format: 'date-time', ...(description ? { description } : {}) }))
 

@@ -1,6 +1,6 @@
-import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
 import type { Container } from '../../container.js'
+import type { Routes } from '../route-types.js'
 import { ErrorSchema, IdParams } from '../schemas.js'
 
 const LinkQuery = Type.Object(
@@ -12,10 +12,10 @@ const LinkQuery = Type.Object(
 )
 
 /** The CSV behind an export's `results_url`: signed and expiring, no credentials. */
-export function exportFileRoutes(c: Container) {
+export function exportFileRoutes(c: Container): Routes {
   const svc = c.services.exports
-  return async (app: FastifyInstance) => {
-    app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof LinkQuery> }>(
+  return async (app) => {
+    app.get(
       '/export_files/:id',
       {
         config: { auth: false },
