@@ -101,6 +101,27 @@ export const errorResponses = {
   429: ErrorSchema,
 }
 
+/** The query of a signed link (upload part, download of an export or a billing PDF). */
+export const SignedLinkQuery = Type.Object(
+  {
+    expires: Type.Optional(Type.String({ maxLength: 20, description: 'Epoch seconds' })),
+    signature: Type.Optional(Type.String({ maxLength: 128 })),
+  },
+  { additionalProperties: false },
+)
+
+/**
+ * A file behind a signed link, by record id: the bytes, or an error in JSON or XML when the link
+ * is bad (400) or expired or forged (401).
+ */
+export const signedFileSchema = (produces: string) => ({
+  security: [],
+  produces: [produces, 'application/json', 'application/xml'],
+  params: IdParams,
+  querystring: SignedLinkQuery,
+  response: { 200: Type.String({ format: 'binary' }), 400: ErrorSchema, 401: ErrorSchema },
+})
+
 export const PerPage = Type.Optional(
   Type.Integer({
     minimum: 1,

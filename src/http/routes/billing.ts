@@ -4,7 +4,7 @@ import type { AccountLineItemType } from '../../db/schema.js'
 import { billingPdf } from '../../modules/billing/billing-pdf.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
-import { DateTime, ErrorSchema, errorResponses, IdParams, listQuery, Nullable } from '../schemas.js'
+import { DateTime, errorResponses, IdParams, listQuery, Nullable, signedFileSchema } from '../schemas.js'
 
 /** Amounts are doubles in the spec: `2010` is still typed float in XML. */
 const MONEY = ['amount', 'balance']
@@ -59,14 +59,6 @@ export const AccountLineItemSchema = Type.Object(
 )
 
 const ListQuery = listQuery({})
-const LinkQuery = Type.Object(
-  {
-    expires: Type.Optional(Type.String({ maxLength: 20, description: 'Epoch seconds' })),
-    signature: Type.Optional(Type.String({ maxLength: 128 })),
-  },
-  { additionalProperties: false },
-)
-
 const tags = ['billing']
 const one = { 200: AccountLineItemSchema, ...errorResponses }
 
@@ -106,11 +98,7 @@ export function billingRoutes(c: Container): Routes {
         schema: {
           summary: 'The PDF behind an invoice’s or payment’s download_uri (no credentials)',
           tags,
-          security: [],
-          produces: ['application/pdf', 'application/json', 'application/xml'],
-          params: IdParams,
-          querystring: LinkQuery,
-          response: { 200: Type.String({ format: 'binary' }), 400: ErrorSchema, 401: ErrorSchema },
+          ...signedFileSchema('application/pdf'),
         },
       },
       async (request, reply) => {

@@ -1,15 +1,6 @@
-import { Type } from '@sinclair/typebox'
 import type { Container } from '../../container.js'
 import type { Routes } from '../route-types.js'
-import { ErrorSchema, IdParams } from '../schemas.js'
-
-const LinkQuery = Type.Object(
-  {
-    expires: Type.Optional(Type.String({ maxLength: 20, description: 'Epoch seconds' })),
-    signature: Type.Optional(Type.String({ maxLength: 128 })),
-  },
-  { additionalProperties: false },
-)
+import { signedFileSchema } from '../schemas.js'
 
 /** The CSV behind an export's `results_url`: signed and expiring, no credentials. */
 export function exportFileRoutes(c: Container): Routes {
@@ -22,11 +13,7 @@ export function exportFileRoutes(c: Container): Routes {
         schema: {
           summary: 'All results of a ready export as CSV: the link in its results_url (no credentials)',
           tags: ['action_notification_exports', 'history_exports'],
-          security: [],
-          produces: ['text/csv', 'application/json', 'application/xml'],
-          params: IdParams,
-          querystring: LinkQuery,
-          response: { 200: Type.String({ format: 'binary' }), 400: ErrorSchema, 401: ErrorSchema },
+          ...signedFileSchema('text/csv'),
         },
       },
       async (request, reply) => {

@@ -5,19 +5,12 @@ import { ApiError } from '../../api/errors.js'
 import type { Container } from '../../container.js'
 import { sendFileBytes } from '../file-bytes.js'
 import type { Routes } from '../route-types.js'
-import { ErrorSchema } from '../schemas.js'
+import { ErrorSchema, SignedLinkQuery } from '../schemas.js'
 
 const PartParams = Type.Object(
   {
     ref: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'The upload' }),
     part: Type.Integer({ minimum: 1, maximum: 10_000, description: 'Part number' }),
-  },
-  { additionalProperties: false },
-)
-const PartQuery = Type.Object(
-  {
-    expires: Type.Optional(Type.String({ maxLength: 20, description: 'Epoch seconds' })),
-    signature: Type.Optional(Type.String({ maxLength: 128 })),
   },
   { additionalProperties: false },
 )
@@ -55,7 +48,7 @@ export function transferRoutes(c: Container): Routes {
           security: [],
           consumes: ['application/octet-stream'],
           params: PartParams,
-          querystring: PartQuery,
+          querystring: SignedLinkQuery,
           response: {
             200: Type.String({ maxLength: 0, description: 'Empty: the part is stored (ETag names it)' }),
             ...linkErrors,
