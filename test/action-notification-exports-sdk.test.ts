@@ -1,7 +1,7 @@
 import crypto from 'node:crypto'
 import { createRequire } from 'node:module'
 import Files from 'files.com/lib/Files.js'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { dialects, grant, makeKey, makeUser, type TestServer } from './helpers/server.js'
 import {
   expectCsvMatches,
@@ -60,14 +60,14 @@ describe.each(dialects)('files.com SDK: webhook-log exports (%s)', (dialect) => 
   })
 
   /** ActionNotificationExport.find until the export is no longer building (bounded). */
-  async function untilDone(id: number, options: Record<string, unknown> = {}): Promise<SdkExport> {
-    for (let i = 0; i < 800; i++) {
-      const e = await ActionNotificationExport.find(id, {}, options)
-      if (e.status !== 'building') return e
-      await new Promise((r) => setTimeout(r, 25))
-    }
-    throw new Error(`export ${id} still building`)
-  }
+  const untilDone = (id: number, options: Record<string, unknown> = {}): Promise<SdkExport> =>
+    vi.waitUntil(
+      async () => {
+        const e = await ActionNotificationExport.find(id, {}, options)
+        return e.status !== 'building' && e
+      },
+      { timeout: 20_000, interval: 25 },
+    )
 
   it('creates an export, polls it to ready and lists every result across pages', async () => {
     const folder = tag('sdk')

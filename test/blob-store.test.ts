@@ -7,7 +7,7 @@ import { text } from 'node:stream/consumers'
 import zlib from 'node:zlib'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { BlobNotFoundError, BlobTooLargeError, StagedPartError } from '../src/blobs/blob-store.js'
-import { LocalBlobStore } from '../src/blobs/local-blob-store.js'
+import { LocalBlobStore } from '../src/blobs/disk/local-blob-store.js'
 
 let root: string
 let store: LocalBlobStore

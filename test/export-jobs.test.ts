@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { stringify } from 'csv-stringify/sync'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { ExportBuilder } from '../src/exports/export-builder.js'
 import { ExportFailure, type ExportJob, type ExportSource } from '../src/exports/export-kind.js'
 import { EXPORT_KINDS } from '../src/exports/export-kinds.js'
@@ -47,15 +47,16 @@ function countingSource(builds: number[], pages = 3, pause = 5): ExportSource {
   }
 }
 
-async function untilBuilt(s: TestServer, id: number): Promise<any> {
-  for (let i = 0; i < 800; i++) {
-    const r = await call(s, 'GET', `/action_notification_exports/${id}`, admin(s))
-    expect(r.status, r.text).toBe(200)
-    if (r.body.status !== 'building') return r.body
-    await sleep(25)
-  }
-  throw new Error(`export ${id} never left building`)
-}
+/** Polls the export until it leaves `building` (bounded); any answer but 200 fails at once. */
+const untilBuilt = (s: TestServer, id: number): Promise<any> =>
+  vi.waitUntil(
+    async () => {
+      const r = await call(s, 'GET', `/action_notification_exports/${id}`, admin(s))
+      expect(r.status, r.text).toBe(200)
+      return r.body.status !== 'building' && r.body
+    },
+    { timeout: 20_000, interval: 25 },
+  )
 
 describe.each(dialects)('export jobs (%s)', (dialect) => {
   const servers: TestServer[] = []
@@ -294,7 +295,7 @@ describe.each(dialects)('export jobs (%s)', (dialect) => {
     const builds: number[] = []
     const s = await serve({}, { exportSources: { webhook_log: countingSource(builds, 1000, 5) } })
     const made = await call(s, 'POST', '/action_notification_exports', { ...admin(s), body: {} })
-    for (let i = 0; i < 400 && builds.length === 0; i++) await sleep(10)
+    await expect.poll(() => builds.length, { timeout: 4_000, interval: 10 }).toBeGreaterThan(0)
     expect(builds).toEqual([made.body.id])
     await s.container.exports.worker.stop()
     const row = await s.container.db

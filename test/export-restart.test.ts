@@ -1,5 +1,5 @@
 import { parse } from 'csv-parse/sync'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { req } from './helpers/files.js'
 import { type DialectName, dialects } from './helpers/server.js'
 import {
@@ -30,14 +30,11 @@ afterAll(async () => {
   for (const s of sites) await s.remove()
 })
 
-/** Polls `read` until `ok`; the caller bounds it with a step. */
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
-  for (;;) {
-    const v = await read()
-    if (ok(v)) return v
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
+/**
+ * Polling options for a wait inside a step of `ms`: bounded just past the step, so a wait that
+ * runs late fails as the step (with what the servers said), and then stops polling.
+ */
+const pollWithin = (ms = 20_000) => ({ timeout: ms + 1_000, interval: 10 })
 
 async function stop(p: ServerProcess, signal: NodeJS.Signals): Promise<void> {
   p.child.kill(signal)
@@ -91,10 +88,7 @@ describe.each(dialects)('an export across a killed server process (%s)', (dialec
     // Claimed and under way: killed in the middle of writing its CSV.
     await step(
       'the build under way',
-      until(
-        () => exportRow(id),
-        (r) => r.lease_owner !== null,
-      ),
+      vi.waitFor(async () => expect((await exportRow(id)).lease_owner).not.toBeNull(), pollWithin()),
     )
     await stop(first, 'SIGKILL')
     expect(await exportRow(id)).toMatchObject({ status: 'building', attempts: 1 })
@@ -103,10 +97,11 @@ describe.each(dialects)('an export across a killed server process (%s)', (dialec
     const t2 = { api: second.api, key: site.key }
     const done = await step(
       'the export ready after the restart',
-      until(
-        () => exportRow(id),
-        (r) => r.status !== 'building',
-      ),
+      vi.waitFor(async () => {
+        const r = await exportRow(id)
+        expect(r.status).not.toBe('building')
+        return r
+      }, pollWithin(60_000)),
       60_000,
     )
     expect(done).toMatchObject({ status: 'ready', attempts: 2, result_count: ACTIONS, lease_owner: null })

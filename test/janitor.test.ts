@@ -4,7 +4,7 @@ import { Readable } from 'node:stream'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { BlobJanitor } from '../src/blobs/blob-janitor.js'
 import type { BlobStore } from '../src/blobs/blob-store.js'
-import type { LocalBlobStore } from '../src/blobs/local-blob-store.js'
+import type { LocalBlobStore } from '../src/blobs/disk/local-blob-store.js'
 import { dialects, startServer, type TestServer } from './helpers/server.js'
 
 const HOUR = 3600_000

@@ -5,7 +5,7 @@ import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 
 /**
  * The real artefacts: `npm start` runs dist/cli.js serve, operators run the `wharf` CLI. These
@@ -89,11 +89,6 @@ async function serve(env: NodeJS.ProcessEnv): Promise<Served> {
   return { child, url: `http://127.0.0.1:${port}/api/rest/v1`, stdout: () => out, exited }
 }
 
-/** Waits (up to 10 s) for output a child process writes asynchronously. */
-async function until(check: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 50))
-}
-
 async function loginStatus(url: string, username: string, password: string): Promise<number> {
   const r = await fetch(`${url}/sessions`, {
     method: 'POST',
@@ -159,7 +154,7 @@ describe('wharf command line and server process (sqlite)', () => {
     expect(s.stdout()).not.toContain('chosen-password-9')
     expect(await loginStatus(s.url, 'root', 'chosen-password-9')).toBe(201)
     // One JSON access-log line per request.
-    await until(() => s.stdout().includes('"msg":"request"'))
+    await vi.waitFor(() => expect(s.stdout()).toContain('"msg":"request"'), { timeout: 10_000, interval: 50 })
     const line = s
       .stdout()
       .split('\n')

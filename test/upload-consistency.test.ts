@@ -22,7 +22,7 @@ import {
   type ServerProcesses,
   serverProcesses,
 } from './helpers/server-process.js'
-import { expectNoLeakedBlobs, stagedRefs, stalledPut, until } from './helpers/storage.js'
+import { expectNoLeakedBlobs, stagedRefs, stalledPut } from './helpers/storage.js'
 
 /**
  * What concurrent and interrupted uploads leave behind: one whole file or none, never a mix, and
@@ -90,7 +90,12 @@ describe.each(dialects)('upload consistency (%s)', (dialect) => {
     expect(await stalled.answered).toBe('aborted')
 
     // The half-written part is dropped: no staged copy, no record, no temporary file.
-    expect(await until(async () => (await fs.readdir(path.join(storage, 'tmp'))).length === 0)).toBe(true)
+    await expect
+      .poll(async () => (await fs.readdir(path.join(storage, 'tmp'))).length, {
+        timeout: 10_000,
+        interval: 50,
+      })
+      .toBe(0)
     const upload = await s.container.db
       .selectFrom('uploads')
       .select('id')

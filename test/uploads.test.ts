@@ -6,8 +6,8 @@ import path from 'node:path'
 import { Readable } from 'node:stream'
 import zlib from 'node:zlib'
 import Files from 'files.com/lib/Files.js'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { LocalBlobStore } from '../src/blobs/local-blob-store.js'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import type { LocalBlobStore } from '../src/blobs/disk/local-blob-store.js'
 import {
   bytes,
   download as downloadFile,
@@ -34,14 +34,8 @@ import { resetSdk } from './sdk/sdk.js'
 // The SDK's File model, untyped here: the SDK suite owns the SDK's type declarations.
 const SdkFile = createRequire(import.meta.url)('files.com/lib/models/File.js').default
 
-/** Polls a condition (up to ~5 s): for effects the server completes after answering. */
-async function until(check: () => Promise<boolean>): Promise<boolean> {
-  for (let i = 0; i < 100; i++) {
-    if (await check()) return true
-    await new Promise((r) => setTimeout(r, 50))
-  }
-  return false
-}
+/** Polling for effects the server completes after answering (up to ~5 s). */
+const POLL = { timeout: 5_000, interval: 50 }
 
 const PART = 1024
 const crc32 = (b: Buffer) => zlib.crc32(b).toString(16).padStart(8, '0')
@@ -607,9 +601,12 @@ describe.each(dialects)('uploads (%s)', (dialect) => {
       req.on('error', () => undefined)
       req.write(Buffer.alloc(5000, 1))
       // Wait until the server is writing the part, then hang up.
-      await until(async () => (await fs.readdir(path.join(storage, 'tmp')).catch(() => [])).length > 0)
+      // Not failing if it never shows: the assertions below say what went wrong.
+      await vi
+        .waitFor(async () => expect(await fs.readdir(path.join(storage, 'tmp'))).not.toHaveLength(0), POLL)
+        .catch(() => undefined)
       req.destroy()
-      expect(await until(async () => (await fs.readdir(path.join(storage, 'tmp'))).length === 0)).toBe(true)
+      await expect.poll(async () => (await fs.readdir(path.join(storage, 'tmp'))).length, POLL).toBe(0)
       await expect(fs.access(path.join(storage, 'parts', ref, '1'))).rejects.toThrow()
       const parts = await s.container.db
         .selectFrom('upload_parts')

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { req, type Target } from './helpers/files.js'
 import { type DialectName, dialects } from './helpers/server.js'
 import {
@@ -85,14 +85,11 @@ async function pooled<T>(items: T[], limit: number, work: (item: T, i: number) =
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
 }
 
-/** Polls `read` until `ok`; the caller bounds it with a step. */
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean): Promise<T> {
-  for (;;) {
-    const v = await read()
-    if (ok(v)) return v
-    await new Promise((r) => setTimeout(r, 50))
-  }
-}
+/**
+ * Polling options for a wait inside a step of `ms`: bounded just past the step, so a wait that
+ * runs late fails as the step (with what the servers said), and then stops polling.
+ */
+const pollWithin = (ms = 20_000) => ({ timeout: ms + 1_000, interval: 50 })
 
 const outbox = (site: ProcessSite) =>
   site.db.db
@@ -153,12 +150,13 @@ describe.each(dialects)('webhooks across a killed server process (%s)', (dialect
     // Killed while some are claimed and out, and others still wait in the outbox.
     await step(
       'some notifications out and some queued',
-      until(
-        () => outbox(site),
-        (rows) =>
+      vi.waitFor(async () => {
+        const rows = await outbox(site)
+        expect(
           rows.some((r) => r.lease_owner !== null) &&
-          rows.some((r) => r.lease_owner === null && r.state === 'pending'),
-      ),
+            rows.some((r) => r.lease_owner === null && r.state === 'pending'),
+        ).toBe(true)
+      }, pollWithin()),
     )
     await stop(first, 'SIGKILL')
 
@@ -167,10 +165,11 @@ describe.each(dialects)('webhooks across a killed server process (%s)', (dialect
     // PostgreSQL: the killed process's claims hold until their lease (8 s) ends.
     const rows = await step(
       'every notification delivered after the restart',
-      until(
-        () => outbox(site),
-        (r) => allDelivered(r, paths.length),
-      ),
+      vi.waitFor(async () => {
+        const r = await outbox(site)
+        expect(allDelivered(r, paths.length)).toBe(true)
+        return r
+      }, pollWithin(30_000)),
       30_000,
     )
     await expectRedelivered(site, rows, hook.deliveries, paths)
@@ -209,10 +208,11 @@ describe.each(dialects)('webhooks across a killed server process (%s)', (dialect
     const second = await servers.serve(site.env())
     const rows = await step(
       'every notification delivered after the restart',
-      until(
-        () => outbox(site),
-        (r) => allDelivered(r, queued.length + 1),
-      ),
+      vi.waitFor(async () => {
+        const r = await outbox(site)
+        expect(allDelivered(r, queued.length + 1)).toBe(true)
+        return r
+      }, pollWithin(30_000)),
       30_000,
     )
     await expectRedelivered(site, rows, hook.deliveries, ['queued-first', ...queued])
@@ -250,10 +250,11 @@ describe.skipIf(!PG_URL)('two server processes on one PostgreSQL schema (needs T
     await step('1,000 requests reaching the listener', hook.waitFor(1000, 30_000), 31_000)
     const rows = await step(
       'every notification delivered',
-      until(
-        () => outbox(site),
-        (r) => allDelivered(r, 1000),
-      ),
+      vi.waitFor(async () => {
+        const r = await outbox(site)
+        expect(allDelivered(r, 1000)).toBe(true)
+        return r
+      }, pollWithin()),
     )
     const logged = await site.db.db.selectFrom('webhook_attempts').select(['attempt', 'success']).execute()
 

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto'
 import net from 'node:net'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { download, req, target, uploaded } from './helpers/files.js'
 import { type Received, startListener, type TestListener } from './helpers/listener.js'
 import {
@@ -35,15 +35,8 @@ async function attemptsOf(s: TestServer, path: string) {
     .execute()
 }
 
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    const v = await read()
-    if (ok(v)) return v
-    if (Date.now() > end) throw new Error(`condition not met within ${timeoutMs} ms: ${JSON.stringify(v)}`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
+/** How long and how often to poll for what the dispatcher does after a request returns. */
+const WAIT = { timeout: 10_000, interval: 20 }
 
 /** A port on 127.0.0.1 that nothing listens on (bound, then closed). */
 async function closedPort(): Promise<number> {
@@ -112,10 +105,11 @@ describe.each(dialects)('webhook delivery (%s)', (dialect) => {
     expect(Math.abs(Number(r!.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(60)
     expect(r!.headers['webhook-signature']).toBe(standardSignature(keys.signing_secret, r!))
 
-    const [log] = await until(
-      () => attemptsOf(s, 'hooks/report.csv'),
-      (a) => a.length === 1,
-    )
+    const [log] = await vi.waitFor(async () => {
+      const a = await attemptsOf(s, 'hooks/report.csv')
+      expect(a).toHaveLength(1)
+      return a
+    }, WAIT)
     expect(log).toMatchObject({
       attempt: 1,
       status: 200,
@@ -200,10 +194,11 @@ describe.each(dialects)('webhook delivery (%s)', (dialect) => {
     expect(second!.json.attempt).toBe(2)
     expect(second!.headers['webhook-id']).toBe(first!.headers['webhook-id'])
     expect(second!.headers['webhook-signature']).toBe(standardSignature(keys.signing_secret, second!))
-    const log = await until(
-      () => attemptsOf(s, 'retry/a.txt'),
-      (a) => a.length === 2,
-    )
+    const log = await vi.waitFor(async () => {
+      const a = await attemptsOf(s, 'retry/a.txt')
+      expect(a).toHaveLength(2)
+      return a
+    }, WAIT)
     expect(log.map((a) => [a.attempt, a.status, a.success])).toEqual([
       [1, 500, 0],
       [2, 204, 1],
@@ -218,10 +213,11 @@ describe.each(dialects)('webhook delivery (%s)', (dialect) => {
     await configure(s, listener.url, ['Upload'])
     await uploaded(s, `status/${status}.txt`, 'x')
     await listener.waitFor(2)
-    const log = await until(
-      () => attemptsOf(s, `status/${status}.txt`),
-      (a) => a.length === 2,
-    )
+    const log = await vi.waitFor(async () => {
+      const a = await attemptsOf(s, `status/${status}.txt`)
+      expect(a).toHaveLength(2)
+      return a
+    }, WAIT)
     expect(log.map((a) => [a.status, a.success])).toEqual([
       [status, 0],
       [200, 1],
@@ -235,15 +231,15 @@ describe.each(dialects)('webhook delivery (%s)', (dialect) => {
     await configure(s, listener.url, ['Upload'])
     await uploaded(s, 'dead/a.txt', 'x')
     await listener.waitFor(4)
-    const n = await until(
-      () =>
-        s.container.db
-          .selectFrom('webhook_notifications')
-          .selectAll()
-          .where('path', '=', 'dead/a.txt')
-          .executeTakeFirstOrThrow(),
-      (r) => r.state === 'failed',
-    )
+    const n = await vi.waitFor(async () => {
+      const r = await s.container.db
+        .selectFrom('webhook_notifications')
+        .selectAll()
+        .where('path', '=', 'dead/a.txt')
+        .executeTakeFirstOrThrow()
+      expect(r.state).toBe('failed')
+      return r
+    }, WAIT)
     expect(n.attempts).toBe(4)
     expect(listener.received.map((r) => r.json.attempt)).toEqual([1, 2, 3, 4])
   })
@@ -252,9 +248,9 @@ describe.each(dialects)('webhook delivery (%s)', (dialect) => {
     listener = await startListener(() => 'hang')
     await configure(s, listener.url, ['Upload'])
     await uploaded(s, 'net/hang.txt', 'x')
-    await until(
-      () => attempts(s),
-      (a) => a.some((x) => x.path === 'net/hang.txt'),
+    await vi.waitFor(
+      async () => expect((await attempts(s)).map((x) => x.path)).toContain('net/hang.txt'),
+      WAIT,
     )
     await configure(s, `http://127.0.0.1:${await closedPort()}/hook`, ['Upload'])
     await uploaded(s, 'net/refused.txt', 'x')
@@ -262,10 +258,13 @@ describe.each(dialects)('webhook delivery (%s)', (dialect) => {
     const outside = await startListener(() => 200, '127.0.0.2')
     await configure(s, outside.url.replace('127.0.0.2', 'outside.test'), ['Upload'])
     await uploaded(s, 'net/private.txt', 'x')
-    const log = await until(
-      () => attempts(s),
-      (a) => ['net/hang.txt', 'net/refused.txt', 'net/private.txt'].every((p) => a.some((x) => x.path === p)),
-    )
+    const log = await vi.waitFor(async () => {
+      const a = await attempts(s)
+      expect(a.map((x) => x.path)).toEqual(
+        expect.arrayContaining(['net/hang.txt', 'net/refused.txt', 'net/private.txt']),
+      )
+      return a
+    }, WAIT)
     const first = (p: string) => log.find((a) => a.path === p)!
     expect([first('net/hang.txt').status, first('net/hang.txt').success]).toEqual([28, 0])
     expect(first('net/refused.txt').status).toBe(7)
@@ -285,21 +284,22 @@ describe.each(dialects)('webhook delivery (%s)', (dialect) => {
     })
     await configure(s, listener.url, ['Upload'])
     await uploaded(s, 'later/a.txt', 'x')
-    const n = await until(
-      () =>
-        s.container.db
-          .selectFrom('webhook_notifications')
-          .selectAll()
-          .where('path', '=', 'later/a.txt')
-          .executeTakeFirstOrThrow(),
-      (r) => r.attempts === 1,
-    )
+    const n = await vi.waitFor(async () => {
+      const r = await s.container.db
+        .selectFrom('webhook_notifications')
+        .selectAll()
+        .where('path', '=', 'later/a.txt')
+        .executeTakeFirstOrThrow()
+      expect(r.attempts).toBe(1)
+      return r
+    }, WAIT)
     // Scheduled 0.1 s; Retry-After 30 s is honoured up to 2 × 0.1 s.
     expect(n.next_attempt_at! - n.updated_at).toBe(200)
-    await until(
-      () => attemptsOf(s, 'later/a.txt'),
-      (a) => a.length === 2,
-    )
+    await vi.waitFor(async () => {
+      const a = await attemptsOf(s, 'later/a.txt')
+      expect(a).toHaveLength(2)
+      return a
+    }, WAIT)
   })
 })
 
@@ -326,10 +326,11 @@ describe.each(dialects)(
       await configure(s, listener.url, ['Upload'])
       await uploaded(s, 'again/a.txt', 'x')
       const [first] = await listener.waitFor(1)
-      const [failed] = await until(
-        () => attemptsOf(s, 'again/a.txt'),
-        (a) => a.length === 1,
-      )
+      const [failed] = await vi.waitFor(async () => {
+        const a = await attemptsOf(s, 'again/a.txt')
+        expect(a).toHaveLength(1)
+        return a
+      }, WAIT)
       expect(failed!.success).toBe(0)
 
       const plain = await makeUser(s)
@@ -351,10 +352,11 @@ describe.each(dialects)(
       const [, second] = await listener.waitFor(2)
       expect(second!.json.attempt).toBe(2)
       expect(second!.headers['webhook-id']).toBe(first!.headers['webhook-id'])
-      const log = await until(
-        () => attemptsOf(s, 'again/a.txt'),
-        (a) => a.length === 2,
-      )
+      const log = await vi.waitFor(async () => {
+        const a = await attemptsOf(s, 'again/a.txt')
+        expect(a).toHaveLength(2)
+        return a
+      }, WAIT)
       expectError(
         await call(s, 'POST', `/action_webhook_failures/${log[1]!.id}/retry`, { key: s.adminKey }),
         404,

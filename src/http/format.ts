@@ -65,6 +65,11 @@ export function negotiate(accept: string | undefined): Format {
 }
 
 // ---------- XML out ----------
+// Written by hand, not with fast-xml-parser's XMLBuilder: the builder writes every element without
+// content in one form, chosen by its `suppressEmptyNode` option, while Wharf's XML has two: an empty
+// string is `<name></name>`, and null, an empty list or an empty object is self-closing
+// (`<name nil="true"/>`, `<name type="array"/>`, `<name/>`). Either setting changes bytes that
+// clients already read; everything else (nesting, lists, typed values, escaping) came out the same.
 
 const escapeXml = (s: string) =>
   s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!)

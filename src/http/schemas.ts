@@ -7,6 +7,12 @@ import { type FieldType, type FilterOp, MAX_PER_PAGE, OPS_BY_TYPE } from './pagi
 export const Nullable = <T extends TSchema>(t: T) =>
   Type.Unsafe<T['static'] | null>({ ...t, type: [t['type'] as string, 'null'], 'x-nullable': true })
 
+/** A string from a closed set, typed as that set (the schema is TypeBox's string with `enum`). */
+export const StringEnum = <const T extends string>(
+  values: readonly T[],
+  options: { description?: string } = {},
+) => Type.Unsafe<T>({ enum: [...values], ...options, type: 'string' })
+
 export const DateTime = (description?: string) =>
   Nullable(Type.String({ format: 'date-time', ...(description ? { description } : {}) }))
 
@@ -94,6 +100,27 @@ export const errorResponses = {
   422: ErrorSchema,
   429: ErrorSchema,
 }
+
+/** The query of a signed link (upload part, download of an export or a billing PDF). */
+export const SignedLinkQuery = Type.Object(
+  {
+    expires: Type.Optional(Type.String({ maxLength: 20, description: 'Epoch seconds' })),
+    signature: Type.Optional(Type.String({ maxLength: 128 })),
+  },
+  { additionalProperties: false },
+)
+
+/**
+ * A file behind a signed link, by record id: the bytes, or an error in JSON or XML when the link
+ * is bad (400) or expired or forged (401).
+ */
+export const signedFileSchema = (produces: string) => ({
+  security: [],
+  produces: [produces, 'application/json', 'application/xml'],
+  params: IdParams,
+  querystring: SignedLinkQuery,
+  response: { 200: Type.String({ format: 'binary' }), 400: ErrorSchema, 401: ErrorSchema },
+})
 
 export const PerPage = Type.Optional(
   Type.Integer({

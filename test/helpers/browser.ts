@@ -1,5 +1,5 @@
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core'
-import { expect, inject } from 'vitest'
+import { afterAll, beforeAll, expect, inject } from 'vitest'
 import { chromiumPath } from './chromium.js'
 import { ADMIN_PASSWORD, ADMIN_USERNAME, startServer, type TestServer } from './server.js'
 
@@ -32,6 +32,42 @@ export async function launchBrowser(): Promise<Browser> {
 /** A Wharf server (SQLite unless told) that also serves this run's web interface at `/`. */
 export function startWebServer(env: Record<string, string> = {}): Promise<TestServer> {
   return startServer('sqlite', { WEB_DIR: webDir, ...env })
+}
+
+/** What the tests of a web suite share: its server and its browser. */
+export interface WebSuite {
+  readonly s: TestServer
+  readonly browser: Browser
+}
+
+/**
+ * Starts a web server (with `env`, or what `env()` gives just before the start) and a browser
+ * before the tests of the describe block that calls it, and closes both after them, also when
+ * the start failed half-way.
+ */
+export function webSuite(env: Record<string, string> | (() => Record<string, string>) = {}): WebSuite {
+  let s: TestServer | undefined
+  let browser: Browser | undefined
+  beforeAll(async () => {
+    s = await startWebServer(typeof env === 'function' ? env() : env)
+    browser = await launchBrowser()
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await s?.close()
+  })
+  const started = <T>(v: T | undefined): T => {
+    if (v === undefined) throw new Error('The web suite has not started: use it inside its tests and hooks')
+    return v
+  }
+  return {
+    get s() {
+      return started(s)
+    },
+    get browser() {
+      return started(browser)
+    },
+  }
 }
 
 const outside = new WeakMap<Page, string[]>()

@@ -2,7 +2,7 @@ import fs from 'node:fs/promises'
 import http from 'node:http'
 import path from 'node:path'
 import type { Kysely } from 'kysely'
-import { expect } from 'vitest'
+import { expect, vi } from 'vitest'
 import type { Database } from '../../src/db/schema.js'
 
 /** What a test can see of DATA_DIR/storage, and part uploads cut off on purpose. */
@@ -37,15 +37,6 @@ export async function expectNoLeakedBlobs(db: Kysely<Database>, storage: string)
   expect(files.map((r) => r.blob_key!).filter((k) => !present.has(k))).toEqual([])
 }
 
-/** Polls a condition (up to ~10 s): for effects the server completes after answering. */
-export async function until(check: () => Promise<boolean>): Promise<boolean> {
-  for (let i = 0; i < 200; i++) {
-    if (await check()) return true
-    await new Promise((r) => setTimeout(r, 50))
-  }
-  return false
-}
-
 /**
  * Starts a part PUT that sends `sent` of its `declared` bytes and then stalls; resolves once the
  * server is writing it to storage (a file in storage/tmp), or after a short grace if it never
@@ -68,7 +59,13 @@ export async function stalledPut(uri: string, declared: number, sent: Buffer, st
     request.on('error', () => resolve('aborted'))
   })
   request.write(sent)
-  await until(async () => (await fs.readdir(path.join(storage, 'tmp')).catch(() => [])).length > 0)
+  // A part that never reaches storage is not an error here: the caller's assertions tell.
+  await vi
+    .waitFor(async () => expect(await fs.readdir(path.join(storage, 'tmp'))).not.toHaveLength(0), {
+      timeout: 10_000,
+      interval: 50,
+    })
+    .catch(() => undefined)
   return {
     answered,
     abort: () => request.destroy(),

@@ -1,7 +1,7 @@
 import Files from 'files.com/lib/Files.js'
 import HistoryExport from 'files.com/lib/models/HistoryExport.js'
 import HistoryExportResult from 'files.com/lib/models/HistoryExportResult.js'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import {
   csvRowOfHistory,
   fetchCsvRows,
@@ -15,15 +15,15 @@ import { describeError, type Recorder, sdkError, sdkServer } from './sdk.js'
 
 const DAY = 86_400_000
 
-/** Polls with HistoryExport.find until the export leaves `building` (bounded). */
-async function untilBuilt(id: number): Promise<HistoryExport> {
-  for (let i = 0; i < 800; i++) {
-    const e = await HistoryExport.find(id)
-    if (e.status !== 'building') return e
-    await new Promise((r) => setTimeout(r, 25))
-  }
-  throw new Error(`history export ${id} never left building`)
-}
+/** Polls with HistoryExport.find until the export leaves `building` (bounded; errors fail at once). */
+const untilBuilt = (id: number): Promise<HistoryExport> =>
+  vi.waitUntil(
+    async () => {
+      const e = await HistoryExport.find(id)
+      return e.status !== 'building' && e
+    },
+    { timeout: 20_000, interval: 25 },
+  )
 
 describe.each(dialects)('files.com SDK: history exports (%s)', (dialect) => {
   let s: TestServer

@@ -1,14 +1,13 @@
 import type { Browser, Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
   expectNoOutsideRequests,
   hasBrowser,
-  launchBrowser,
   newPage,
   shown,
   signIn,
-  startWebServer,
   textOf,
+  webSuite,
 } from '../helpers/browser.js'
 import { overflowing } from '../helpers/phone-layout.js'
 import { makeKey, makeUser, type TestServer } from '../helpers/server.js'
@@ -45,19 +44,10 @@ const keyRow = (page: Page, name: string) =>
   page.locator('tbody tr').filter({ has: page.getByRole('cell', { name, exact: true }) })
 
 describe.skipIf(!hasBrowser)('web interface: API keys', () => {
-  let s: TestServer
-  let browser: Browser
-  beforeAll(async () => {
-    s = await startWebServer()
-    browser = await launchBrowser()
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await s?.close()
-  })
+  const web = webSuite()
 
   it('creates a key shown once, edits its expiry and permission set, and deletes it', async () => {
-    const page = await openAs(browser, s)
+    const page = await openAs(web.browser, web.s)
 
     await page.getByLabel('Name', { exact: true }).fill('nightly backup')
     await page.getByLabel('Description (optional)').fill('pulls reports every night')
@@ -70,11 +60,11 @@ describe.skipIf(!hasBrowser)('web interface: API keys', () => {
     expect(shownKey).toMatch(/^[0-9a-f]{64}$/)
     expect(await textOf(page.locator('.new-key'))).toContain('it will not be shown again')
     // The key works: a program sending it is let in and sees its own settings.
-    const r = await withKey(s, shownKey)
+    const r = await withKey(web.s, shownKey)
     expect(r.status).toBe(200)
     const own = (await r.json()) as Record<string, unknown>
     expect(own).toMatchObject({ name: 'nightly backup', permission_set: 'desktop_app', path: 'reports' })
-    const row = await s.container.db
+    const row = await web.s.container.db
       .selectFrom('api_keys')
       .selectAll()
       .where('id', '=', own['id'] as number)
@@ -84,7 +74,7 @@ describe.skipIf(!hasBrowser)('web interface: API keys', () => {
       description: 'pulls reports every night',
       permission_set: 'desktop_app',
       path: 'reports',
-      user_id: await adminId(s),
+      user_id: await adminId(web.s),
     })
     expect(row.expires_at).toBe(new Date('2031-05-17T00:00').getTime())
     expect(await keyRow(page, 'nightly backup').count()).toBe(1)
@@ -101,7 +91,7 @@ describe.skipIf(!hasBrowser)('web interface: API keys', () => {
     await edit.getByLabel('Permission set').selectOption('full')
     await edit.getByRole('button', { name: 'Save' }).click()
     await shown(page.getByText('Key “nightly backup” saved.'))
-    const after = await (await withKey(s, shownKey)).json()
+    const after = await (await withKey(web.s, shownKey)).json()
     expect(after).toMatchObject({
       permission_set: 'full',
       expires_at: new Date('2032-01-02T00:00').toISOString().replace('.000Z', 'Z'),
@@ -111,7 +101,7 @@ describe.skipIf(!hasBrowser)('web interface: API keys', () => {
     // Delete asks first; keeping it changes nothing.
     await keyRow(page, 'nightly backup').getByRole('button', { name: 'Delete nightly backup' }).click()
     await page.getByRole('button', { name: 'Keep it' }).click()
-    expect((await withKey(s, shownKey)).status).toBe(200)
+    expect((await withKey(web.s, shownKey)).status).toBe(200)
     await keyRow(page, 'nightly backup').getByRole('button', { name: 'Delete nightly backup' }).click()
     await page
       .getByRole('group', { name: 'Delete “nightly backup”?' })
@@ -119,9 +109,9 @@ describe.skipIf(!hasBrowser)('web interface: API keys', () => {
       .click()
     await shown(page.getByText('Key “nightly backup” deleted'))
     await expect.poll(() => keyRow(page, 'nightly backup').count(), { timeout: 10_000 }).toBe(0)
-    expect((await withKey(s, shownKey)).status).toBe(401)
+    expect((await withKey(web.s, shownKey)).status).toBe(401)
     expect(
-      await s.container.db
+      await web.s.container.db
         .selectFrom('api_keys')
         .select('id')
         .where('id', '=', own['id'] as number)
@@ -132,13 +122,13 @@ describe.skipIf(!hasBrowser)('web interface: API keys', () => {
   })
 
   it('lets a site admin make a site-wide key and a key for another user, and lists whose each is', async () => {
-    const bob = await makeUser(s)
-    const page = await openAs(browser, s)
+    const bob = await makeUser(web.s)
+    const page = await openAs(web.browser, web.s)
     await page.getByLabel('Name', { exact: true }).fill('for bob')
     await page.getByLabel('Owner').selectOption({ label: bob.username })
     await page.getByRole('button', { name: 'Create key' }).click()
     const bobKey = await textOf(page.getByTestId('new-key'))
-    const bobs = await (await withKey(s, bobKey)).json()
+    const bobs = await (await withKey(web.s, bobKey)).json()
     expect(bobs).toMatchObject({ user_id: bob.id, name: 'for bob' })
     expect(await textOf(keyRow(page, 'for bob'))).toContain(bob.username)
 
@@ -148,15 +138,18 @@ describe.skipIf(!hasBrowser)('web interface: API keys', () => {
     await page.getByRole('button', { name: 'Create key' }).click()
     await shown(page.getByRole('heading', { name: 'Key “whole site” created' }))
     const siteKey = await textOf(page.getByTestId('new-key'))
-    expect(await (await withKey(s, siteKey)).json()).toMatchObject({ user_id: null, permission_set: 'full' })
+    expect(await (await withKey(web.s, siteKey)).json()).toMatchObject({
+      user_id: null,
+      permission_set: 'full',
+    })
     expect(await textOf(keyRow(page, 'whole site'))).toContain('Site-wide')
     await page.context().close()
   })
 
   it('shows the API’s refusals in words: a past expiry, and a Shared/Bot user’s list', async () => {
-    const u = await makeUser(s)
-    await makeKey(s, u.id, { name: 'old key' })
-    const page = await openAs(browser, s, u, { width: 390, height: 844 })
+    const u = await makeUser(web.s)
+    await makeKey(web.s, u.id, { name: 'old key' })
+    const page = await openAs(web.browser, web.s, u, { width: 390, height: 844 })
     // A regular user sees their own keys only, and no choice of owner.
     await shown(keyRow(page, 'old key'))
     expect(await page.locator('tbody tr[data-key-id]').count()).toBe(1)
@@ -171,8 +164,8 @@ describe.skipIf(!hasBrowser)('web interface: API keys', () => {
     expect(wide).toEqual([])
     await page.context().close()
 
-    const bot = await makeUser(s, { self_managed: false })
-    const botPage = await openAs(browser, s, bot)
+    const bot = await makeUser(web.s, { self_managed: false })
+    const botPage = await openAs(web.browser, web.s, bot)
     expect(await textOf(botPage.getByRole('alert'))).toBe('Shared/Bot users cannot list or manage keys by id')
     await botPage.context().close()
   })

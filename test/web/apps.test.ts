@@ -1,28 +1,25 @@
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import type { Browser } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   expectNoOutsideRequests,
   hasBrowser,
-  launchBrowser,
   newPage,
   shown,
   signIn,
-  startWebServer,
   textOf,
+  webSuite,
 } from '../helpers/browser.js'
-import { call, makeUser, type TestServer } from '../helpers/server.js'
+import { call, makeUser } from '../helpers/server.js'
 
 describe.skipIf(!hasBrowser)('web interface: apps', () => {
-  let s: TestServer
-  let browser: Browser
   let dir: string
+  let file: string
   beforeAll(async () => {
     // The shipped catalog has no pictures; these entries have one elsewhere and one on the server.
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-apps-'))
-    const file = path.join(dir, 'apps.json')
+    file = path.join(dir, 'apps.json')
     await fs.writeFile(
       file,
       JSON.stringify({
@@ -47,25 +44,23 @@ describe.skipIf(!hasBrowser)('web interface: apps', () => {
         ],
       }),
     )
-    s = await startWebServer({ APPS_FILE: file })
-    browser = await launchBrowser()
   })
   afterAll(async () => {
-    await browser?.close()
-    await s?.close()
     await fs.rm(dir, { recursive: true, force: true })
   })
+  // Started after the catalog file is written, and closed before it is removed.
+  const web = webSuite(() => ({ APPS_FILE: file }))
 
   it('lists the whole catalog, links out safely and fetches nothing from elsewhere', async () => {
-    const u = await makeUser(s)
-    const catalog = await call(s, 'GET', '/apps?per_page=1000', { key: s.adminKey })
+    const u = await makeUser(web.s)
+    const catalog = await call(web.s, 'GET', '/apps?per_page=1000', { key: web.s.adminKey })
     const names: string[] = catalog.body.map((a: { name: string }) => a.name)
     expect(names.length).toBeGreaterThan(5)
 
     // Any user reads the catalog, not only site admins.
-    const page = await newPage(browser, s)
-    await signIn(page, s, u.username, u.password)
-    await page.goto(`${s.url}/#/apps`)
+    const page = await newPage(web.browser, web.s)
+    await signIn(page, web.s, u.username, u.password)
+    await page.goto(`${web.s.url}/#/apps`)
     for (const name of names) await shown(page.getByRole('heading', { level: 2, name, exact: true }))
     expect(await page.getByRole('article').count()).toBe(names.length)
 
@@ -80,7 +75,7 @@ describe.skipIf(!hasBrowser)('web interface: apps', () => {
     // A link written as a path points at this Wharf.
     const sdk = page.getByRole('article', { name: 'Files.com JavaScript SDK' })
     expect(await sdk.getByRole('link', { name: 'api' }).getAttribute('href')).toBe(
-      `${s.url}/api/rest/v1/swagger_doc`,
+      `${web.s.url}/api/rest/v1/swagger_doc`,
     )
     // The icon on the server is tried, and its initial shown when it is missing.
     await shown(page.getByRole('article', { name: 'Local Tool' }).locator('.app-initial'))
@@ -99,9 +94,9 @@ describe.skipIf(!hasBrowser)('web interface: apps', () => {
   })
 
   it('shows the catalog at phone width', async () => {
-    const page = await newPage(browser, s, { width: 390, height: 844 })
-    await signIn(page, s)
-    await page.goto(`${s.url}/#/apps`)
+    const page = await newPage(web.browser, web.s, { width: 390, height: 844 })
+    await signIn(page, web.s)
+    await page.goto(`${web.s.url}/#/apps`)
     const card = page.getByRole('article', { name: 'Acme Sync' })
     await shown(card)
     const box = (await card.boundingBox())!

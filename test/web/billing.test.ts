@@ -1,29 +1,24 @@
-import type { Browser } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { operatorPrincipal } from '../../src/modules/auth/principal.js'
 import {
   expectNoOutsideRequests,
   hasBrowser,
-  launchBrowser,
   newPage,
   shown,
   signIn,
-  startWebServer,
   textOf,
+  webSuite,
 } from '../helpers/browser.js'
-import { call, type TestServer } from '../helpers/server.js'
+import { call } from '../helpers/server.js'
 
 describe.skipIf(!hasBrowser)('web interface: billing', () => {
-  let s: TestServer
-  let browser: Browser
+  const web = webSuite()
   let invoiceId: number
   let paymentId: number
   let reversedId: number
   beforeAll(async () => {
-    s = await startWebServer()
-    browser = await launchBrowser()
-    const operator = operatorPrincipal(s.container.site.id)
-    const ledger = s.container.services.billingLedger
+    const operator = operatorPrincipal(web.s.container.site.id)
+    const ledger = web.s.container.services.billingLedger
     invoiceId = await ledger.createInvoice(operator, {
       currency: 'EUR',
       lines: [
@@ -40,15 +35,11 @@ describe.skipIf(!hasBrowser)('web interface: billing', () => {
     reversedId = await ledger.recordPayment(operator, { currency: 'EUR', amount: '5.00', method: 'card' })
     await ledger.reversePayment(operator, reversedId)
   })
-  afterAll(async () => {
-    await browser?.close()
-    await s?.close()
-  })
 
   it('lists invoices and payments with amounts in their currency, and downloads the signed PDF', async () => {
-    const page = await newPage(browser, s)
-    await signIn(page, s)
-    await page.goto(`${s.url}/#/billing`)
+    const page = await newPage(web.browser, web.s)
+    await signIn(page, web.s)
+    await page.goto(`${web.s.url}/#/billing`)
     const invoices = page.getByRole('table', { name: 'Invoices' })
     const invoiceRow = invoices.getByRole('row').filter({ hasText: `#${invoiceId}` })
     const invoiceText = await textOf(invoiceRow)
@@ -74,9 +65,9 @@ describe.skipIf(!hasBrowser)('web interface: billing', () => {
     const link = invoiceRow.getByRole('link', { name: `Download PDF of invoice #${invoiceId}` })
     const linkHref = (await link.getAttribute('href'))!
     const signed = new URL(linkHref)
-    expect(signed.origin + signed.pathname).toBe(`${s.api}/billing_documents/${invoiceId}`)
+    expect(signed.origin + signed.pathname).toBe(`${web.s.api}/billing_documents/${invoiceId}`)
     expect(signed.searchParams.get('signature')).toMatch(/\S{16,}/)
-    const api = await call(s, 'GET', `/invoices/${invoiceId}`, { key: s.adminKey })
+    const api = await call(web.s, 'GET', `/invoices/${invoiceId}`, { key: web.s.adminKey })
     expect(new URL(api.body.download_uri).searchParams.get('signature')).toBeTruthy()
 
     const [download] = await Promise.all([page.waitForEvent('download', { timeout: 15_000 }), link.click()])
@@ -98,22 +89,22 @@ describe.skipIf(!hasBrowser)('web interface: billing', () => {
   })
 
   it('follows a fresh link when the page was left open past the link expiry', async () => {
-    const page = await newPage(browser, s)
+    const page = await newPage(web.browser, web.s)
     await page.clock.install()
-    await signIn(page, s)
-    await page.goto(`${s.url}/#/billing`)
+    await signIn(page, web.s)
+    await page.goto(`${web.s.url}/#/billing`)
     const link = page.getByRole('link', { name: `Download PDF of invoice #${invoiceId}` })
     await shown(link)
     // Two hours later (the links last one hour), as far as the page can tell.
     await page.clock.setSystemTime(Date.now() + 2 * 3600_000)
     const [asked, download] = await Promise.all([
-      page.waitForRequest((r) => r.url() === `${s.api}/invoices/${invoiceId}`, { timeout: 15_000 }),
+      page.waitForRequest((r) => r.url() === `${web.s.api}/invoices/${invoiceId}`, { timeout: 15_000 }),
       page.waitForEvent('download', { timeout: 15_000 }),
       link.click(),
     ])
     expect(asked.method()).toBe('GET')
     expect(download.url()).toMatch(
-      new RegExp(`^${s.api}/billing_documents/${invoiceId}\\?expires=\\d+&signature=`),
+      new RegExp(`^${web.s.api}/billing_documents/${invoiceId}\\?expires=\\d+&signature=`),
     )
     const chunks: Buffer[] = []
     for await (const c of (await download.createReadStream())!) chunks.push(c as Buffer)
@@ -122,16 +113,16 @@ describe.skipIf(!hasBrowser)('web interface: billing', () => {
   })
 
   it('pages through more invoices than fit on one page', async () => {
-    const operator = operatorPrincipal(s.container.site.id)
+    const operator = operatorPrincipal(web.s.container.site.id)
     for (let i = 0; i < 26; i++) {
-      await s.container.services.billingLedger.createInvoice(operator, {
+      await web.s.container.services.billingLedger.createInvoice(operator, {
         currency: 'USD',
         lines: [{ amount: `${i + 1}.00`, description: `Line ${i}` }],
       })
     }
-    const page = await newPage(browser, s, { width: 390, height: 844 })
-    await signIn(page, s)
-    await page.goto(`${s.url}/#/billing`)
+    const page = await newPage(web.browser, web.s, { width: 390, height: 844 })
+    await signIn(page, web.s)
+    await page.goto(`${web.s.url}/#/billing`)
     const invoices = page.getByRole('table', { name: 'Invoices' })
     await shown(invoices.getByRole('row').filter({ hasText: `#${invoiceId}` }))
     expect(await invoices.getByRole('row').count()).toBe(26) // header + 25

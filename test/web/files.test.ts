@@ -1,43 +1,33 @@
 import fs from 'node:fs/promises'
-import type { Browser, Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Page } from 'playwright-core'
+import { describe, expect, it } from 'vitest'
 import {
   expectNoOutsideRequests,
   hasBrowser,
-  launchBrowser,
   newPage,
   shown,
   signIn,
-  startWebServer,
   textOf,
+  webSuite,
 } from '../helpers/browser.js'
 import { bytes, download, md5, target, uploaded } from '../helpers/files.js'
 import { cutOff } from '../helpers/phone-layout.js'
-import { call, grant, makeUser, type TestServer } from '../helpers/server.js'
+import { call, grant, makeUser } from '../helpers/server.js'
 
 const PART = 64 * 1024
 
 describe.skipIf(!hasBrowser)('web interface: files', () => {
-  let s: TestServer
-  let browser: Browser
-  beforeAll(async () => {
-    s = await startWebServer({ UPLOAD_PART_SIZE: String(PART), LOGIN_MAX_ATTEMPTS_PER_IP: '100000' })
-    browser = await launchBrowser()
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await s?.close()
-  })
+  const web = webSuite({ UPLOAD_PART_SIZE: String(PART), LOGIN_MAX_ATTEMPTS_PER_IP: '100000' })
 
   const fileRow = (path: string) =>
-    s.container.db
+    web.s.container.db
       .selectFrom('files')
       .select(['id', 'path', 'type', 'md5', 'size'])
       .where('path', '=', path)
       .executeTakeFirst()
 
   const actionsOf = (action: string, path: string) =>
-    s.container.db
+    web.s.container.db
       .selectFrom('actions')
       .select(['interface', 'path', 'source', 'destination'])
       .where('action', '=', action)
@@ -46,13 +36,13 @@ describe.skipIf(!hasBrowser)('web interface: files', () => {
 
   /** A fresh page whose every wait is bounded below the test's own timeout. */
   async function freshPage(viewport?: { width: number; height: number }): Promise<Page> {
-    const page = await newPage(browser, s, viewport)
+    const page = await newPage(web.browser, web.s, viewport)
     page.setDefaultTimeout(10_000)
     return page
   }
 
   async function openFolder(page: Page, folder: string) {
-    await page.goto(`${s.url}/#/files/${folder.split('/').map(encodeURIComponent).join('/')}`)
+    await page.goto(`${web.s.url}/#/files/${folder.split('/').map(encodeURIComponent).join('/')}`)
     await shown(page.getByRole('heading', { level: 1, name: 'Files' }))
   }
 
@@ -64,13 +54,13 @@ describe.skipIf(!hasBrowser)('web interface: files', () => {
   }
 
   it('uploads several files through the input and one by drop, in parts, recorded as web', async () => {
-    await call(s, 'POST', '/folders/inbox', { key: s.adminKey })
+    await call(web.s, 'POST', '/folders/inbox', { key: web.s.adminKey })
     const page = await freshPage()
     const partPuts: string[] = []
     page.on('request', (r) => {
       if (r.method() === 'PUT' && r.url().includes('/upload_parts/')) partPuts.push(r.url())
     })
-    await signIn(page, s)
+    await signIn(page, web.s)
     await openFolder(page, 'inbox')
 
     const big = bytes(PART * 2 + 12_345, 3)
@@ -104,7 +94,7 @@ describe.skipIf(!hasBrowser)('web interface: files', () => {
     for (const [path, content] of Object.entries(expected)) {
       const row = await fileRow(path)
       expect(row, path).toMatchObject({ type: 'file', size: content.length, md5: md5(content) })
-      expect((await download(target(s), path)).equals(content), path).toBe(true)
+      expect((await download(target(web.s), path)).equals(content), path).toBe(true)
       expect(await actionsOf('create', path)).toEqual([expect.objectContaining({ interface: 'web', path })])
     }
     // The big file went in three parts of the server's part size, the empty one in none.
@@ -131,20 +121,20 @@ describe.skipIf(!hasBrowser)('web interface: files', () => {
 
   it('shows a failed upload in words, and retries or dismisses it', async () => {
     const page = await freshPage()
-    await signIn(page, s)
-    await call(s, 'POST', '/folders/later', { key: s.adminKey })
+    await signIn(page, web.s)
+    await call(web.s, 'POST', '/folders/later', { key: web.s.adminKey })
     await openFolder(page, 'later')
     await shown(page.getByLabel('Choose files to upload'))
     // The folder goes away (a file takes its name) after the page was opened.
-    await call(s, 'DELETE', '/files/later', { key: s.adminKey })
-    await uploaded(s, 'later', 'now a file')
+    await call(web.s, 'DELETE', '/files/later', { key: web.s.adminKey })
+    await uploaded(web.s, 'later', 'now a file')
     await page
       .getByLabel('Choose files to upload')
       .setInputFiles([{ name: 'x.txt', mimeType: 'text/plain', buffer: Buffer.from('x') }])
     const alert = page.locator('li.upload').getByRole('alert')
     expect(await textOf(alert)).toContain('later is a file, so it cannot hold later/x.txt')
     // After the obstacle is gone, Retry succeeds.
-    await call(s, 'DELETE', '/files/later', { key: s.adminKey })
+    await call(web.s, 'DELETE', '/files/later', { key: web.s.adminKey })
     await page.getByRole('button', { name: 'Retry x.txt' }).click()
     await waitComplete(page, 'x.txt')
     expect(await fileRow('later/x.txt')).toMatchObject({ size: 1, md5: md5('x') })
@@ -154,10 +144,10 @@ describe.skipIf(!hasBrowser)('web interface: files', () => {
   })
 
   it('creates, renames, moves, copies and deletes, each recorded as web', async () => {
-    await call(s, 'POST', '/folders/work', { key: s.adminKey })
-    await uploaded(s, 'work/report.pdf', bytes(3000, 4))
+    await call(web.s, 'POST', '/folders/work', { key: web.s.adminKey })
+    await uploaded(web.s, 'work/report.pdf', bytes(3000, 4))
     const page = await freshPage()
-    await signIn(page, s)
+    await signIn(page, web.s)
     await openFolder(page, 'work')
     await shown(page.getByRole('cell', { name: 'report.pdf' }))
 
@@ -220,13 +210,13 @@ describe.skipIf(!hasBrowser)('web interface: files', () => {
   })
 
   it('offers a read-only user no changes, and shows a refusal that happens anyway', async () => {
-    await uploaded(s, 'shared/plan.txt', 'the plan')
-    await uploaded(s, 'team/todo.txt', 'things')
-    const u = await makeUser(s)
-    await grant(s, u.id, 'shared', 'readonly')
-    await grant(s, u.id, 'team', 'full')
+    await uploaded(web.s, 'shared/plan.txt', 'the plan')
+    await uploaded(web.s, 'team/todo.txt', 'things')
+    const u = await makeUser(web.s)
+    await grant(web.s, u.id, 'shared', 'readonly')
+    await grant(web.s, u.id, 'team', 'full')
     const page = await freshPage()
-    await signIn(page, s, u.username, u.password)
+    await signIn(page, web.s, u.username, u.password)
 
     await openFolder(page, 'shared')
     await shown(page.getByRole('cell', { name: 'plan.txt' }))
@@ -252,12 +242,12 @@ describe.skipIf(!hasBrowser)('web interface: files', () => {
     await page.getByRole('link', { name: 'team' }).click()
     await shown(page.getByRole('button', { name: 'Delete todo.txt' }))
     await shown(page.getByLabel('Choose files to upload'))
-    await s.container.db
+    await web.s.container.db
       .deleteFrom('permissions')
       .where('user_id', '=', u.id)
       .where('path', '=', 'team')
       .execute()
-    await grant(s, u.id, 'team', 'readonly')
+    await grant(web.s, u.id, 'team', 'readonly')
     await page.getByRole('button', { name: 'Delete todo.txt' }).click()
     const confirm = page.getByRole('dialog', { name: 'Delete todo.txt?' })
     await confirm.getByRole('button', { name: 'Delete' }).click()
@@ -269,15 +259,15 @@ describe.skipIf(!hasBrowser)('web interface: files', () => {
   })
 
   it('sorts by the column headers, searches, and loads more', async () => {
-    await uploaded(s, 'sorted/b-medium.txt', 'x'.repeat(50))
-    await uploaded(s, 'sorted/a-large.txt', 'x'.repeat(500))
-    await uploaded(s, 'sorted/c-small.txt', 'x')
-    await uploaded(s, 'sorted/deep/inner/c-needle.txt', 'found')
+    await uploaded(web.s, 'sorted/b-medium.txt', 'x'.repeat(50))
+    await uploaded(web.s, 'sorted/a-large.txt', 'x'.repeat(500))
+    await uploaded(web.s, 'sorted/c-small.txt', 'x')
+    await uploaded(web.s, 'sorted/deep/inner/c-needle.txt', 'found')
     for (let i = 0; i < 100; i++) {
-      await call(s, 'POST', `/folders/sorted/z${String(i).padStart(3, '0')}`, { key: s.adminKey })
+      await call(web.s, 'POST', `/folders/sorted/z${String(i).padStart(3, '0')}`, { key: web.s.adminKey })
     }
     const page = await freshPage()
-    await signIn(page, s)
+    await signIn(page, web.s)
     await openFolder(page, 'sorted')
     const names = () => page.locator('tbody tr td.name').allInnerTexts()
     await shown(page.getByRole('cell', { name: 'a-large.txt' }))
@@ -312,10 +302,10 @@ describe.skipIf(!hasBrowser)('web interface: files', () => {
   })
 
   it('shows every column and action of a folder inside a phone screen, and the table on a desktop', async () => {
-    await uploaded(s, 'phone/quarterly numbers for the board, final version.xlsx', 'x'.repeat(2048))
-    await uploaded(s, 'phone/sub folder/a.txt', 'a')
+    await uploaded(web.s, 'phone/quarterly numbers for the board, final version.xlsx', 'x'.repeat(2048))
+    await uploaded(web.s, 'phone/sub folder/a.txt', 'a')
     const page = await freshPage({ width: 390, height: 844 })
-    await signIn(page, s)
+    await signIn(page, web.s)
     await openFolder(page, 'phone')
     await shown(
       page.getByRole('button', { name: 'Delete quarterly numbers for the board, final version.xlsx' }),
@@ -338,7 +328,7 @@ describe.skipIf(!hasBrowser)('web interface: files', () => {
 
     // The desktop keeps its table: one row per entry, the five column headers side by side.
     const wide = await freshPage()
-    await signIn(wide, s)
+    await signIn(wide, web.s)
     await openFolder(wide, 'phone')
     await shown(wide.getByRole('button', { name: 'Delete sub folder' }))
     const headers = await wide
@@ -356,7 +346,7 @@ describe.skipIf(!hasBrowser)('web interface: files', () => {
 
   it('works with spaces and unicode in names, and at phone width', async () => {
     const page = await freshPage({ width: 390, height: 844 })
-    await signIn(page, s)
+    await signIn(page, web.s)
     await openFolder(page, '')
     const folder = 'Q3 reports – été 日本'
     await page.getByLabel('New folder name').fill(folder)

@@ -1,16 +1,15 @@
 import fs from 'node:fs/promises'
 import { parse } from 'csv-parse/sync'
 import type { Browser, Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import {
   expectNoOutsideRequests,
   hasBrowser,
-  launchBrowser,
   newPage,
   shown,
   signIn,
-  startWebServer,
   textOf,
+  webSuite,
 } from '../helpers/browser.js'
 import { recordAt, upload } from '../helpers/history-export-fixtures.js'
 import { overflowing } from '../helpers/phone-layout.js'
@@ -66,30 +65,23 @@ async function mkdir(s: TestServer, key: string, path: string) {
 }
 
 describe.skipIf(!hasBrowser)('web interface: history', () => {
-  let s: TestServer
-  let browser: Browser
+  const web = webSuite()
   let alice: TestUser
   beforeAll(async () => {
-    s = await startWebServer()
-    browser = await launchBrowser()
-    alice = await makeUser(s, { username: 'alice' })
-    await grant(s, alice.id, 'proj', 'full')
-    const aliceKey = await makeKey(s, alice.id)
+    alice = await makeUser(web.s, { username: 'alice' })
+    await grant(web.s, alice.id, 'proj', 'full')
+    const aliceKey = await makeKey(web.s, alice.id)
     // Actions done through the API: the admin's folders, and alice's inside proj.
-    await mkdir(s, s.adminKey, 'proj')
-    await mkdir(s, s.adminKey, 'other')
-    await mkdir(s, aliceKey.key, 'proj/a')
-    await mkdir(s, aliceKey.key, 'proj/b')
-    await mkdir(s, s.adminKey, 'proj/c')
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await s?.close()
+    await mkdir(web.s, web.s.adminKey, 'proj')
+    await mkdir(web.s, web.s.adminKey, 'other')
+    await mkdir(web.s, aliceKey.key, 'proj/a')
+    await mkdir(web.s, aliceKey.key, 'proj/b')
+    await mkdir(web.s, web.s.adminKey, 'proj/c')
   })
 
   it('shows a site admin the last 24 hours and narrows them by user, folder, path and time', async () => {
-    const page = await openHistory(browser, s)
-    const everything = await recentIds(s, () => true)
+    const page = await openHistory(web.browser, web.s)
+    const everything = await recentIds(web.s, () => true)
     expect(await shownIds(page, everything.length)).toEqual(everything)
     const aliceRow = page.locator('tbody tr').filter({ hasText: 'proj/a' }).first()
     const cells = await aliceRow.locator('td').allInnerTexts()
@@ -98,7 +90,7 @@ describe.skipIf(!hasBrowser)('web interface: history', () => {
     // By user: exactly alice's actions.
     await page.getByLabel('User').selectOption({ label: 'alice' })
     await page.getByRole('button', { name: 'Show history' }).click()
-    const byAlice = await recentIds(s, (a) => a.user_id === alice.id)
+    const byAlice = await recentIds(web.s, (a) => a.user_id === alice.id)
     expect(byAlice.length).toBe(2)
     expect(await shownIds(page, byAlice.length)).toEqual(byAlice)
     expect(page.url()).toContain(`user_id=${alice.id}`)
@@ -107,7 +99,7 @@ describe.skipIf(!hasBrowser)('web interface: history', () => {
     await page.getByLabel('User').selectOption({ label: 'Anyone' })
     await page.getByLabel('Folder (its direct contents)').fill('proj')
     await page.getByRole('button', { name: 'Show history' }).click()
-    const inProj = await recentIds(s, (a) => a.folder === 'proj')
+    const inProj = await recentIds(web.s, (a) => a.folder === 'proj')
     expect(inProj.length).toBe(3)
     expect(await shownIds(page, 3)).toEqual(inProj)
 
@@ -115,12 +107,12 @@ describe.skipIf(!hasBrowser)('web interface: history', () => {
     await page.getByLabel('Folder (its direct contents)').fill('')
     await page.getByLabel('Path (exact; % is a wildcard)').fill('other%')
     await page.getByRole('button', { name: 'Show history' }).click()
-    const other = await recentIds(s, (a) => a.path.startsWith('other'))
+    const other = await recentIds(web.s, (a) => a.path.startsWith('other'))
     expect(await shownIds(page, other.length)).toEqual(other)
 
     // By time: of two actions an hour apart, From between them keeps the later one.
-    const early = await recordAt(s, 3 * HOUR, upload('timed/early.txt'))
-    const late = await recordAt(s, HOUR, upload('timed/late.txt'))
+    const early = await recordAt(web.s, 3 * HOUR, upload('timed/early.txt'))
+    const late = await recordAt(web.s, HOUR, upload('timed/late.txt'))
     await page.getByLabel('Path (exact; % is a wildcard)').fill('timed/%')
     await page.getByRole('button', { name: 'Show history' }).click()
     expect(await shownIds(page, 2)).toEqual([early.id, late.id])
@@ -130,7 +122,7 @@ describe.skipIf(!hasBrowser)('web interface: history', () => {
         const p = (n: number) => String(n).padStart(2, '0')
         return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`
       },
-      s.container.now() - 2 * HOUR,
+      web.s.container.now() - 2 * HOUR,
     )
     await page.getByLabel('From').fill(between)
     await page.getByRole('button', { name: 'Show history' }).click()
@@ -141,11 +133,17 @@ describe.skipIf(!hasBrowser)('web interface: history', () => {
 
   it('pages with Load more until every row is shown, at phone width', async () => {
     const ids: number[] = []
-    for (let i = 0; i < 30; i++) ids.push((await recordAt(s, 60_000 + i, upload(`bulk/f${i}.txt`))).id)
-    const page = await openHistory(browser, s, undefined, '#/history?scope=site&folder=bulk&per_page=25', {
-      width: 390,
-      height: 844,
-    })
+    for (let i = 0; i < 30; i++) ids.push((await recordAt(web.s, 60_000 + i, upload(`bulk/f${i}.txt`))).id)
+    const page = await openHistory(
+      web.browser,
+      web.s,
+      undefined,
+      '#/history?scope=site&folder=bulk&per_page=25',
+      {
+        width: 390,
+        height: 844,
+      },
+    )
     expect((await shownIds(page, 25)).length).toBe(25)
     await page.getByRole('button', { name: 'Load more' }).click()
     expect(await shownIds(page, 30)).toEqual(ids.sort((a, b) => a - b))
@@ -158,26 +156,26 @@ describe.skipIf(!hasBrowser)('web interface: history', () => {
   })
 
   it('gives other users the history of what they may read, and says why the rest is refused', async () => {
-    const bob = await makeUser(s)
-    await grant(s, bob.id, 'shared', 'readonly')
-    const inShared = await recordAt(s, 5 * 60_000, upload('shared/doc.txt'))
-    const deeper = await recordAt(s, 4 * 60_000, upload('shared/sub/deep.txt'))
-    await recordAt(s, 3 * 60_000, upload('secret/plan.txt'))
-    const page = await openHistory(browser, s, bob)
+    const bob = await makeUser(web.s)
+    await grant(web.s, bob.id, 'shared', 'readonly')
+    const inShared = await recordAt(web.s, 5 * 60_000, upload('shared/doc.txt'))
+    const deeper = await recordAt(web.s, 4 * 60_000, upload('shared/sub/deep.txt'))
+    await recordAt(web.s, 3 * 60_000, upload('secret/plan.txt'))
+    const page = await openHistory(web.browser, web.s, bob)
     // Nothing is asked for until bob names a folder; the whole site is not offered to him.
     await shown(page.getByText('Enter a folder you can read'))
     expect(await page.locator('option[value="site"]').isDisabled()).toBe(true)
 
     await page.getByLabel('Folder path (empty: the root folder)').fill('shared')
     await page.getByRole('button', { name: 'Show history' }).click()
-    const shared = await recentIds(s, (a) => a.path === 'shared' || a.path.startsWith('shared/'))
+    const shared = await recentIds(web.s, (a) => a.path === 'shared' || a.path.startsWith('shared/'))
     expect(shared).toEqual(expect.arrayContaining([inShared.id, deeper.id]))
     expect(await shownIds(page, shared.length)).toEqual(shared)
     // Exports are for the folders one administers: bob only reads this one.
     await page.getByRole('button', { name: 'Export full history' }).click()
     expect(await textOf(page.getByRole('alert'))).toBe('Folder admin permission is required on shared')
     expect(
-      await s.container.db.selectFrom('exports').select('id').where('user_id', '=', bob.id).execute(),
+      await web.s.container.db.selectFrom('exports').select('id').where('user_id', '=', bob.id).execute(),
     ).toEqual([])
 
     await page.getByLabel('Show').selectOption('file')
@@ -194,7 +192,7 @@ describe.skipIf(!hasBrowser)('web interface: history', () => {
     expect(await page.locator('tbody tr').count()).toBe(0)
 
     // The whole site's list, asked for by address, is refused by the API: the page says so.
-    await page.goto(`${s.url}/#/history?scope=site`)
+    await page.goto(`${web.s.url}/#/history?scope=site`)
     expect(await textOf(page.getByRole('alert'))).toBe(
       'Only site administrators can see the whole site’s history. Choose a folder or a file you can read instead.',
     )
@@ -202,10 +200,10 @@ describe.skipIf(!hasBrowser)('web interface: history', () => {
   })
 
   it('exports the full history, older than 24 hours too, and downloads it as CSV', async () => {
-    const old = await recordAt(s, 3 * DAY, upload('archive/old.txt'), { user: alice })
-    const recent = await recordAt(s, 10 * 60_000, upload('archive/new.txt'))
-    await recordAt(s, 2 * DAY, upload('elsewhere/x.txt'))
-    const page = await openHistory(browser, s, undefined, '#/history?scope=site&folder=archive')
+    const old = await recordAt(web.s, 3 * DAY, upload('archive/old.txt'), { user: alice })
+    const recent = await recordAt(web.s, 10 * 60_000, upload('archive/new.txt'))
+    await recordAt(web.s, 2 * DAY, upload('elsewhere/x.txt'))
+    const page = await openHistory(web.browser, web.s, undefined, '#/history?scope=site&folder=archive')
     // The table stops at 24 hours.
     expect(await shownIds(page, 1)).toEqual([recent.id])
 
@@ -213,7 +211,7 @@ describe.skipIf(!hasBrowser)('web interface: history', () => {
     const link = page.getByRole('link', { name: 'Download CSV' })
     await shown(link, 15_000)
     expect(await textOf(page.locator('.export-result'))).toContain('Export ready: 2 actions.')
-    const made = await s.container.db
+    const made = await web.s.container.db
       .selectFrom('exports')
       .selectAll()
       .orderBy('id', 'desc')

@@ -1,32 +1,21 @@
-import type { Browser } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
   expectNoOutsideRequests,
   hasBrowser,
-  launchBrowser,
   newPage,
   shown,
   signIn,
-  startWebServer,
   textOf,
+  webSuite,
 } from '../helpers/browser.js'
-import { makeUser, type TestServer } from '../helpers/server.js'
+import { makeUser } from '../helpers/server.js'
 
 describe.skipIf(!hasBrowser)('web interface: sign in and out', () => {
-  let s: TestServer
-  let browser: Browser
-  beforeAll(async () => {
-    s = await startWebServer({ LOGIN_MAX_ATTEMPTS_PER_IP: '100000' })
-    browser = await launchBrowser()
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await s?.close()
-  })
+  const web = webSuite({ LOGIN_MAX_ATTEMPTS_PER_IP: '100000' })
 
   it('signs in, shows the pages a site admin may use, and signs out', async () => {
-    const page = await newPage(browser, s)
-    await signIn(page, s)
+    const page = await newPage(web.browser, web.s)
+    await signIn(page, web.s)
     const nav = page.getByRole('navigation', { name: 'Main' })
     for (const name of [
       'Files',
@@ -41,7 +30,7 @@ describe.skipIf(!hasBrowser)('web interface: sign in and out', () => {
       await shown(nav.getByRole('link', { name }))
     }
     // The session is the web interface's: its login is recorded with interface web.
-    const login = await s.container.db
+    const login = await web.s.container.db
       .selectFrom('actions')
       .select('interface')
       .where('action', '=', 'login')
@@ -51,15 +40,15 @@ describe.skipIf(!hasBrowser)('web interface: sign in and out', () => {
 
     await page.getByRole('button', { name: 'Sign out' }).click()
     await page.getByRole('button', { name: 'Sign in' }).waitFor()
-    expect(await s.container.db.selectFrom('sessions').select('id_hash').execute()).toEqual([])
+    expect(await web.s.container.db.selectFrom('sessions').select('id_hash').execute()).toEqual([])
     expectNoOutsideRequests(page)
     await page.context().close()
   })
 
   it('hides the site-admin pages from other users', async () => {
-    const u = await makeUser(s)
-    const page = await newPage(browser, s)
-    await signIn(page, s, u.username, u.password)
+    const u = await makeUser(web.s)
+    const page = await newPage(web.browser, web.s)
+    await signIn(page, web.s, u.username, u.password)
     const nav = page.getByRole('navigation', { name: 'Main' })
     await shown(nav.getByRole('link', { name: 'Files' }))
     for (const name of ['Webhook logs', 'Developer', 'Billing', 'Users']) {
@@ -69,9 +58,9 @@ describe.skipIf(!hasBrowser)('web interface: sign in and out', () => {
   })
 
   it('says in words why a sign-in failed: wrong password, then locked out', async () => {
-    const u = await makeUser(s)
-    const page = await newPage(browser, s)
-    await page.goto(`${s.url}/`)
+    const u = await makeUser(web.s)
+    const page = await newPage(web.browser, web.s)
+    await page.goto(`${web.s.url}/`)
     for (let i = 0; i < 5; i++) {
       await page.getByLabel('Username').fill(u.username)
       await page.getByLabel('Password').fill('not-the-password')
@@ -89,8 +78,8 @@ describe.skipIf(!hasBrowser)('web interface: sign in and out', () => {
   })
 
   it('works at phone width behind a menu button', async () => {
-    const page = await newPage(browser, s, { width: 390, height: 844 })
-    await signIn(page, s)
+    const page = await newPage(web.browser, web.s, { width: 390, height: 844 })
+    await signIn(page, web.s)
     const nav = page.getByRole('navigation', { name: 'Main' })
     expect(await nav.isVisible()).toBe(false)
     await page.getByRole('button', { name: 'Menu' }).click()

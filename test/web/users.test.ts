@@ -1,33 +1,23 @@
-import type { Browser, Page } from 'playwright-core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Page } from 'playwright-core'
+import { describe, expect, it } from 'vitest'
 import {
   expectNoOutsideRequests,
   hasBrowser,
-  launchBrowser,
   newPage,
   shown,
   signIn,
-  startWebServer,
   textOf,
+  webSuite,
 } from '../helpers/browser.js'
-import { ADMIN_PASSWORD, call, makeUser, type TestServer } from '../helpers/server.js'
+import { ADMIN_PASSWORD, call, makeUser } from '../helpers/server.js'
 
 describe.skipIf(!hasBrowser)('web interface: users and folder permissions', () => {
-  let s: TestServer
-  let browser: Browser
-  beforeAll(async () => {
-    s = await startWebServer()
-    browser = await launchBrowser()
-  })
-  afterAll(async () => {
-    await browser?.close()
-    await s?.close()
-  })
+  const web = webSuite()
 
   const userRow = (username: string) =>
-    s.container.db.selectFrom('users').selectAll().where('username', '=', username).executeTakeFirst()
+    web.s.container.db.selectFrom('users').selectAll().where('username', '=', username).executeTakeFirst()
   const permissionsOf = async (userId: number) =>
-    (await call(s, 'GET', `/permissions?user_id=${userId}`, { key: s.adminKey })).body as {
+    (await call(web.s, 'GET', `/permissions?user_id=${userId}`, { key: web.s.adminKey })).body as {
       id: number
       path: string
       permission: string
@@ -36,9 +26,9 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', () =
     page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: username, exact: true }) })
 
   it('creates a user, grants and revokes a folder permission, disables and deletes the user', async () => {
-    const page = await newPage(browser, s)
-    await signIn(page, s)
-    await page.goto(`${s.url}/#/users`)
+    const page = await newPage(web.browser, web.s)
+    await signIn(page, web.s)
+    await page.goto(`${web.s.url}/#/users`)
 
     // Create: a refusal of the server is shown in words, then the corrected form goes through.
     await page.getByRole('button', { name: 'New user' }).click()
@@ -119,7 +109,7 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', () =
     expect(await userRow('carol')).toBeUndefined()
     expect(await rowOf(page, 'carol').count()).toBe(0)
     // The deletion is the web interface's, in the history.
-    const action = await s.container.db
+    const action = await web.s.container.db
       .selectFrom('actions')
       .select(['interface', 'display'])
       .where('action', '=', 'user_destroy')
@@ -130,17 +120,18 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', () =
   })
 
   it("changes a user's password only with the admin's own password, and never offers to delete oneself", async () => {
-    const dave = await makeUser(s, { username: 'dave' })
-    const page = await newPage(browser, s, { width: 390, height: 844 })
-    await signIn(page, s)
-    await page.goto(`${s.url}/#/users`)
+    const dave = await makeUser(web.s, { username: 'dave' })
+    const page = await newPage(web.browser, web.s, { width: 390, height: 844 })
+    await signIn(page, web.s)
+    await page.goto(`${web.s.url}/#/users`)
     await rowOf(page, 'dave').getByRole('button', { name: 'Edit dave' }).click()
     const edit = page.getByRole('form', { name: 'Edit dave' })
     await edit.getByLabel('New password').fill('dave-new-password')
     await edit.getByLabel('Your own password').fill(ADMIN_PASSWORD)
     await edit.getByRole('button', { name: 'Save changes' }).click()
     await shown(page.getByRole('status').filter({ hasText: 'saved' }))
-    const login = (password: string) => call(s, 'POST', '/sessions', { body: { username: 'dave', password } })
+    const login = (password: string) =>
+      call(web.s, 'POST', '/sessions', { body: { username: 'dave', password } })
     expect((await login('dave-new-password')).status).toBe(201)
     expect((await login(dave.password)).status).toBe(401)
 
@@ -153,17 +144,17 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', () =
     expect(await self.getByLabel(/^Disabled/).isDisabled()).toBe(true)
     // Nothing is wider than the phone's screen but the table, which scrolls in its frame.
     expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390)
-    await page.goto(`${s.url}/#/users/permissions`)
+    await page.goto(`${web.s.url}/#/users/permissions`)
     await shown(page.getByRole('form', { name: 'Grant a folder permission' }))
     expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390)
     await page.context().close()
   })
 
   it('tells a user who is not a site admin that the page is not theirs', async () => {
-    const u = await makeUser(s)
-    const page = await newPage(browser, s)
-    await signIn(page, s, u.username, u.password)
-    await page.goto(`${s.url}/#/users`)
+    const u = await makeUser(web.s)
+    const page = await newPage(web.browser, web.s)
+    await signIn(page, web.s, u.username, u.password)
+    await page.goto(`${web.s.url}/#/users`)
     // The navigation has no Users page for them, so the interface shows their first page instead.
     await shown(page.getByRole('heading', { level: 1 }))
     expect(await page.getByRole('button', { name: 'New user' }).count()).toBe(0)

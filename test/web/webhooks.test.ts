@@ -5,12 +5,11 @@ import { WEBHOOK_OPERATIONS } from '../../src/webhooks/webhook-operations.js'
 import {
   expectNoOutsideRequests,
   hasBrowser,
-  launchBrowser,
   newPage,
   shown,
   signIn,
-  startWebServer,
   textOf,
+  webSuite,
 } from '../helpers/browser.js'
 import { uploaded } from '../helpers/files.js'
 import { type Answer, startListener, type TestListener } from '../helpers/listener.js'
@@ -19,22 +18,17 @@ import { call, makeUser, type TestServer } from '../helpers/server.js'
 import { parseCsv, RESULT_FIELDS } from '../helpers/webhook-log-fixtures.js'
 
 describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs', () => {
-  let s: TestServer
-  let browser: Browser
   let listener: TestListener
   /** How the listener answers the next requests. */
   let answer: Answer = 200
   beforeAll(async () => {
     listener = await startListener(() => answer)
-    // One automatic retry, ten minutes on: a failure stays a failure until the page retries it.
-    s = await startWebServer({ WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32', WEBHOOK_RETRY_SCHEDULE: '600' })
-    browser = await launchBrowser()
   })
   afterAll(async () => {
-    await browser?.close()
-    await s?.close()
     await listener?.close()
   })
+  // One automatic retry, ten minutes on: a failure stays a failure until the page retries it.
+  const web = webSuite({ WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32', WEBHOOK_RETRY_SCHEDULE: '600' })
 
   /** A fresh page whose every wait is bounded well below the test's own time limit. */
   async function pageOf(b: Browser, server: TestServer, viewport?: { width: number; height: number }) {
@@ -49,15 +43,15 @@ describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs
   }
 
   const attempts = () =>
-    s.container.db
+    web.s.container.db
       .selectFrom('webhook_attempts')
       .select(['id', 'path', 'success', 'status', 'attempt', 'operation'])
       .orderBy('id')
       .execute()
 
   it('saves the listener, triggers and switch, refuses a bad URL in words, and sends a test', async () => {
-    const page = await pageOf(browser, s)
-    await signIn(page, s)
+    const page = await pageOf(web.browser, web.s)
+    await signIn(page, web.s)
     await open(page, 'Developer')
     await shown(page.getByLabel('Listener URL'))
     const triggers = page.getByRole('group', { name: 'Send a webhook on' }).getByRole('checkbox')
@@ -66,7 +60,7 @@ describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs
     await page.getByLabel('Listener URL').fill('ftp://files.example.com/in')
     await page.getByRole('button', { name: 'Save' }).click()
     expect(await textOf(page.getByRole('alert'))).toBe('Not saved. Listener URL must use http or https.')
-    expect((await call(s, 'GET', '/webhook_settings', { key: s.adminKey })).body.url).toBeNull()
+    expect((await call(web.s, 'GET', '/webhook_settings', { key: web.s.adminKey })).body.url).toBeNull()
 
     await page.getByLabel('Listener URL').fill(listener.url)
     await page.getByRole('checkbox', { name: 'Upload' }).check()
@@ -74,7 +68,7 @@ describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs
     await page.getByRole('checkbox', { name: 'Webhooks enabled' }).check()
     await page.getByRole('button', { name: 'Save' }).click()
     await shown(page.getByText('Webhook settings saved.'))
-    const saved = (await call(s, 'GET', '/webhook_settings', { key: s.adminKey })).body
+    const saved = (await call(web.s, 'GET', '/webhook_settings', { key: web.s.adminKey })).body
     expect(saved).toMatchObject({ url: listener.url, triggers: ['Upload', 'Delete'], enabled: true })
     expect(await page.getByLabel('Verification token').inputValue()).toBe(saved.verification_token)
     expect(await page.getByLabel('Signing secret').inputValue()).toBe(saved.signing_secret)
@@ -107,22 +101,22 @@ describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs
   })
 
   it('shows deliveries and a failure, retries it, draws the chart and downloads the CSV', async () => {
-    await call(s, 'PATCH', '/webhook_settings', {
-      key: s.adminKey,
+    await call(web.s, 'PATCH', '/webhook_settings', {
+      key: web.s.adminKey,
       body: { url: listener.url, triggers: ['Upload'], enabled: true },
     })
     const start = listener.received.length
     answer = { status: 200, body: 'stored a' }
-    await uploaded(s, 'inbox/a.txt', 'first file')
+    await uploaded(web.s, 'inbox/a.txt', 'first file')
     await listener.waitFor(start + 1)
     answer = { status: 500, body: 'listener broke' }
-    await uploaded(s, 'inbox/b.txt', 'second file')
+    await uploaded(web.s, 'inbox/b.txt', 'second file')
     await listener.waitFor(start + 2)
     await expect.poll(async () => (await attempts()).filter((a) => a.path === 'inbox/b.txt').length).toBe(1)
     answer = 200
 
-    const page = await pageOf(browser, s)
-    await signIn(page, s)
+    const page = await pageOf(web.browser, web.s)
+    await signIn(page, web.s)
     await open(page, 'Webhook logs')
     const rowOf = (path: string) => page.locator('tbody tr[data-record-id]').filter({ hasText: path })
     expect(await textOf(rowOf('inbox/a.txt').locator('td').nth(3))).toContain('200')
@@ -228,9 +222,9 @@ describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs
   })
 
   it('works at phone width', async () => {
-    const page = await pageOf(browser, s, { width: 390, height: 844 })
-    await signIn(page, s)
-    await page.goto(`${s.url}/#/webhook-logs`)
+    const page = await pageOf(web.browser, web.s, { width: 390, height: 844 })
+    await signIn(page, web.s)
+    await page.goto(`${web.s.url}/#/webhook-logs`)
     await shown(page.locator('tbody tr[data-record-id]'))
     const width = await page.evaluate<number>('document.documentElement.scrollWidth')
     expect(width).toBeLessThanOrEqual(390)
@@ -259,23 +253,24 @@ describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs
         .map((t) => `${t.textContent} ${t.getBoundingClientRect().top} ${t.getBoundingClientRect().bottom}`),
     )
     expect(outside).toEqual([])
-    await page.goto(`${s.url}/#/developer`)
+    await page.goto(`${web.s.url}/#/developer`)
     await shown(page.getByLabel('Listener URL'))
     expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390)
     await page.context().close()
   })
 
   it('keeps both pages from users who are not site admins', async () => {
-    const u = await makeUser(s)
-    const page = await pageOf(browser, s)
-    await signIn(page, s, u.username, u.password)
+    const u = await makeUser(web.s)
+    const page = await pageOf(web.browser, web.s)
+    await signIn(page, web.s, u.username, u.password)
     const nav = page.getByRole('navigation', { name: 'Main' })
     await shown(nav.getByRole('link', { name: 'Files' }))
     expect(await nav.getByRole('link', { name: 'Developer' }).count()).toBe(0)
     expect(await nav.getByRole('link', { name: 'Webhook logs' }).count()).toBe(0)
-    const token = (await call(s, 'GET', '/webhook_settings', { key: s.adminKey })).body.verification_token
+    const token = (await call(web.s, 'GET', '/webhook_settings', { key: web.s.adminKey })).body
+      .verification_token
     for (const hash of ['#/developer', '#/webhook-logs']) {
-      await page.goto(`${s.url}/${hash}`)
+      await page.goto(`${web.s.url}/${hash}`)
       expect(await textOf(page.getByRole('alert'))).toBe('Only site administrators can use this page.')
       expect(await page.content()).not.toContain(token)
       expect(await page.locator('tbody tr[data-record-id]').count()).toBe(0)
@@ -284,11 +279,11 @@ describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs
   })
 
   it("shows the API's refusal in words to an admin whose rights were taken away meanwhile", async () => {
-    const u = await makeUser(s, { site_admin: true })
-    const page = await pageOf(browser, s)
-    await signIn(page, s, u.username, u.password)
+    const u = await makeUser(web.s, { site_admin: true })
+    const page = await pageOf(web.browser, web.s)
+    await signIn(page, web.s, u.username, u.password)
     await shown(page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Developer' }))
-    await s.container.db.updateTable('users').set({ site_admin: 0 }).where('id', '=', u.id).execute()
+    await web.s.container.db.updateTable('users').set({ site_admin: 0 }).where('id', '=', u.id).execute()
     await open(page, 'Developer')
     expect(await textOf(page.getByRole('alert'))).toBe('Site administrator permission is required')
     expect(await page.getByLabel('Listener URL').count()).toBe(0)

@@ -105,3 +105,24 @@ export function CopyButton({ text, label = 'Copy' }: { text: string; label?: str
     </button>
   )
 }
+
+/** A column of a table: its heading, right-aligned for numbers, or read only by screen readers. */
+export type Column = string | { label: string; num?: boolean; hidden?: boolean }
+
+/** The heading row of a table, one `<th scope="col">` a column. */
+export function ColumnHeads({ columns }: { columns: Column[] }) {
+  return (
+    <thead>
+      <tr>
+        {columns.map((c) => {
+          const { label, num, hidden } = typeof c === 'string' ? { label: c } : c
+          return (
+            <th key={label} scope="col" class={num ? 'num' : undefined}>
+              {hidden ? <span class="visually-hidden">{label}</span> : label}
+            </th>
+          )
+        })}
+      </tr>
+    </thead>
+  )
+}

@@ -1,9 +1,9 @@
-import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import { type TProperties, Type } from '@sinclair/typebox'
 import { ERRORS } from '../../api/error-factories.js'
 import type { Container } from '../../container.js'
 import { WEBHOOK_LOG_EXPORT } from '../../exports/webhook-log-export.js'
 import { setCursorHeaders } from '../pagination.js'
+import type { Routes } from '../route-types.js'
 import {
   DateTime,
   DateTimeText,
@@ -119,10 +119,11 @@ const CreateBody = Type.Object(
 /** GET /{id}: the Files.com SDKs repeat the id in the query string. */
 export const ShowQuery = Type.Object({ id: EchoId }, { additionalProperties: false })
 
-export const resultsQuery = (idField: string, description: string) =>
+/** The query of a results list: `id`, the export's id under the name the kind gives it. */
+export const resultsQuery = <P extends TProperties>(id: P) =>
   Type.Object(
     {
-      [idField]: Id(description),
+      ...id,
       user_id: Type.Optional(UserIdParam),
       cursor: Type.Optional(
         Type.String({ maxLength: 4096, description: 'Cursor from X-Service-Cursor-Next' }),
@@ -133,7 +134,7 @@ export const resultsQuery = (idField: string, description: string) =>
     { additionalProperties: false },
   )
 
-const ResultsQuery = resultsQuery('action_notification_export_id', 'Id of the export')
+const ResultsQuery = resultsQuery({ action_notification_export_id: Id('Id of the export') })
 
 export function checkShowEcho(params: { id: number }, query: { id?: number | undefined }): void {
   if (query.id !== undefined && query.id !== params.id) {
@@ -144,11 +145,11 @@ export function checkShowEcho(params: { id: number }, query: { id?: number | und
 const tags = ['action_notification_exports']
 
 /** Webhook-log exports: create, show, and the JSON results (the CSV is under /export_files). */
-export function actionNotificationExportRoutes(c: Container) {
+export function actionNotificationExportRoutes(c: Container): Routes {
   const svc = c.services.exports
   const spec = WEBHOOK_LOG_EXPORT
-  return async (app: FastifyInstance) => {
-    app.post<{ Body: Static<typeof CreateBody> }>(
+  return async (app) => {
+    app.post(
       '/action_notification_exports',
       {
         config: { xml: 'action-notification-export' },
@@ -159,13 +160,10 @@ export function actionNotificationExportRoutes(c: Container) {
           response: { 201: ActionNotificationExportSchema, ...errorResponses },
         },
       },
-      async (request, reply) =>
-        reply
-          .code(201)
-          .send(await svc.create(request.principal, spec, request.body as Record<string, unknown>)),
+      async (request, reply) => reply.code(201).send(await svc.create(request.principal, spec, request.body)),
     )
 
-    app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof ShowQuery> }>(
+    app.get(
       '/action_notification_exports/:id',
       {
         config: { xml: 'action-notification-export' },
@@ -183,7 +181,7 @@ export function actionNotificationExportRoutes(c: Container) {
       },
     )
 
-    app.get<{ Querystring: Static<typeof ResultsQuery> }>(
+    app.get(
       '/action_notification_export_results',
       {
         config: { xml: ['action-notification-export-results', 'action-notification-export-result'] },
@@ -195,12 +193,12 @@ export function actionNotificationExportRoutes(c: Container) {
         },
       },
       async (request, reply) => {
-        const q = request.query as Record<string, any>
+        const { action_notification_export_id: id, user_id, cursor, per_page } = request.query
         const page = await svc.results(request.principal, spec, {
-          id: q['action_notification_export_id'] as number,
-          user_id: q.user_id,
-          cursor: q.cursor,
-          per_page: q.per_page,
+          id,
+          user_id,
+          cursor,
+          per_page: per_page?.toString(),
         })
         setCursorHeaders(reply, { items: page.items, next: page.next, prev: null })
         return page.items

@@ -1,10 +1,10 @@
-import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
 import type { Container } from '../../container.js'
 import { API_KEY_LIST } from '../../modules/api-keys/api-key-service.js'
 import { PERMISSION_SETS } from '../../modules/auth/permission-sets.js'
 import { checked, exclusive } from '../field-checks.js'
 import { sendPage } from '../pagination.js'
+import type { Routes } from '../route-types.js'
 import {
   DateTime,
   DateTimeText,
@@ -121,10 +121,10 @@ const ListQuery = listQuery(
 const tags = ['api_keys']
 const one = { 200: ApiKeySchema, ...errorResponses }
 
-export function apiKeyRoutes(c: Container) {
+export function apiKeyRoutes(c: Container): Routes {
   const svc = c.services.apiKeys
-  return async (app: FastifyInstance) => {
-    app.get<{ Querystring: Static<typeof ListQuery> }>(
+  return async (app) => {
+    app.get(
       '/api_keys',
       {
         config: { xml: ['api-keys', 'api-key'] },
@@ -149,7 +149,7 @@ export function apiKeyRoutes(c: Container) {
       async (request) => svc.getCurrent(request.principal),
     )
 
-    app.get<{ Params: Static<typeof IdParams> }>(
+    app.get(
       '/api_keys/:id',
       {
         config: { xml: 'api-key' },
@@ -158,7 +158,7 @@ export function apiKeyRoutes(c: Container) {
       async (request) => svc.get(request.principal, request.params.id),
     )
 
-    app.post<{ Body: Static<typeof CreateBody> }>(
+    app.post(
       '/api_keys',
       {
         config: { xml: 'api-key' },
@@ -172,7 +172,7 @@ export function apiKeyRoutes(c: Container) {
       async (request, reply) => reply.code(201).send(await svc.create(request.principal, request.body)),
     )
 
-    app.patch<{ Body: Static<typeof UpdateCurrentBody> }>(
+    app.patch(
       '/api_key',
       {
         config: { xml: 'api-key', access: 'current-key' },
@@ -186,7 +186,7 @@ export function apiKeyRoutes(c: Container) {
       async (request) => svc.updateCurrent(request.principal, request.body),
     )
 
-    app.patch<{ Params: Static<typeof IdParams>; Body: Static<typeof UpdateBody> }>(
+    app.patch(
       '/api_keys/:id',
       {
         config: { xml: 'api-key' },
@@ -211,7 +211,7 @@ export function apiKeyRoutes(c: Container) {
       },
     )
 
-    app.delete<{ Params: Static<typeof IdParams> }>(
+    app.delete(
       '/api_keys/:id',
       {
         schema: {

@@ -1,8 +1,8 @@
-import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
 import type { Container } from '../../container.js'
 import { APP_LIST } from '../../modules/apps/app-service.js'
 import { sendPage } from '../pagination.js'
+import type { Routes } from '../route-types.js'
 import { errorResponses, listQuery, Nullable } from '../schemas.js'
 
 const Str = (description: string) => Nullable(Type.String({ description }))
@@ -36,10 +36,10 @@ export const AppSchema = Type.Object(
 
 const ListQuery = listQuery({}, APP_LIST)
 
-export function appRoutes(c: Container) {
+export function appRoutes(c: Container): Routes {
   const svc = c.services.apps
-  return async (app: FastifyInstance) => {
-    app.get<{ Querystring: Static<typeof ListQuery> }>(
+  return async (app) => {
+    app.get(
       '/apps',
       {
         config: { xml: ['apps', 'app'] },

@@ -1,10 +1,10 @@
-import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
 import type { Container } from '../../container.js'
 import type { AccountLineItemType } from '../../db/schema.js'
 import { billingPdf } from '../../modules/billing/billing-pdf.js'
 import { sendPage } from '../pagination.js'
-import { DateTime, ErrorSchema, errorResponses, IdParams, listQuery, Nullable } from '../schemas.js'
+import type { Routes } from '../route-types.js'
+import { DateTime, errorResponses, IdParams, listQuery, Nullable, signedFileSchema } from '../schemas.js'
 
 /** Amounts are doubles in the spec: `2010` is still typed float in XML. */
 const MONEY = ['amount', 'balance']
@@ -59,24 +59,16 @@ export const AccountLineItemSchema = Type.Object(
 )
 
 const ListQuery = listQuery({})
-const LinkQuery = Type.Object(
-  {
-    expires: Type.Optional(Type.String({ maxLength: 20, description: 'Epoch seconds' })),
-    signature: Type.Optional(Type.String({ maxLength: 128 })),
-  },
-  { additionalProperties: false },
-)
-
 const tags = ['billing']
 const one = { 200: AccountLineItemSchema, ...errorResponses }
 
 /** GET /invoices, /payments (and by id), and the PDF behind their signed `download_uri`. */
-export function billingRoutes(c: Container) {
+export function billingRoutes(c: Container): Routes {
   const svc = c.services.billing
-  return async (app: FastifyInstance) => {
+  return async (app) => {
     for (const type of ['invoice', 'payment'] as AccountLineItemType[]) {
       const plural = `${type}s`
-      app.get<{ Querystring: Static<typeof ListQuery> }>(
+      app.get(
         `/${plural}`,
         {
           config: { xml: ['account-line-items', 'account-line-item'], xmlFloats: MONEY, access: 'any-key' },
@@ -89,7 +81,7 @@ export function billingRoutes(c: Container) {
         },
         async (request, reply) => sendPage(reply, await svc.list(request.principal, type, request.query)),
       )
-      app.get<{ Params: Static<typeof IdParams> }>(
+      app.get(
         `/${plural}/:id`,
         {
           config: { xml: 'account-line-item', xmlFloats: MONEY, access: 'any-key' },
@@ -99,18 +91,14 @@ export function billingRoutes(c: Container) {
       )
     }
 
-    app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof LinkQuery> }>(
+    app.get(
       '/billing_documents/:id',
       {
         config: { auth: false },
         schema: {
           summary: 'The PDF behind an invoice’s or payment’s download_uri (no credentials)',
           tags,
-          security: [],
-          produces: ['application/pdf', 'application/json', 'application/xml'],
-          params: IdParams,
-          querystring: LinkQuery,
-          response: { 200: Type.String({ format: 'binary' }), 400: ErrorSchema, 401: ErrorSchema },
+          ...signedFileSchema('application/pdf'),
         },
       },
       async (request, reply) => {

@@ -1,32 +1,19 @@
-import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
 import type { Container } from '../../container.js'
-import { ErrorSchema, IdParams } from '../schemas.js'
-
-const LinkQuery = Type.Object(
-  {
-    expires: Type.Optional(Type.String({ maxLength: 20, description: 'Epoch seconds' })),
-    signature: Type.Optional(Type.String({ maxLength: 128 })),
-  },
-  { additionalProperties: false },
-)
+import type { Routes } from '../route-types.js'
+import { signedFileSchema } from '../schemas.js'
 
 /** The CSV behind an export's `results_url`: signed and expiring, no credentials. */
-export function exportFileRoutes(c: Container) {
+export function exportFileRoutes(c: Container): Routes {
   const svc = c.services.exports
-  return async (app: FastifyInstance) => {
-    app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof LinkQuery> }>(
+  return async (app) => {
+    app.get(
       '/export_files/:id',
       {
         config: { auth: false },
         schema: {
           summary: 'All results of a ready export as CSV: the link in its results_url (no credentials)',
           tags: ['action_notification_exports', 'history_exports'],
-          security: [],
-          produces: ['text/csv', 'application/json', 'application/xml'],
-          params: IdParams,
-          querystring: LinkQuery,
-          response: { 200: Type.String({ format: 'binary' }), 400: ErrorSchema, 401: ErrorSchema },
+          ...signedFileSchema('text/csv'),
         },
       },
       async (request, reply) => {

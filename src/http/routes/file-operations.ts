@@ -1,6 +1,6 @@
-import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
 import type { Container } from '../../container.js'
+import type { Routes } from '../route-types.js'
 import { EchoId, errorResponses, IdParams, NewPathText } from '../schemas.js'
 import { FileActionSchema } from './file-schemas.js'
 
@@ -38,10 +38,10 @@ const PathParams = Type.Object({
 
 const done = { status: 'completed', file_migration_id: null }
 
-export function fileOperationRoutes(c: Container) {
+export function fileOperationRoutes(c: Container): Routes {
   const svc = c.services.fileOps
-  return async (app: FastifyInstance) => {
-    app.delete<{ Params: Static<typeof PathParams>; Body: Static<typeof DeleteBody> }>(
+  return async (app) => {
+    app.delete(
       '/files/*',
       {
         config: { access: 'files' },
@@ -59,7 +59,7 @@ export function fileOperationRoutes(c: Container) {
       },
     )
 
-    app.delete<{ Params: Static<typeof IdParams>; Body: Static<typeof DeleteByIdBody> }>(
+    app.delete(
       '/resource/:id',
       {
         config: { access: 'files' },
@@ -77,7 +77,7 @@ export function fileOperationRoutes(c: Container) {
       },
     )
 
-    app.post<{ Params: Static<typeof PathParams>; Body: Static<typeof CopyBody> }>(
+    app.post(
       '/file_actions/copy/*',
       {
         config: { access: 'files', xml: 'file-action' },
@@ -95,7 +95,7 @@ export function fileOperationRoutes(c: Container) {
       },
     )
 
-    app.post<{ Params: Static<typeof PathParams>; Body: Static<typeof MoveBody> }>(
+    app.post(
       '/file_actions/move/*',
       {
         config: { access: 'files', xml: 'file-action' },

@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { parseDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
 import type { Container } from '../../container.js'
@@ -8,12 +8,12 @@ import type { UploadOptions } from '../../modules/files/upload-rules.js'
 import { checked, exclusive } from '../field-checks.js'
 import { sendFileBytes } from '../file-bytes.js'
 import { toXml } from '../format.js'
+import type { Routes } from '../route-types.js'
 import { DateTimeText, errorResponses, Id, PathText } from '../schemas.js'
 import { FileSchema, FileUploadPartSchema } from './file-schemas.js'
 
 // The file path is the rest of the URL, raw (`a/b.txt`) or encoded as the SDKs send it (`a%2Fb.txt`).
 const PathParams = Type.Object({ '*': Type.String({ description: 'File path' }) })
-type PathParams = Static<typeof PathParams>
 
 /** The SDKs repeat the path as a parameter; the one in the URL is the one used. */
 const EchoPath = Type.Optional(
@@ -116,11 +116,11 @@ function asFile(request: FastifyRequest, reply: FastifyReply): void {
   if (request.format === 'xml') reply.serializer((payload: unknown) => toXml(payload, 'file'))
 }
 
-export function fileRoutes(c: Container) {
+export function fileRoutes(c: Container): Routes {
   const uploads = c.services.uploads
   const downloads = c.services.downloads
-  return async (app: FastifyInstance) => {
-    app.post<{ Params: PathParams; Body: Static<typeof UploadBody> }>(
+  return async (app) => {
+    app.post(
       '/files/*',
       {
         config: { access: 'files', xml: 'file-upload-part' },
@@ -159,7 +159,7 @@ export function fileRoutes(c: Container) {
       },
     )
 
-    app.post<{ Params: PathParams; Body: Static<typeof BeginUploadBody> }>(
+    app.post(
       '/file_actions/begin_upload/*',
       {
         config: { access: 'files', xml: ['file-upload-parts', 'file-upload-part'] },
@@ -183,7 +183,7 @@ export function fileRoutes(c: Container) {
       },
     )
 
-    app.get<{ Params: PathParams; Querystring: Static<typeof DownloadQuery> }>(
+    app.get(
       '/files/*',
       {
         config: { access: 'files', xml: 'file' },
@@ -203,7 +203,7 @@ export function fileRoutes(c: Container) {
       },
     )
 
-    app.get<{ Params: PathParams; Querystring: Static<typeof MetadataQuery> }>(
+    app.get(
       '/file_actions/metadata/*',
       {
         config: { access: 'files', xml: 'file' },
@@ -218,7 +218,7 @@ export function fileRoutes(c: Container) {
       async (request) => downloads.metadata(request.principal, request.params['*']),
     )
 
-    app.post<{ Body: Static<typeof ResourceDownloadBody> }>(
+    app.post(
       '/resources/download',
       {
         config: { access: 'files' },

@@ -1,9 +1,9 @@
-import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
 import type { Container } from '../../container.js'
-import { FOLDER_LIST, type FolderListQuery } from '../../modules/files/folder-service.js'
+import { FOLDER_LIST } from '../../modules/files/folder-service.js'
 import { sendPage } from '../pagination.js'
-import { DateTimeText, errorResponses, listQuery, Nullable } from '../schemas.js'
+import type { Routes } from '../route-types.js'
+import { DateTimeText, errorResponses, listQuery, Nullable, StringEnum } from '../schemas.js'
 import { FileSchema } from './file-schemas.js'
 
 // The Files.com SDKs repeat the path parameter in the query string or body.
@@ -22,7 +22,7 @@ const ListQuery = listQuery(
     search_all: Type.Optional(
       Type.Boolean({ description: 'With search: look through the whole site (list the root folder)' }),
     ),
-    type: Type.Optional(Type.String({ enum: ['file', 'folder'], description: 'Only files or only folders' })),
+    type: Type.Optional(StringEnum(['file', 'folder'], { description: 'Only files or only folders' })),
     modified_at_datetime: Type.Optional(DateTimeText('With type: only what was modified after this time')),
     preview_size: Type.Optional(Type.String({ maxLength: 64, ...Ignored('Wharf makes no previews') })),
     with_previews: Type.Optional(Type.Boolean(Ignored('Wharf makes no previews'))),
@@ -53,9 +53,9 @@ const PathParams = Type.Object({ '*': Type.String({ description: 'Folder path (s
 
 const tags = ['folders']
 
-export function folderRoutes(c: Container) {
+export function folderRoutes(c: Container): Routes {
   const svc = c.services.folders
-  return async (app: FastifyInstance) => {
+  return async (app) => {
     const listSchema = {
       summary: 'List a folder’s contents, or search inside it',
       tags,
@@ -64,24 +64,20 @@ export function folderRoutes(c: Container) {
     }
     const list = { config: { access: 'files' as const, xml: ['files', 'file'] as [string, string] } }
 
-    app.get<{ Querystring: Static<typeof ListQuery> }>(
+    app.get(
       '/folders',
       { ...list, schema: { ...listSchema, summary: 'List the root folder, or search the site' } },
-      async (request, reply) =>
-        sendPage(reply, await svc.list(request.principal, '', request.query as FolderListQuery)),
+      async (request, reply) => sendPage(reply, await svc.list(request.principal, '', request.query)),
     )
 
-    app.get<{ Params: Static<typeof PathParams>; Querystring: Static<typeof ListQuery> }>(
+    app.get(
       '/folders/*',
       { ...list, schema: { ...listSchema, params: PathParams } },
       async (request, reply) =>
-        sendPage(
-          reply,
-          await svc.list(request.principal, request.params['*'], request.query as FolderListQuery),
-        ),
+        sendPage(reply, await svc.list(request.principal, request.params['*'], request.query)),
     )
 
-    app.post<{ Params: Static<typeof PathParams>; Body: Static<typeof MkdirBody> }>(
+    app.post(
       '/folders/*',
       {
         config: { access: 'files', xml: 'file' },

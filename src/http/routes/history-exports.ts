@@ -1,9 +1,9 @@
-import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
 import type { Container } from '../../container.js'
 import { HISTORY_EXPORT, UNSUPPORTED_HISTORY_FIELDS } from '../../exports/history-export.js'
 import { setCursorHeaders } from '../pagination.js'
-import { errorResponses, IdParams, Nullable, UserIdParam } from '../schemas.js'
+import type { Routes } from '../route-types.js'
+import { errorResponses, Id, IdParams, Nullable, UserIdParam } from '../schemas.js'
 import {
   Commas,
   checkShowEcho,
@@ -102,16 +102,16 @@ const CreateBody = Type.Object(
   { additionalProperties: false, title: 'HistoryExportCreate' },
 )
 
-const ResultsQuery = resultsQuery('history_export_id', 'Id of the history export')
+const ResultsQuery = resultsQuery({ history_export_id: Id('Id of the history export') })
 
 const tags = ['history_exports']
 
 /** History exports: every stored Action (not only the last 24 hours), as CSV and JSON results. */
-export function historyExportRoutes(c: Container) {
+export function historyExportRoutes(c: Container): Routes {
   const svc = c.services.exports
   const spec = HISTORY_EXPORT
-  return async (app: FastifyInstance) => {
-    app.post<{ Body: Static<typeof CreateBody> }>(
+  return async (app) => {
+    app.post(
       '/history_exports',
       {
         config: { xml: 'history-export' },
@@ -122,13 +122,10 @@ export function historyExportRoutes(c: Container) {
           response: { 201: HistoryExportSchema, ...errorResponses },
         },
       },
-      async (request, reply) =>
-        reply
-          .code(201)
-          .send(await svc.create(request.principal, spec, request.body as Record<string, unknown>)),
+      async (request, reply) => reply.code(201).send(await svc.create(request.principal, spec, request.body)),
     )
 
-    app.get<{ Params: Static<typeof IdParams>; Querystring: Static<typeof ShowQuery> }>(
+    app.get(
       '/history_exports/:id',
       {
         config: { xml: 'history-export' },
@@ -146,7 +143,7 @@ export function historyExportRoutes(c: Container) {
       },
     )
 
-    app.get<{ Querystring: Static<typeof ResultsQuery> }>(
+    app.get(
       '/history_export_results',
       {
         config: { xml: ['history-export-results', 'history-export-result'] },
@@ -158,12 +155,12 @@ export function historyExportRoutes(c: Container) {
         },
       },
       async (request, reply) => {
-        const q = request.query as Record<string, any>
+        const { history_export_id: id, user_id, cursor, per_page } = request.query
         const page = await svc.results(request.principal, spec, {
-          id: q['history_export_id'] as number,
-          user_id: q['user_id'] as number | undefined,
-          cursor: q['cursor'] as string | undefined,
-          per_page: q['per_page'] as string | undefined,
+          id,
+          user_id,
+          cursor,
+          per_page: per_page?.toString(),
         })
         setCursorHeaders(reply, { items: page.items, next: page.next, prev: null })
         return page.items

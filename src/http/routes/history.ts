@@ -1,5 +1,4 @@
-import { type Static, type TSchema, Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import { type TSchema, Type } from '@sinclair/typebox'
 import { ERRORS } from '../../api/error-factories.js'
 import type { Container } from '../../container.js'
 import {
@@ -11,6 +10,7 @@ import {
   USER_HISTORY,
 } from '../../modules/history/history-service.js'
 import { sendPage } from '../pagination.js'
+import type { Routes } from '../route-types.js'
 import type { ListFields } from '../schemas.js'
 import { DateTimeText, errorResponses, Id, listQuery, Nullable, SAME_AS_PATH_ID } from '../schemas.js'
 
@@ -78,10 +78,10 @@ const tags = ['history']
 const listed = { 200: Type.Array(ActionSchema), ...errorResponses }
 const xml: [string, string] = ['actions', 'action']
 
-export function historyRoutes(c: Container) {
+export function historyRoutes(c: Container): Routes {
   const svc = c.services.history
-  return async (app: FastifyInstance) => {
-    app.get<{ Params: Static<typeof PathParams>; Querystring: Static<typeof FileQuery> }>(
+  return async (app) => {
+    app.get(
       '/history/files/*',
       {
         config: { access: 'files', xml },
@@ -97,7 +97,7 @@ export function historyRoutes(c: Container) {
         sendPage(reply, await svc.forFile(request.principal, request.params['*'], request.query)),
     )
 
-    app.get<{ Params: Static<typeof PathParams>; Querystring: Static<typeof FolderQuery> }>(
+    app.get(
       '/history/folders/*',
       {
         config: { access: 'files', xml },
@@ -113,7 +113,7 @@ export function historyRoutes(c: Container) {
         sendPage(reply, await svc.forFolder(request.principal, request.params['*'], request.query)),
     )
 
-    app.get<{ Params: Static<typeof UserParams>; Querystring: Static<typeof UserQuery> }>(
+    app.get(
       '/history/users/:user_id',
       {
         config: { xml },
@@ -134,7 +134,7 @@ export function historyRoutes(c: Container) {
       },
     )
 
-    app.get<{ Querystring: Static<typeof LoginQuery> }>(
+    app.get(
       '/history/login',
       {
         config: { xml },
@@ -148,7 +148,7 @@ export function historyRoutes(c: Container) {
       async (request, reply) => sendPage(reply, await svc.logins(request.principal, request.query)),
     )
 
-    app.get<{ Querystring: Static<typeof ListQuery> }>(
+    app.get(
       '/history',
       {
         config: { xml },

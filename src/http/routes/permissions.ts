@@ -1,9 +1,9 @@
-import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
 import type { Container } from '../../container.js'
 import { PERMISSION_LIST, PERMISSIONS } from '../../modules/permissions/permission-service.js'
 import { checked, exclusive } from '../field-checks.js'
 import { sendPage } from '../pagination.js'
+import type { Routes } from '../route-types.js'
 import { EchoId, errorResponses, IdParams, listQuery, Nullable, PathText, UserIdParam } from '../schemas.js'
 
 export const PermissionSchema = Type.Object(
@@ -69,10 +69,10 @@ const ListQuery = listQuery(
 
 const tags = ['permissions']
 
-export function permissionRoutes(c: Container) {
+export function permissionRoutes(c: Container): Routes {
   const svc = c.services.permissions
-  return async (app: FastifyInstance) => {
-    app.get<{ Querystring: Static<typeof ListQuery> }>(
+  return async (app) => {
+    app.get(
       '/permissions',
       {
         config: { xml: ['permissions', 'permission'] },
@@ -88,7 +88,7 @@ export function permissionRoutes(c: Container) {
       },
     )
 
-    app.post<{ Body: Static<typeof CreateBody> }>(
+    app.post(
       '/permissions',
       {
         config: { xml: 'permission' },
@@ -102,7 +102,7 @@ export function permissionRoutes(c: Container) {
       async (request, reply) => reply.code(201).send(await svc.create(request.principal, request.body)),
     )
 
-    app.delete<{ Params: Static<typeof IdParams> }>(
+    app.delete(
       '/permissions/:id',
       {
         schema: {

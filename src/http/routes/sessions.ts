@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
 import { ERRORS } from '../../api/error-factories.js'
 import type { Container } from '../../container.js'
 import { credentialsFrom } from '../../modules/auth/auth-service.js'
+import type { Routes } from '../route-types.js'
 import { errorResponses } from '../schemas.js'
 
 const LoginBody = Type.Object(
@@ -15,9 +15,9 @@ const LoginBody = Type.Object(
 
 const SessionJson = Type.Object({ id: Type.String({ description: 'Session id, sent in X-ServiceAPI-Auth' }) })
 
-export function sessionRoutes(c: Container) {
-  return async (app: FastifyInstance) => {
-    app.post<{ Body: { username: string; password: string } }>(
+export function sessionRoutes(c: Container): Routes {
+  return async (app) => {
+    app.post(
       '/sessions',
       {
         config: { auth: false, xml: 'session' },

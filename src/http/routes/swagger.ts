@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { Routes } from '../route-types.js'
 
 /**
  * Swagger 2 has no `null` type: a schema may name one type and mark itself `x-nullable`. The route
@@ -58,8 +58,8 @@ export function markRequiredBodies<T>(doc: T): T {
 }
 
 /** GET /swagger_doc: the Swagger 2.0 document, generated from the route schemas themselves. */
-export function swaggerRoutes() {
-  return async (app: FastifyInstance) => {
+export function swaggerRoutes(): Routes {
+  return async (app) => {
     let doc: unknown
     app.get('/swagger_doc', { config: { auth: false }, schema: { hide: true } }, async () => {
       // Routes are all known once the server is ready, so the document never changes afterwards.

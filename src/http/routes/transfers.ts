@@ -1,22 +1,16 @@
-import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
 import type { Container } from '../../container.js'
 import { sendFileBytes } from '../file-bytes.js'
-import { ErrorSchema } from '../schemas.js'
+import type { Routes } from '../route-types.js'
+import { ErrorSchema, SignedLinkQuery } from '../schemas.js'
 
 const PartParams = Type.Object(
   {
     ref: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'The upload' }),
     part: Type.Integer({ minimum: 1, maximum: 10_000, description: 'Part number' }),
-  },
-  { additionalProperties: false },
-)
-const PartQuery = Type.Object(
-  {
-    expires: Type.Optional(Type.String({ maxLength: 20, description: 'Epoch seconds' })),
-    signature: Type.Optional(Type.String({ maxLength: 128 })),
   },
   { additionalProperties: false },
 )
@@ -28,8 +22,6 @@ const LinkParams = Type.Object(
   { additionalProperties: false },
 )
 
-type LinkParams = Static<typeof LinkParams>
-
 const linkErrors = { 400: ErrorSchema, 401: ErrorSchema, 404: ErrorSchema }
 const tags = ['files']
 
@@ -37,16 +29,16 @@ const tags = ['files']
  * The two routes reached without credentials, by signed URLs that the authenticated routes hand
  * out: `upload_uri` (PUT a part's bytes) and `download_uri` (GET the bytes, with Range).
  */
-export function transferRoutes(c: Container) {
+export function transferRoutes(c: Container): Routes {
   const parts = c.services.uploads.parts
   const downloads = c.services.downloads
-  return async (app: FastifyInstance) => {
+  return async (app) => {
     // A part is raw bytes of any Content-Type, up to 5 GiB: nothing may read it before the
     // handler has checked the link, and then it is streamed to disk, never buffered.
     app.removeAllContentTypeParsers()
     app.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined))
 
-    app.put<{ Params: Static<typeof PartParams>; Querystring: Static<typeof PartQuery> }>(
+    app.put(
       '/upload_parts/:ref/:part',
       {
         config: { auth: false },
@@ -56,7 +48,7 @@ export function transferRoutes(c: Container) {
           security: [],
           consumes: ['application/octet-stream'],
           params: PartParams,
-          querystring: PartQuery,
+          querystring: SignedLinkQuery,
           response: {
             200: Type.String({ maxLength: 0, description: 'Empty: the part is stored (ETag names it)' }),
             ...linkErrors,
@@ -85,10 +77,8 @@ export function transferRoutes(c: Container) {
       },
     )
 
-    const serveLink = async (request: FastifyRequest<{ Params: LinkParams }>, reply: FastifyReply) => {
-      const d = await downloads.forLink(request.params.token)
-      return sendFileBytes(request, reply, downloads, d)
-    }
+    const serveLink = async (token: string, request: FastifyRequest, reply: FastifyReply) =>
+      sendFileBytes(request, reply, downloads, await downloads.forLink(token))
     const linkSchema = {
       params: LinkParams,
       response: {
@@ -98,7 +88,7 @@ export function transferRoutes(c: Container) {
         416: ErrorSchema,
       },
     }
-    app.get<{ Params: LinkParams }>(
+    app.get(
       '/downloads/:token/:name',
       {
         config: { auth: false },
@@ -112,12 +102,12 @@ export function transferRoutes(c: Container) {
           ...linkSchema,
         },
       },
-      serveLink,
+      async (request, reply) => serveLink(request.params.token, request, reply),
     )
-    app.head<{ Params: LinkParams }>(
+    app.head(
       '/downloads/:token/:name',
       { config: { auth: false }, schema: { hide: true, ...linkSchema } },
-      serveLink,
+      async (request, reply) => serveLink(request.params.token, request, reply),
     )
   }
 }

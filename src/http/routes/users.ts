@@ -1,5 +1,5 @@
-import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { Type } from '@sinclair/typebox'
+import type { FastifyRequest } from 'fastify'
 import type { Container } from '../../container.js'
 import {
   EMAIL_PATTERN,
@@ -10,6 +10,7 @@ import {
 } from '../../modules/users/user-model.js'
 import { checked } from '../field-checks.js'
 import { sendPage } from '../pagination.js'
+import type { Routes } from '../route-types.js'
 import { DateTime, EchoId, errorResponses, IdParams, listQuery, Nullable } from '../schemas.js'
 
 export const UserSchema = Type.Object(
@@ -110,10 +111,10 @@ function reauthentication(request: FastifyRequest): string | undefined {
   return Array.isArray(h) ? h[0] : h
 }
 
-export function userRoutes(c: Container) {
+export function userRoutes(c: Container): Routes {
   const svc = c.services.users
-  return async (app: FastifyInstance) => {
-    app.get<{ Querystring: Static<typeof ListQuery> }>(
+  return async (app) => {
+    app.get(
       '/users',
       {
         config: { xml: ['users', 'user'] },
@@ -142,13 +143,13 @@ export function userRoutes(c: Container) {
       async (request) => svc.current(request.principal),
     )
 
-    app.get<{ Params: Static<typeof IdParams> }>(
+    app.get(
       '/users/:id',
       { config: { xml: 'user' }, schema: { summary: 'Show a user', tags, params: IdParams, response: one } },
       async (request) => svc.get(request.principal, request.params.id),
     )
 
-    app.post<{ Body: Static<typeof CreateBody> }>(
+    app.post(
       '/users',
       {
         config: { xml: 'user' },
@@ -162,7 +163,7 @@ export function userRoutes(c: Container) {
       async (request, reply) => reply.code(201).send(await svc.create(request.principal, request.body)),
     )
 
-    app.patch<{ Params: Static<typeof IdParams>; Body: Static<typeof UpdateBody> }>(
+    app.patch(
       '/users/:id',
       {
         config: { xml: 'user' },
@@ -181,7 +182,7 @@ export function userRoutes(c: Container) {
       },
     )
 
-    app.delete<{ Params: Static<typeof IdParams> }>(
+    app.delete(
       '/users/:id',
       {
         schema: {

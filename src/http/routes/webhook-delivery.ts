@@ -1,6 +1,6 @@
-import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
 import type { Container } from '../../container.js'
+import type { Routes } from '../route-types.js'
 import { errorResponses, IdParams } from '../schemas.js'
 
 const WebhookTestResultSchema = Type.Object(
@@ -18,9 +18,9 @@ const WebhookTestResultSchema = Type.Object(
 )
 
 /** Sending webhooks on request: a test to the saved listener, and the retry of a failed request. */
-export function webhookDeliveryRoutes(container: Container) {
+export function webhookDeliveryRoutes(container: Container): Routes {
   const svc = container.services.webhooks
-  return async (app: FastifyInstance) => {
+  return async (app) => {
     app.post(
       '/webhook_settings/test',
       {
@@ -34,7 +34,7 @@ export function webhookDeliveryRoutes(container: Container) {
       async (request) => svc.sendTest(request.principal),
     )
 
-    app.post<{ Params: Static<typeof IdParams> }>(
+    app.post(
       '/action_webhook_failures/:id/retry',
       {
         schema: {

@@ -1,8 +1,8 @@
-import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
 import type { Container } from '../../container.js'
 import { MAX_URL_LENGTH, URL_PATTERN, WEBHOOK_OPERATIONS } from '../../webhooks/webhook-settings.js'
 import { checked } from '../field-checks.js'
+import type { Routes } from '../route-types.js'
 import { errorResponses, Nullable } from '../schemas.js'
 
 const OPERATIONS = WEBHOOK_OPERATIONS.join(', ')
@@ -59,9 +59,9 @@ const UpdateBody = Type.Object(
 const tags = ['webhook_settings']
 const one = { 200: WebhookSettingsSchema, ...errorResponses }
 
-export function webhookSettingsRoutes(c: Container) {
+export function webhookSettingsRoutes(c: Container): Routes {
   const svc = c.services.webhookSettings
-  return async (app: FastifyInstance) => {
+  return async (app) => {
     app.get(
       '/webhook_settings',
       {
@@ -71,7 +71,7 @@ export function webhookSettingsRoutes(c: Container) {
       async (request) => svc.get(request.principal),
     )
 
-    app.patch<{ Body: Static<typeof UpdateBody> }>(
+    app.patch(
       '/webhook_settings',
       {
         config: { xml: 'webhook-settings' },

@@ -1,3 +1,4 @@
+import { ColumnHeads } from '../ui'
 /** One ActionNotificationExportResult (a logged webhook request). */
 export interface LogRecord {
   id: number
@@ -199,17 +200,9 @@ export function WebhookChart({
         <div class="table-wrap">
           <table>
             <caption class="visually-hidden">Deliveries per {per}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Period</th>
-                <th scope="col" class="num">
-                  Succeeded
-                </th>
-                <th scope="col" class="num">
-                  Failed
-                </th>
-              </tr>
-            </thead>
+            <ColumnHeads
+              columns={['Period', { label: 'Succeeded', num: true }, { label: 'Failed', num: true }]}
+            />
             <tbody>
               {bins
                 .filter((b) => b.ok + b.failed > 0)

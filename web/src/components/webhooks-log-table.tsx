@@ -1,7 +1,7 @@
 import { Fragment } from 'preact'
 import { useState } from 'preact/hooks'
 import { ApiError, describe, post } from '../api'
-import { formatBytes, formatDate } from '../ui'
+import { ColumnHeads, formatBytes, formatDate } from '../ui'
 import type { LogRecord } from './webhooks-chart'
 
 /** JSON shown indented; anything else as it is. */
@@ -52,23 +52,17 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
     <div class="table-wrap">
       <table class="wh-log">
         <caption class="visually-hidden">Webhook requests, oldest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">Sent</th>
-            <th scope="col">Endpoint</th>
-            <th scope="col">Event</th>
-            <th scope="col">Status</th>
-            <th scope="col" class="num">
-              Attempt
-            </th>
-            <th scope="col" class="num">
-              Response
-            </th>
-            <th scope="col">
-              <span class="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <ColumnHeads
+          columns={[
+            'Sent',
+            'Endpoint',
+            'Event',
+            'Status',
+            { label: 'Attempt', num: true },
+            { label: 'Response', num: true },
+            { label: 'Actions', hidden: true },
+          ]}
+        />
         <tbody>
           {records.map((r) => {
             const shown = open.has(r.id)

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks'
 import { get, type Me } from '../api'
 import { PagedTable, useCursorPages } from '../components/accounts-paging'
 import type { Route } from '../router'
-import { formatDate, PageTitle } from '../ui'
+import { ColumnHeads, formatDate, PageTitle } from '../ui'
 import './accounts.css'
 
 /** An invoice or a payment, as GET /invoices and GET /payments give them. */
@@ -100,18 +100,16 @@ function Records({ type }: { type: 'invoice' | 'payment' }) {
         {(items) => (
           <table>
             <caption class="visually-hidden">{plural}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Date</th>
-                <th scope="col">{type === 'invoice' ? 'Invoice' : 'Payment'}</th>
-                <th scope="col" class="num">
-                  Amount
-                </th>
-                <th scope="col">{type === 'invoice' ? 'For' : 'Method'}</th>
-                <th scope="col">Status</th>
-                <th scope="col">Document</th>
-              </tr>
-            </thead>
+            <ColumnHeads
+              columns={[
+                'Date',
+                type === 'invoice' ? 'Invoice' : 'Payment',
+                { label: 'Amount', num: true },
+                type === 'invoice' ? 'For' : 'Method',
+                'Status',
+                'Document',
+              ]}
+            />
             <tbody>
               {items.map((r) => {
                 const status = type === 'invoice' ? invoiceStatus(r) : paymentStatus(r)

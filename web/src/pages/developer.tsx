@@ -245,21 +245,27 @@ function Secrets({ saved }: { saved: WebhookSettings }) {
     <section class="panel" aria-labelledby="wh-secrets-title">
       <h2 id="wh-secrets-title">Verifying webhooks</h2>
       <p class="muted">Both values stay the same for every request.</p>
-      <div class="wh-secret">
-        <label>
-          Verification token
-          <input class="mono" readOnly value={saved.verification_token} name="verification_token" />
-        </label>
-        <CopyButton text={saved.verification_token} label="Copy token" />
-      </div>
-      <div class="wh-secret">
-        <label>
-          Signing secret
-          <input class="mono" readOnly value={saved.signing_secret} name="signing_secret" />
-        </label>
-        <CopyButton text={saved.signing_secret} label="Copy secret" />
-      </div>
+      <Secret
+        label="Verification token"
+        name="verification_token"
+        value={saved.verification_token}
+        copy="Copy token"
+      />
+      <Secret label="Signing secret" name="signing_secret" value={saved.signing_secret} copy="Copy secret" />
       <SignatureExample />
     </section>
+  )
+}
+
+/** A value shown read-only, with a button that copies it. */
+function Secret({ label, name, value, copy }: { label: string; name: string; value: string; copy: string }) {
+  return (
+    <div class="wh-secret">
+      <label>
+        {label}
+        <input class="mono" readOnly value={value} name={name} />
+      </label>
+      <CopyButton text={value} label={copy} />
+    </div>
   )
 }

@@ -3,7 +3,7 @@ import { all, del, post } from '../../api'
 import { PagedTable, useCursorPages } from '../../components/accounts-paging'
 import { Field, useSubmit } from '../../components/forms'
 import { href, navigate, type Route } from '../../router'
-import { ErrorBox, Notice, useAsync } from '../../ui'
+import { ColumnHeads, ErrorBox, Notice, useAsync } from '../../ui'
 import { PERMISSIONS, type Permission, permissionLabel, type User } from './user-types'
 
 const PER_PAGE = 50
@@ -66,14 +66,7 @@ export function PermissionsTab({ route }: { route: Route }) {
       >
         {(items) => (
           <table>
-            <thead>
-              <tr>
-                <th scope="col">Folder</th>
-                <th scope="col">User</th>
-                <th scope="col">Permission</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
+            <ColumnHeads columns={['Folder', 'User', 'Permission', 'Actions']} />
             <tbody>
               {items.map((p) => (
                 <tr key={p.id}>

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks'
 import type { Me } from '../../api'
 import { PagedTable, useCursorPages } from '../../components/accounts-paging'
 import { href } from '../../router'
-import { formatDate, Notice } from '../../ui'
+import { ColumnHeads, formatDate, Notice } from '../../ui'
 import { CreateUserForm, DeleteUserForm, EditUserForm } from './user-forms'
 import type { User } from './user-types'
 
@@ -80,16 +80,7 @@ export function UsersTab({ me }: { me: Me }) {
       <PagedTable list={list} label="Users" empty="No users match.">
         {(items) => (
           <table>
-            <thead>
-              <tr>
-                <th scope="col">Username</th>
-                <th scope="col">Name</th>
-                <th scope="col">Email</th>
-                <th scope="col">Role</th>
-                <th scope="col">Last sign-in</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
+            <ColumnHeads columns={['Username', 'Name', 'Email', 'Role', 'Last sign-in', 'Actions']} />
             <tbody>
               {items.map((u) => (
                 <tr key={u.id}>

@@ -1,6 +1,6 @@
 import fsp from 'node:fs/promises'
 import path from 'node:path'
-import { Digest } from './digest.js'
+import { Digest } from '../digest.js'
 
 /** What was hashed of one part: enough to tell whether the same bytes are still there. */
 interface Hashed {

@@ -2,18 +2,21 @@ import crypto from 'node:crypto'
 import fs from 'node:fs'
 import fsp from 'node:fs/promises'
 import path from 'node:path'
-import { Readable } from 'node:stream'
+import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import {
   type BlobInfo,
   BlobNotFoundError,
   type BlobStore,
-  BlobTooLargeError,
   type ByteRange,
   StagedPartError,
-} from './blob-store.js'
-import { Digest } from './digest.js'
+} from '../blob-store.js'
+import { Digest } from '../digest.js'
+import { Counter } from './byte-counter.js'
+import { flushAll, linkOrCopy, mkdirDurable, newestWrite, syncDir } from './durable-files.js'
 import { hashFiles, PartHasher } from './part-hasher.js'
+import { checkRange, readSegments } from './segments.js'
+import { Writeback } from './writeback.js'
 
 const REF = /^[A-Za-z0-9_-]{1,64}$/
 const KEY = /^[0-9a-f]{32}$/
@@ -133,8 +136,7 @@ export class LocalBlobStore implements BlobStore {
       const sizes = await Promise.all(files.map(async (f) => (await fsp.stat(f)).size))
       await fsp.writeFile(path.join(tmp, SIZES), JSON.stringify(sizes), { flush: true })
       await syncDir(tmp)
-      const key = crypto.randomBytes(16).toString('hex')
-      await this.moveIntoPlace(tmp, this.blobPath(key))
+      const key = await this.publish(tmp)
       return { key, size: sizes.reduce((a, b) => a + b, 0) }
     } catch (err) {
       await fsp.rm(tmp, { recursive: true, force: true })
@@ -202,9 +204,7 @@ export class LocalBlobStore implements BlobStore {
       sizes.push(...(await hashFiles(digest, files.slice(sizes.length))))
       await fsp.writeFile(path.join(tmp, SIZES), JSON.stringify(sizes), { flush: true })
       await syncDir(tmp)
-      const key = crypto.randomBytes(16).toString('hex')
-      await this.moveIntoPlace(tmp, this.blobPath(key))
-      return digest.result(key)
+      return digest.result(await this.publish(tmp))
     } catch (err) {
       await fsp.rm(tmp, { recursive: true, force: true })
       throw err
@@ -313,176 +313,8 @@ export class LocalBlobStore implements BlobStore {
   }
 }
 
-async function newestWrite(file: string, st: fs.Stats): Promise<number> {
-  if (!st.isDirectory()) return st.mtimeMs
-  let newest = st.mtimeMs
-  for (const name of await fsp.readdir(file).catch(() => [])) {
-    const inner = await fsp.stat(path.join(file, name)).catch(() => null)
-    if (inner) newest = Math.max(newest, inner.mtimeMs)
-  }
-  return newest
-}
-
 /** The file name of a part; refuses anything but 1…10000, so no number can name another file. */
 function partName(n: number): string {
   if (!Number.isInteger(n) || n < 1 || n > MAX_PART) throw new Error(`Invalid part number ${n}`)
   return String(n)
-}
-
-function checkRange({ start, end }: ByteRange): void {
-  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start < 0 || end < start) {
-    throw new RangeError(`Invalid byte range ${start}-${end}`)
-  }
-}
-
-async function syncFile(file: string): Promise<void> {
-  const handle = await fsp.open(file, 'r+')
-  try {
-    await handle.sync()
-  } finally {
-    await handle.close()
-  }
-}
-
-/** Flushes a folder's entries (a rename or a new file in it) to disk. */
-async function syncDir(dir: string): Promise<void> {
-  let handle: fsp.FileHandle
-  try {
-    handle = await fsp.open(dir, 'r')
-  } catch (err) {
-    // Windows cannot open a folder as a file; its file system orders metadata writes itself.
-    if (['EISDIR', 'EPERM', 'EACCES'].includes((err as NodeJS.ErrnoException).code ?? '')) return
-    throw err
-  }
-  try {
-    await handle.sync()
-  } catch (err) {
-    if (!['EINVAL', 'EPERM', 'EBADF'].includes((err as NodeJS.ErrnoException).code ?? '')) throw err
-  } finally {
-    await handle.close()
-  }
-}
-
-/** mkdir -p, then flushes the parent of each folder it created so the new folders survive a crash. */
-async function mkdirDurable(dir: string): Promise<void> {
-  const first = await fsp.mkdir(dir, { recursive: true })
-  if (first === undefined) return
-  for (let d = dir; ; d = path.dirname(d)) {
-    await syncDir(path.dirname(d))
-    if (d === first || path.dirname(d) === d) break
-  }
-}
-
-/**
- * A hard link (no bytes copied); a flushed copy where the file system has no hard links. Safe
- * because nothing ever writes into a staged part or a blob after it is in place.
- */
-async function linkOrCopy(from: string, to: string): Promise<void> {
-  try {
-    await fsp.link(from, to)
-  } catch (err) {
-    if (
-      !['EPERM', 'EXDEV', 'ENOTSUP', 'EOPNOTSUPP', 'EMLINK'].includes(
-        (err as NodeJS.ErrnoException).code ?? '',
-      )
-    )
-      throw err
-    await fsp.copyFile(from, to, fs.constants.COPYFILE_FICLONE | fs.constants.COPYFILE_EXCL)
-    await syncFile(to)
-  }
-}
-
-/** The bytes of an assembled blob (or a range of them), segment after segment. */
-function readSegments(dir: string, sizes: number[], range?: ByteRange): Readable {
-  const total = sizes.reduce((a, b) => a + b, 0)
-  const start = range?.start ?? 0
-  const end = Math.min(range?.end ?? total - 1, total - 1)
-  async function* bytes() {
-    let offset = 0
-    for (const [i, size] of sizes.entries()) {
-      const first = offset
-      offset += size
-      if (size === 0 || offset <= start) continue
-      if (first > end) break
-      const from = Math.max(0, start - first)
-      const to = Math.min(size - 1, end - first)
-      for await (const chunk of fs.createReadStream(path.join(dir, String(i + 1)), {
-        start: from,
-        end: to,
-        highWaterMark: 256 * 1024,
-      }))
-        yield chunk as Buffer
-    }
-  }
-  return Readable.from(bytes(), { objectMode: false, highWaterMark: 1024 * 1024 })
-}
-
-/**
- * Flushes files to disk, a few at a time; with `expected`, first checks each has the size its
- * part had when it was stored (a part cut short by a crash must be sent again).
- */
-async function flushAll(files: string[], expected?: { size: number; part: number; ref: string }[]) {
-  let next = 0
-  const worker = async () => {
-    while (next < files.length) {
-      const i = next++
-      const handle = await fsp.open(files[i]!, 'r+')
-      try {
-        const want = expected?.[i]
-        if (want && (await handle.stat()).size !== want.size) {
-          throw new StagedPartError(want.ref, want.part, `is not the ${want.size} bytes that were sent`)
-        }
-        await handle.sync()
-      } finally {
-        await handle.close()
-      }
-    }
-  }
-  await Promise.all(Array.from({ length: Math.min(8, files.length) }, worker))
-}
-
-/**
- * Starts writing staged parts to disk while the rest of their upload is still arriving, one part
- * at a time and without anyone waiting for it: otherwise the kernel keeps a whole upload in the
- * page cache and `assemble` would wait for all of it to reach the disk at once. This is only a
- * head start: `assemble` still flushes every part itself before it publishes the blob, and a
- * failure here (a part replaced or discarded meanwhile) only leaves it more to do.
- */
-class Writeback {
-  private readonly queue: { ref: string; file: string }[] = []
-  private running = false
-
-  add(ref: string, file: string): void {
-    this.queue.push({ ref, file })
-    if (!this.running) void this.run()
-  }
-
-  /** The upload is ending or gone: its parts are flushed by assemble, or not needed. */
-  forget(ref: string): void {
-    for (let i = this.queue.length - 1; i >= 0; i--) if (this.queue[i]!.ref === ref) this.queue.splice(i, 1)
-  }
-
-  private async run(): Promise<void> {
-    this.running = true
-    try {
-      for (let next = this.queue.shift(); next; next = this.queue.shift()) {
-        const handle = await fsp.open(next.file, 'r').catch(() => null)
-        if (!handle) continue
-        await handle.datasync().catch(() => undefined)
-        await handle.close().catch(() => undefined)
-      }
-    } finally {
-      this.running = false
-    }
-  }
-}
-
-/** Counts the bytes of a part (checksums come later, from PartHasher) and stops past a limit. */
-class Counter {
-  size = 0
-  constructor(private readonly maxBytes = Number.POSITIVE_INFINITY) {}
-  add(source: Readable, chunk: Buffer): void {
-    this.size += chunk.length
-    if (this.size > this.maxBytes) source.destroy(new BlobTooLargeError(this.maxBytes))
-  }
 }

@@ -1,0 +1,12 @@
+import type { Readable } from 'node:stream'
+import { BlobTooLargeError } from '../blob-store.js'
+
+/** Counts the bytes of a part (checksums come later, from PartHasher) and stops past a limit. */
+export class Counter {
+  size = 0
+  constructor(private readonly maxBytes = Number.POSITIVE_INFINITY) {}
+  add(source: Readable, chunk: Buffer): void {
+    this.size += chunk.length
+    if (this.size > this.maxBytes) source.destroy(new BlobTooLargeError(this.maxBytes))
+  }
+}

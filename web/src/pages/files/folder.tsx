@@ -1,0 +1,228 @@
+import { useRef, useState } from 'preact/hooks'
+import { encodePath, get, type Me, page } from '../../api'
+import { ErrorBox, Loading, Notice, useAsync } from '../../ui'
+import { type Entry, type Operation, OperationDialog } from './dialogs'
+import { Row, relative, type Sort, type SortField, SortHeader } from './file-table'
+import { DropZone, NewFolder } from './folder-tools'
+import { UploadList, type useUploads } from './uploads'
+
+/** The caller's letters on a folder: the root has no record, and only site admins may change it. */
+async function folderPermissions(folder: string, me: Me): Promise<string> {
+  if (folder === '') return me.site_admin ? 'rwdl' : 'l'
+  try {
+    const f = await get<Entry>(`/file_actions/metadata/${encodePath(folder)}`)
+    return f.permissions
+  } catch {
+    return ''
+  }
+}
+
+/** One folder's listing, with its search, uploads and the operations its permissions allow. */
+export function Folder({
+  folder,
+  me,
+  refresh,
+  uploads,
+}: {
+  folder: string
+  me: Me
+  refresh: number
+  uploads: ReturnType<typeof useUploads>
+}) {
+  const [sort, setSort] = useState<Sort>({ field: 'path', dir: 'asc' })
+  const [search, setSearch] = useState('')
+  const [searchInput, setSearchInput] = useState('')
+  const [more, setMore] = useState<{ items: Entry[]; next: string | null } | null>(null)
+  const [moreError, setMoreError] = useState<unknown>(null)
+  const [op, setOp] = useState<{ op: Operation; entry: Entry } | null>(null)
+  const [notice, setNotice] = useState<string | null>(null)
+  const [changed, setChanged] = useState(0)
+  const [actionError, setActionError] = useState<unknown>(null)
+
+  const listPath = folder === '' ? '/folders' : `/folders/${encodePath(folder)}`
+  const query = { [`sort_by[${sort.field}]`]: sort.dir, search, per_page: 100 }
+  const perms = useAsync(() => folderPermissions(folder, me), [folder, me.id, changed])
+  const list = useAsync(() => {
+    setMore(null)
+    setMoreError(null)
+    return page<Entry>(listPath, query)
+  }, [listPath, sort.field, sort.dir, search, refresh, changed])
+
+  const listData = useRef(list.data)
+  listData.current = list.data
+  const [loadingMore, setLoadingMore] = useState(false)
+  const letters = perms.data ?? ''
+  const canWrite = letters.includes('w')
+  const items = [...(list.data?.items ?? []), ...(more?.items ?? [])]
+  const next = more ? more.next : (list.data?.next ?? null)
+
+  async function loadMore() {
+    if (!next || loadingMore) return
+    setMoreError(null)
+    setLoadingMore(true)
+    const from = list.data
+    try {
+      const p = await page<Entry>(listPath, { ...query, cursor: next })
+      // A page of a listing since sorted or reloaded otherwise would not belong here.
+      if (from === listData.current)
+        setMore((m) => ({ items: [...(m?.items ?? []), ...p.items], next: p.next }))
+    } catch (err) {
+      setMoreError(err)
+    } finally {
+      setLoadingMore(false)
+    }
+  }
+
+  function sortBy(field: SortField) {
+    setSort((s) =>
+      s.field === field ? { field, dir: s.dir === 'asc' ? 'desc' : 'asc' } : { field, dir: 'asc' },
+    )
+  }
+
+  async function download(e: Entry) {
+    setNotice(null)
+    setActionError(null)
+    try {
+      const f = await get<Entry & { download_uri: string }>(`/files/${encodePath(e.path)}`)
+      const a = document.createElement('a')
+      a.href = f.download_uri
+      a.download = e.display_name
+      document.body.append(a)
+      a.click()
+      a.remove()
+    } catch (err) {
+      setActionError(err)
+    }
+  }
+  const folderName = folder === '' ? 'All files' : folder.slice(folder.lastIndexOf('/') + 1)
+
+  return (
+    <>
+      <div class="files-toolbar">
+        <form
+          class="form-row"
+          aria-label="Search"
+          onSubmit={(e) => {
+            e.preventDefault()
+            setSearch(searchInput.trim())
+          }}
+        >
+          <label>
+            Search in this folder
+            <input
+              type="search"
+              name="search"
+              value={searchInput}
+              onInput={(e) => setSearchInput(e.currentTarget.value)}
+            />
+          </label>
+          <button type="submit" class="secondary">
+            Search
+          </button>
+          {search ? (
+            <button
+              type="button"
+              class="secondary"
+              onClick={() => {
+                setSearch('')
+                setSearchInput('')
+              }}
+            >
+              Clear search
+            </button>
+          ) : null}
+        </form>
+        {canWrite ? (
+          <NewFolder
+            folder={folder}
+            onCreated={(path) => {
+              setNotice(`Created folder ${path}`)
+              setChanged((n) => n + 1)
+            }}
+          />
+        ) : null}
+      </div>
+
+      {notice ? <Notice>{notice}</Notice> : null}
+      <ErrorBox error={actionError} />
+
+      {canWrite ? (
+        <DropZone folderName={folderName} onFiles={(files) => uploads.start(folder, files)} />
+      ) : perms.loading ? null : (
+        <p class="muted">You can look at this folder but not change it.</p>
+      )}
+      <UploadList uploads={uploads} />
+
+      {list.error ? <ErrorBox error={list.error} /> : null}
+      {list.loading && !list.data ? <Loading /> : null}
+      {list.data ? (
+        <>
+          {search ? (
+            <p class="muted" role="status">
+              {items.length === 0
+                ? `Nothing here matches “${search}”.`
+                : `Results for “${search}” in ${folderName}`}
+            </p>
+          ) : items.length === 0 ? (
+            <p class="muted">This folder is empty.</p>
+          ) : null}
+          {items.length > 0 ? (
+            <div class="table-wrap">
+              <table class="files-table">
+                <caption class="visually-hidden">Contents of {folderName}</caption>
+                <thead>
+                  <tr>
+                    <SortHeader label="Name" field="path" sort={sort} onSort={sortBy} />
+                    <SortHeader label="Size" field="size" sort={sort} onSort={sortBy} num />
+                    <SortHeader label="Modified" field="modified_at_datetime" sort={sort} onSort={sortBy} />
+                    <th scope="col" class="col-type">
+                      Type
+                    </th>
+                    <th scope="col">Actions</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {items.map((e) => (
+                    <Row
+                      key={e.id}
+                      entry={e}
+                      shown={search ? relative(folder, e.path) : e.display_name}
+                      canWriteHere={canWrite}
+                      onOp={(o) => {
+                        setNotice(null)
+                        setActionError(null)
+                        setOp({ op: o, entry: e })
+                      }}
+                      onDownload={() => download(e)}
+                    />
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          ) : null}
+          <ErrorBox error={moreError} />
+          {next ? (
+            <p>
+              <button type="button" class="secondary" onClick={loadMore} disabled={loadingMore}>
+                {loadingMore ? 'Loading…' : 'Load more'}
+              </button>
+            </p>
+          ) : null}
+        </>
+      ) : null}
+
+      {op ? (
+        <OperationDialog
+          op={op.op}
+          entry={op.entry}
+          onClose={() => setOp(null)}
+          onDone={(message) => {
+            setOp(null)
+            setNotice(message)
+            setChanged((n) => n + 1)
+          }}
+        />
+      ) : null}
+    </>
+  )
+}
