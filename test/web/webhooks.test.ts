@@ -200,14 +200,16 @@ describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs
     // A failure delivered after the page read the log still offers Retry: the refusal is put in
     // words, nothing is sent, and the button goes.
     answer = { status: 500, body: 'listener broke' }
-    await uploaded(s, 'inbox/c.txt', 'third file')
+    await uploaded(web.s, 'inbox/c.txt', 'third file')
     await expect.poll(async () => (await attempts()).filter((a) => a.path === 'inbox/c.txt').length).toBe(1)
     answer = 200
     await page.getByRole('button', { name: 'Refresh' }).first().click()
     const onlyC = rowOf('inbox/c.txt')
     await shown(onlyC.getByRole('button', { name: /^Retry/ }))
     const failedC = (await attempts()).find((a) => a.path === 'inbox/c.txt')!
-    const behind = await call(s, 'POST', `/action_webhook_failures/${failedC.id}/retry`, { key: s.adminKey })
+    const behind = await call(web.s, 'POST', `/action_webhook_failures/${failedC.id}/retry`, {
+      key: web.s.adminKey,
+    })
     expect(behind.status, behind.text).toBe(204)
     await expect
       .poll(async () => (await attempts()).filter((a) => a.path === 'inbox/c.txt' && a.success === 1).length)
