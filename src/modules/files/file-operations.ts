@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import type { BlobStore } from '../../blobs/blob-store.js'
+import type { SqlDialect } from '../../db/dialects/dialect.js'
 import type { Database } from '../../db/schema.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
@@ -15,7 +16,6 @@ import {
   findById,
   findByPath,
   insideFolder,
-  isPostgres,
   lockPath,
   queueBlobDeletion,
 } from './file-repository.js'
@@ -34,7 +34,7 @@ export class FileOperations {
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly dialect: 'sqlite' | 'postgres',
+    private readonly dialect: SqlDialect,
     blobs: BlobStore,
     private readonly fileAccess: FileAccess,
     private readonly now: () => number = Date.now,
@@ -84,7 +84,10 @@ export class FileOperations {
         throw ERRORS.fileNotFound(`${path} not found`)
       }
       if (row.type === 'directory') {
-        const inside = await descendants(trx, siteId, row.path_lower).select('id').limit(1).executeTakeFirst()
+        const inside = await descendants(trx, this.dialect, siteId, row.path_lower)
+          .select('id')
+          .limit(1)
+          .executeTakeFirst()
         if (inside && !recursive) {
           throw ERRORS.folderNotEmpty(
             `${row.path} is not empty (send recursive=true to delete it with its contents)`,
@@ -95,7 +98,7 @@ export class FileOperations {
             .insertInto('blob_garbage')
             .columns(['blob_key', 'created_at'])
             .expression(
-              descendants(trx, siteId, row.path_lower)
+              descendants(trx, this.dialect, siteId, row.path_lower)
                 .where('blob_key', 'is not', null)
                 .select([
                   sql<string>`blob_key`.as('blob_key'),
@@ -106,7 +109,7 @@ export class FileOperations {
           await trx
             .deleteFrom('files')
             .where('site_id', '=', siteId)
-            .where(insideFolder(row.path_lower, isPostgres(trx)))
+            .where(insideFolder(row.path_lower, this.dialect))
             .execute()
         }
       } else if (row.blob_key) {

@@ -1,6 +1,7 @@
 import { type Kysely, type SqlBool, sql } from 'kysely'
 import { parseDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
+import type { SqlDialect } from '../../db/dialects/dialect.js'
 import type { Database } from '../../db/schema.js'
 import { applyListQuery, type ListSpec, type Page, parseListQuery, toPage } from '../../http/pagination.js'
 import { contextOf } from '../actions/action-recorder.js'
@@ -9,14 +10,7 @@ import { normalizePath } from '../paths.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import type { FileAccess } from './file-access.js'
 import { type FileJson, toFileJson } from './file-json.js'
-import {
-  ensureParents,
-  findByPath,
-  insertFolder,
-  insideFolder,
-  isPostgres,
-  lockPath,
-} from './file-repository.js'
+import { ensureParents, findByPath, insertFolder, insideFolder, lockPath } from './file-repository.js'
 import { listableRegions, visibleChildren } from './folder-visibility.js'
 import { authorOf, normalizeNewPath } from './new-paths.js'
 
@@ -52,7 +46,7 @@ const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
 export class FolderService {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly dialect: 'sqlite' | 'postgres',
+    private readonly dialect: SqlDialect,
     private readonly fileAccess: FileAccess,
     private readonly secrets: SiteSecrets,
     private readonly now: () => number = Date.now,
@@ -104,14 +98,14 @@ export class FolderService {
     if (search !== '') {
       const scope = searchAll ? '' : pathLower
       if (scope !== '') {
-        q = q.where(insideFolder(scope, isPostgres(this.db)))
+        q = q.where(insideFolder(scope, this.dialect))
       }
       q = q.where(sql<SqlBool>`lower(name) like ${`%${escapeLike(search.toLowerCase())}%`} escape '\\'`)
       if (!access.can(scope, 'list')) {
         const regions = listableRegions(access, scope)
         if (regions.length === 0) return { items: [], next: null, prev: null }
         q = q.where((eb) =>
-          eb.or(regions.flatMap((r) => [eb('path_lower', '=', r), insideFolder(r, isPostgres(this.db))])),
+          eb.or(regions.flatMap((r) => [eb('path_lower', '=', r), insideFolder(r, this.dialect)])),
         )
       }
     } else {
