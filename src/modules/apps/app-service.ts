@@ -1,5 +1,6 @@
-import { pageInMemory } from '../../http/in-memory-list.js'
-import { type ListSpec, type Page, parseListQuery } from '../../http/pagination.js'
+import { pageInMemory } from '../../api/list-in-memory.js'
+import { parseListQuery } from '../../api/list-query.js'
+import type { ListSpec, Page } from '../../api/list-spec.js'
 import type { Principal } from '../auth/principal.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import type { App } from './app-catalog.js'

@@ -1,15 +1,11 @@
 import { type Kysely, type Selectable, type SelectQueryBuilder, type SqlBool, sql } from 'kysely'
 import { formatDateTime, parseDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
+import { toPage } from '../../api/list-cursor.js'
+import { parseListQuery } from '../../api/list-query.js'
+import type { ListField, ListSpec, Page } from '../../api/list-spec.js'
+import { applyListQuery } from '../../db/list-sql.js'
 import type { ActionsTable, Database } from '../../db/schema.js'
-import {
-  applyListQuery,
-  type ListField,
-  type ListSpec,
-  type Page,
-  parseListQuery,
-  toPage,
-} from '../../http/pagination.js'
 import type { ActionTarget } from '../actions/action-recorder.js'
 import { type Principal, requireSiteAdmin } from '../auth/principal.js'
 import type { FileAccess } from '../files/file-access.js'
