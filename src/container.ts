@@ -203,7 +203,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       fileAccess,
       folders: new FolderService(db, database.dialect, fileAccess, secrets, now),
       fileOps: new FileOperations(db, database.dialect, blobs, fileAccess, now),
-      history: new HistoryService(db, database.dialect.name, fileAccess, secrets, now),
+      history: new HistoryService(repos.history, fileAccess, secrets, now),
       webhookSettings: new WebhookSettingsService(db, new AddressGuard(hooks.allowedCidrs), now),
       webhooks: new WebhookService(db, dispatcher, retryPolicy, leaseMs, now),
       billing: new BillingService(repos.billing, config, secrets, now),

@@ -3,6 +3,7 @@ import type { SqlDialect } from '../db/dialects/dialect.js'
 import type { Database } from '../db/schema.js'
 import { ApiKeyRepository } from './api-keys/api-key-repository.js'
 import { BillingRepository } from './billing/billing-repository.js'
+import { HistoryRepository } from './history/history-repository.js'
 import { PermissionRepository } from './permissions/permission-repository.js'
 import { SessionRepository } from './sessions/session-repository.js'
 import { SiteRepository } from './sites/site-repository.js'
@@ -16,6 +17,7 @@ export interface Repositories {
   apiKeys: ApiKeyRepository
   permissions: PermissionRepository
   billing: BillingRepository
+  history: HistoryRepository
 }
 
 export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): Repositories {
@@ -26,5 +28,6 @@ export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): R
     apiKeys: new ApiKeyRepository(db, dialect),
     permissions: new PermissionRepository(db, dialect),
     billing: new BillingRepository(db, dialect),
+    history: new HistoryRepository(db, dialect),
   }
 }
