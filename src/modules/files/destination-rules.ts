@@ -140,6 +140,3 @@ export function rebase(path: string, sourceDepth: number, base: string): string 
   const rest = path.split('/').slice(sourceDepth)
   return rest.length === 0 ? base : `${base}/${rest.join('/')}`
 }
-
-/** Characters as SQL counts them (code points), not UTF-16 units as JavaScript does. */
-export const sqlLength = (s: string) => [...s].length

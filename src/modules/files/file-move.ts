@@ -1,4 +1,4 @@
-import { sql, type Transaction } from 'kysely'
+import type { Transaction } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import type { SqlDialect } from '../../db/dialects/dialect.js'
 import type { Database } from '../../db/schema.js'
@@ -11,7 +11,6 @@ import {
   rebase,
   recordTransfer,
   refuseOwnSubtree,
-  sqlLength,
   storedSpelling,
   typeClash,
 } from './destination-rules.js'
@@ -21,12 +20,12 @@ import {
   ensureParents,
   type FileRow,
   findByPath,
-  insideFolder,
   lockPaths,
   nameOf,
   parentOf,
   queueBlobDeletion,
 } from './file-repository.js'
+import { rewriteInside } from './folder-repository.js'
 import { authorOf } from './new-paths.js'
 
 export interface MoveInput {
@@ -127,30 +126,4 @@ async function mergeInto(
       .where('id', 'in', drop.slice(i, i + BATCH))
       .execute()
   }
-}
-
-/** Rewrites the paths of everything inside `source` to lie under `base` instead. */
-async function rewriteInside(
-  trx: Transaction<Database>,
-  dialect: SqlDialect,
-  siteId: number,
-  source: FileRow,
-  base: string,
-): Promise<void> {
-  const oldLower = source.path_lower
-  const baseLower = base.toLowerCase()
-  // Positions count characters, as SQL's substr does; the stored spelling of a folder's children
-  // has as many characters as the folder's own path.
-  const from = sqlLength(source.path) + 1
-  const fromLower = sqlLength(oldLower) + 1
-  await trx
-    .updateTable('files')
-    .set({
-      path: sql<string>`cast(${base} as text) || substr(path, cast(${from} as integer))`,
-      path_lower: sql<string>`cast(${baseLower} as text) || substr(path_lower, cast(${fromLower} as integer))`,
-      parent_lower: sql<string>`cast(${baseLower} as text) || substr(parent_lower, cast(${fromLower} as integer))`,
-    })
-    .where('site_id', '=', siteId)
-    .where(insideFolder(oldLower, dialect))
-    .execute()
 }

@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely'
+import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import type { BlobStore } from '../../blobs/blob-store.js'
 import type { SqlDialect } from '../../db/dialects/dialect.js'
@@ -15,10 +15,10 @@ import {
   fileTargets,
   findById,
   findByPath,
-  insideFolder,
   lockPath,
   queueBlobDeletion,
 } from './file-repository.js'
+import { deleteInside } from './folder-repository.js'
 import { normalizeExistingPath } from './new-paths.js'
 
 export interface DeleteInput {
@@ -94,23 +94,7 @@ export class FileOperations {
           )
         }
         if (inside) {
-          await trx
-            .insertInto('blob_garbage')
-            .columns(['blob_key', 'created_at'])
-            .expression(
-              descendants(trx, this.dialect, siteId, row.path_lower)
-                .where('blob_key', 'is not', null)
-                .select([
-                  sql<string>`blob_key`.as('blob_key'),
-                  sql<number>`${sql.lit(now)}`.as('created_at'),
-                ]),
-            )
-            .execute()
-          await trx
-            .deleteFrom('files')
-            .where('site_id', '=', siteId)
-            .where(insideFolder(row.path_lower, this.dialect))
-            .execute()
+          await deleteInside(trx, this.dialect, siteId, row.path_lower, now)
         }
       } else if (row.blob_key) {
         await queueBlobDeletion(trx, row.blob_key, now)

@@ -1,9 +1,7 @@
 import crypto from 'node:crypto'
 import { type Expression, type Kysely, type Selectable, type SqlBool, sql, type Transaction } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
-import type { ListRequest, Page } from '../../api/list-spec.js'
 import type { SqlDialect } from '../../db/dialects/dialect.js'
-import { selectPage } from '../../db/list-sql.js'
 import type { Database, FilesTable } from '../../db/schema.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
 import { describeFileAction } from './file-display.js'
@@ -13,7 +11,7 @@ import { describeFileAction } from './file-display.js'
  * given) or by id. Shared by the upload, download and folder services.
  */
 export type FileRow = Selectable<FilesTable>
-type Db = Kysely<Database> | Transaction<Database>
+export type Db = Kysely<Database> | Transaction<Database>
 
 /** Who made a change, for the created_by / last_modified_by columns. */
 export interface Author {
@@ -52,50 +50,6 @@ export async function findById(db: Db, siteId: number, id: number): Promise<File
 export function descendants(db: Db, dialect: SqlDialect, siteId: number, folderLower: string) {
   const q = db.selectFrom('files').where('site_id', '=', siteId)
   return folderLower === '' ? q : q.where(insideFolder(folderLower, dialect))
-}
-
-/** What a folder listing shows, the caller's permissions already applied. */
-export interface FolderListing {
-  /** '' for the direct children of `pathLower`; else names containing it, anywhere inside `scope`. */
-  search: string
-  pathLower: string
-  /** The folder a search looks inside ('' for the whole site). */
-  scope: string
-  /** A search only within these folders (on them or inside them); undefined: all of `scope`. */
-  regions?: string[] | undefined
-  /** Only these children (path_lower); undefined: every child. */
-  children?: string[] | undefined
-  type?: 'file' | 'directory' | undefined
-  /** Only what was modified after this time. */
-  modifiedAfter: number | null
-}
-
-/** `%`, `_` and `\` of a search text are literal characters, not LIKE wildcards. */
-const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
-
-/** One page of a folder listing (GET /folders/{path}). */
-export function folderPage(
-  db: Db,
-  dialect: SqlDialect,
-  siteId: number,
-  listing: FolderListing,
-  list: ListRequest,
-): Promise<Page<FileRow>> {
-  let q = db.selectFrom('files').selectAll().where('site_id', '=', siteId)
-  if (listing.search !== '') {
-    if (listing.scope !== '') q = q.where(insideFolder(listing.scope, dialect))
-    q = q.where(sql<SqlBool>`lower(name) like ${`%${escapeLike(listing.search.toLowerCase())}%`} escape '\\'`)
-    const regions = listing.regions
-    if (regions !== undefined) {
-      q = q.where((eb) => eb.or(regions.flatMap((r) => [eb('path_lower', '=', r), insideFolder(r, dialect)])))
-    }
-  } else {
-    q = q.where('parent_lower', '=', listing.pathLower)
-    if (listing.children !== undefined) q = q.where('path_lower', 'in', listing.children)
-  }
-  if (listing.type !== undefined) q = q.where('type', '=', listing.type)
-  if (listing.modifiedAfter !== null) q = q.where('mtime', '>', listing.modifiedAfter)
-  return selectPage(q, list)
 }
 
 /**
