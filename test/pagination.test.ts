@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { toPage } from '../src/api/list-cursor.js'
-import { parseListQuery } from '../src/api/list-query.js'
 import type { ListSpec } from '../src/api/list-spec.js'
+import { parseListQuery, toPage } from '../src/db/list-cursor.js'
 import { applyListQuery } from '../src/db/list-sql.js'
 import { setCursorHeaders } from '../src/http/pagination.js'
 import { call, dialects, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'

@@ -2,14 +2,12 @@ import crypto from 'node:crypto'
 import { parseDateTime } from './datetime.js'
 import { ERRORS } from './error-factories.js'
 import type { ApiError } from './errors.js'
-import { decodeCursor, sortTag } from './list-cursor.js'
 import {
   DEFAULT_PER_PAGE,
   FILTER_OPS,
   type FilterOp,
   type ListField,
   type ListQuery,
-  type ListRequest,
   type ListSpec,
   listField,
   MAX_PER_PAGE,
@@ -18,8 +16,16 @@ import {
 
 /**
  * A list request's query values (cursor, per_page, sort_by[…], filter_*[…]) checked against the
- * endpoint's `ListSpec`: one parser for every list, whatever front end received the request.
+ * endpoint's `ListSpec`: one parser for every list, whatever front end received the request. The
+ * cursor is read here as text only; its signature is checked, and its key read, where the
+ * site's secret is at hand (db/list-cursor.ts).
  */
+
+/** A list query with its cursor as the client sent it (not yet verified). */
+export type ListValues = Omit<ListQuery, 'cursor'> & { cursor: string | null }
+
+/** What a cursor says it was made for: the sort it pages (id ascending without one). */
+export const sortTag = (sort: ListQuery['sort']) => (sort ? `${sort.field}:${sort.dir}` : 'id:asc')
 
 /** The query-string keys this module reads (list routes accept them beside their own). */
 export const PAGINATION_KEYS = ['cursor', 'per_page', 'page'] as const
@@ -31,23 +37,12 @@ export function isListParam(key: string): boolean {
   return BRACKET.test(key) || (PAGINATION_KEYS as readonly string[]).includes(key)
 }
 
-/** `parseListQuery` with the spec and secret kept beside the result, for the repository and `toPage`. */
-export function listRequest(
+export function parseListValues(
   spec: ListSpec,
   query: Record<string, unknown>,
-  secret: string,
-  bound: Record<string, unknown> = {},
-): ListRequest {
-  return { spec, query: parseListQuery(spec, query, secret, bound), secret }
-}
-
-export function parseListQuery(
-  spec: ListSpec,
-  query: Record<string, unknown>,
-  secret: string,
   /** Other parameters that shape the result (user_id …): a cursor is valid only with the same. */
   bound: Record<string, unknown> = {},
-): ListQuery {
+): ListValues {
   const perPage = parsePerPage(query['per_page'])
   let sort: ListQuery['sort'] = null
   const filters: ListQuery['filters'] = []
@@ -89,12 +84,11 @@ export function parseListQuery(
     .digest('base64url')
     .slice(0, 22)
 
-  let cursor: ListQuery['cursor'] = null
+  let cursor: string | null = null
   const rawCursor = query['cursor']
   if (rawCursor !== undefined && rawCursor !== '') {
     if (typeof rawCursor !== 'string') throw ERRORS.invalidCursor('cursor must be a string')
-    cursor = decodeCursor(rawCursor, secret, binding, sortTag(sort))
-    if (cursor.dir === 'prev' && spec.forwardOnly) throw ERRORS.invalidCursor('This list pages forward only')
+    cursor = rawCursor
   }
   return { perPage, sort, filters, cursor, binding }
 }

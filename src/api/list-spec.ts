@@ -3,7 +3,7 @@ import type { Expression } from 'kysely'
 /**
  * What a list endpoint lets its callers sort and filter by, and the values a list request comes
  * down to: the declarations every front end and every repository share. Parsing is in
- * list-query.ts, cursors in list-cursor.ts, the SQL in db/list-sql.ts.
+ * list-query.ts; the signed cursors are in db/list-cursor.ts, the SQL in db/list-sql.ts.
  */
 
 export type FieldType = 'integer' | 'string' | 'datetime' | 'boolean'

@@ -1,5 +1,4 @@
 import { type Expression, type SelectQueryBuilder, type SqlBool, sql } from 'kysely'
-import { toPage } from '../api/list-cursor.js'
 import {
   type ListField,
   type ListQuery,
@@ -8,6 +7,7 @@ import {
   listField,
   type Page,
 } from '../api/list-spec.js'
+import { toPage } from './list-cursor.js'
 
 /**
  * A list request (api/list-query.ts) as SQL: its filters, the keyset condition of its cursor, its

@@ -3,7 +3,8 @@ import type { Page } from '../api/list-spec.js'
 
 /**
  * What a list page looks like over HTTP: its records are the body, its cursors go in headers.
- * The list query itself (parsing, cursors) is in api/list-query.ts, its SQL in db/list-sql.ts.
+ * The list query itself is parsed in api/list-query.ts, its cursors signed in db/list-cursor.ts
+ * and its SQL built in db/list-sql.ts.
  */
 
 /** The cursor headers, with the Files.com names the SDKs read. */

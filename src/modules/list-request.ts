@@ -1,5 +1,5 @@
-import { listRequest } from '../api/list-query.js'
 import type { ListRequest, ListSpec } from '../api/list-spec.js'
+import { listRequest } from '../db/list-cursor.js'
 import type { SiteSecrets } from './sites/site-secrets.js'
 
 /**

@@ -1,5 +1,5 @@
-import { pageInMemory } from '../../api/list-in-memory.js'
 import { type ListSpec, mapPage, type Page } from '../../api/list-spec.js'
+import { pageInMemory } from '../../db/list-in-memory.js'
 import type { Principal } from '../auth/principal.js'
 import { readListRequest } from '../list-request.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'

@@ -1,13 +1,39 @@
+import { ERRORS } from '../api/error-factories.js'
+import { parseListValues, sortTag } from '../api/list-query.js'
+import { type ListQuery, type ListRequest, type ListSpec, listField, type Page } from '../api/list-spec.js'
 import { hmac, safeEqual } from '../security/secrets.js'
-import { ERRORS } from './error-factories.js'
-import { type ListQuery, type ListSpec, listField, type Page } from './list-spec.js'
 
 /**
- * Cursors are signed, bound to the query that produced them, and carry the last row's sort key,
- * so page N costs what page 1 costs.
+ * Keyset cursors: signed with the site's secret, bound to the query that produced them, and
+ * carrying the last row's sort key, so page N costs what page 1 costs.
  */
 
-export const sortTag = (sort: ListQuery['sort']) => (sort ? `${sort.field}:${sort.dir}` : 'id:asc')
+/** The list query of a request, its cursor verified: every check of api/list-query.ts, then the cursor's. */
+export function parseListQuery(
+  spec: ListSpec,
+  query: Record<string, unknown>,
+  secret: string,
+  /** Other parameters that shape the result (user_id …): a cursor is valid only with the same. */
+  bound: Record<string, unknown> = {},
+): ListQuery {
+  const values = parseListValues(spec, query, bound)
+  let cursor: ListQuery['cursor'] = null
+  if (values.cursor !== null) {
+    cursor = decodeCursor(values.cursor, secret, values.binding, sortTag(values.sort))
+    if (cursor.dir === 'prev' && spec.forwardOnly) throw ERRORS.invalidCursor('This list pages forward only')
+  }
+  return { ...values, cursor }
+}
+
+/** `parseListQuery` with the spec and secret kept beside the result, for the repository and `toPage`. */
+export function listRequest(
+  spec: ListSpec,
+  query: Record<string, unknown>,
+  secret: string,
+  bound: Record<string, unknown> = {},
+): ListRequest {
+  return { spec, query: parseListQuery(spec, query, secret, bound), secret }
+}
 
 interface CursorPayload {
   b: string
@@ -21,7 +47,7 @@ function encodeCursor(p: CursorPayload, secret: string): string {
   return `${body}.${hmac(secret, `cursor:${body}`)}`
 }
 
-export function decodeCursor(
+function decodeCursor(
   raw: string,
   secret: string,
   binding: string,

@@ -1,5 +1,5 @@
+import { type ListQuery, type ListSpec, listField, type Page } from '../api/list-spec.js'
 import { toPage } from './list-cursor.js'
-import { type ListQuery, type ListSpec, listField, type Page } from './list-spec.js'
 
 /**
  * `applyListQuery` for a list held in memory (the app catalog): the same filters, order and keyset
