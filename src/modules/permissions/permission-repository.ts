@@ -76,6 +76,16 @@ export class PermissionRepository extends Repository {
     return this.withUser(siteId).where('permissions.id', '=', id).executeTakeFirst()
   }
 
+  /** Every permission granted to the user: what file access is computed from. */
+  grantsOf(siteId: number, userId: number): Promise<{ path: string; permission: string }[]> {
+    return this.db
+      .selectFrom('permissions')
+      .select(['path', 'permission'])
+      .where('site_id', '=', siteId)
+      .where('user_id', '=', userId)
+      .execute()
+  }
+
   adminFolders(siteId: number, userId: number): Promise<string[]> {
     return adminFolders(this.db, siteId, userId)
   }
