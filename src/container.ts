@@ -33,6 +33,7 @@ import { UploadParts } from './modules/files/upload-parts.js'
 import { UploadService } from './modules/files/upload-service.js'
 import { HistoryService } from './modules/history/history-service.js'
 import { PermissionService } from './modules/permissions/permission-service.js'
+import { createRepositories } from './modules/repositories.js'
 import { SessionService } from './modules/sessions/session-service.js'
 import { SiteSecrets } from './modules/sites/site-secrets.js'
 import { type BootstrapResult, bootstrapSite, type SiteRow } from './modules/sites/site-service.js'
@@ -128,15 +129,16 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
   })
   try {
     await database.migrate()
-    const bootstrap = await bootstrapSite(database.db, config, now())
-    const { db } = database
+    const { db, dialect } = database
+    const repos = createRepositories(db, dialect)
+    const bootstrap = await bootstrapSite(repos.sites, repos.users, config, now())
     const site = bootstrap.site
-    const sessions = new SessionService(db, config, now)
+    const sessions = new SessionService(repos.sessions, repos.users, config, now)
     const identities = new IdentityCache(config.authCacheSeconds * 1000)
-    const secrets = new SiteSecrets(db)
+    const secrets = new SiteSecrets(repos.sites)
     const local = new LocalBlobStore(path.join(config.dataDir, 'storage'))
     const blobs = guardStorageFull(opts.wrapBlobStore ? opts.wrapBlobStore(local) : local)
-    const fileAccess = new FileAccess(db)
+    const fileAccess = new FileAccess(repos.permissions)
     const heldReads = new HeldActions(opts.logger)
     const janitor = new BlobJanitor(db, blobs, now, { logger: opts.logger })
     const hooks = config.webhooks
@@ -184,14 +186,14 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     )
     const exportRetention = new ExportRetention(db, config.exports.retentionDays, now, opts.logger)
     const services: Services = {
-      auth: new AuthService(db, config, now, identities),
-      apiKeys: new ApiKeyService(db, config, secrets, now, identities),
+      auth: new AuthService(repos.apiKeys, repos.users, repos.sessions, config, now, identities),
+      apiKeys: new ApiKeyService(repos.apiKeys, repos.users, config, secrets, now, identities),
       sessions,
-      users: new UserService(db, sessions, secrets, now, identities),
-      permissions: new PermissionService(db, secrets, now),
+      users: new UserService(repos.users, sessions, secrets, now, identities),
+      permissions: new PermissionService(repos.permissions, repos.users, secrets, now),
       uploads: new UploadService(
         db,
-        database.dialect.name,
+        database.dialect,
         blobs,
         new UploadParts(db, blobs, secrets, config, now),
         fileAccess,
@@ -199,13 +201,13 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       ),
       downloads: new DownloadService(db, blobs, secrets, fileAccess, config, now, heldReads),
       fileAccess,
-      folders: new FolderService(db, database.dialect.name, fileAccess, secrets, now),
-      fileOps: new FileOperations(db, database.dialect.name, blobs, fileAccess, now),
-      history: new HistoryService(db, database.dialect.name, fileAccess, secrets, now),
+      folders: new FolderService(db, database.dialect, fileAccess, secrets, now),
+      fileOps: new FileOperations(db, database.dialect, blobs, fileAccess, now),
+      history: new HistoryService(repos.history, fileAccess, secrets, now),
       webhookSettings: new WebhookSettingsService(db, new AddressGuard(hooks.allowedCidrs), now),
       webhooks: new WebhookService(db, dispatcher, retryPolicy, leaseMs, now),
-      billing: new BillingService(db, config, secrets, now),
-      billingLedger: new BillingLedger(db, now),
+      billing: new BillingService(repos.billing, config, secrets, now),
+      billingLedger: new BillingLedger(repos.billing, now),
       apps: new AppService(apps, secrets, () => config.baseUrl),
       exports: new ExportService(db, database.dialect.name, blobs, secrets, () => config.baseUrl, now),
     }

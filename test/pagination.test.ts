@@ -1,11 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  applyListQuery,
-  type ListSpec,
-  parseListQuery,
-  setCursorHeaders,
-  toPage,
-} from '../src/http/pagination.js'
+import type { ListSpec } from '../src/api/list-spec.js'
+import { parseListQuery, toPage } from '../src/db/list-cursor.js'
+import { applyListQuery } from '../src/db/list-sql.js'
+import { setCursorHeaders } from '../src/http/pagination.js'
 import { call, dialects, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'
 
 const DAY = 86_400_000

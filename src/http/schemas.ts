@@ -1,7 +1,7 @@
 import { type TOptional, type TSchema, Type } from '@sinclair/typebox'
 import { DATE_TIME_FORMS } from '../api/datetime.js'
+import { type FieldType, type FilterOp, MAX_PER_PAGE, OPS_BY_TYPE } from '../api/list-spec.js'
 import { checked, exclusive, MAX_PATH_LENGTH, NEW_PATH_PATTERN, PATH_PATTERN } from './field-checks.js'
-import { type FieldType, type FilterOp, MAX_PER_PAGE, OPS_BY_TYPE } from './pagination.js'
 
 /** A field that may be null: JSON keeps the null, Swagger 2 marks it x-nullable. */
 export const Nullable = <T extends TSchema>(t: T) =>

@@ -71,6 +71,6 @@ export function safeEqual(a: string, b: string): boolean {
 /** A generated password for the bootstrap admin: 24 characters from an unambiguous alphabet. */
 export function generatePassword(): string {
   const alphabet = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789'
-  const bytes = crypto.randomBytes(24)
-  return Array.from(bytes, (b) => alphabet[b % alphabet.length]).join('')
+  // randomInt draws each character uniformly; a byte modulo 57 would favour the first 28.
+  return Array.from({ length: 24 }, () => alphabet[crypto.randomInt(alphabet.length)]).join('')
 }

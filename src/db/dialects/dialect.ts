@@ -1,4 +1,4 @@
-import type { RawBuilder } from 'kysely'
+import type { Expression, RawBuilder } from 'kysely'
 
 /**
  * What differs between the databases Wharf runs on, in one object per database (Kysely's style:
@@ -27,4 +27,24 @@ export interface SqlDialect {
    * SQLite's lower() folds only ASCII, PostgreSQL's folds all of Unicode.
    */
   lowerLike(pattern: string): string
+  /**
+   * The planner picks indexes without statistics (SQLite without ANALYZE), so a few queries steer
+   * it: `+column`, an expression no index offers, keeps it off that column's index. PostgreSQL
+   * plans from statistics.
+   */
+  readonly indexHints: boolean
+  /**
+   * Paths (up to 5000 characters) are range-indexed by their first this-many characters only: a
+   * B-tree entry must fit a PostgreSQL page (migration 003). Range conditions are then stated on
+   * `substr(column, 1, n)` too, for the index. null: the whole value is indexed (SQLite).
+   */
+  readonly pathIndexPrefix: number | null
+  /** Text compared in byte (code point) order, whatever the database's collation. */
+  byteOrder(text: Expression<string>): RawBuilder<string>
+  /**
+   * A transaction-level advisory lock on a signed 64-bit key (a decimal string), held until the
+   * transaction ends; null where the database has none (SQLite runs one write transaction at a
+   * time, so it needs none).
+   */
+  readonly advisoryLock: ((key: string, mode: 'shared' | 'exclusive') => RawBuilder<unknown>) | null
 }

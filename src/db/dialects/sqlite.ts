@@ -9,4 +9,9 @@ export const SQLITE: SqlDialect = {
   findFunction: 'instr',
   chr: (code) => sql<string>`char(${sql.lit(code)})`,
   lowerLike: (pattern) => pattern.replace(/[A-Z]+/g, (m) => m.toLowerCase()),
+  indexHints: true,
+  pathIndexPrefix: null,
+  // BINARY, SQLite's default collation, already compares code point by code point.
+  byteOrder: (text) => sql<string>`${text}`,
+  advisoryLock: null,
 }

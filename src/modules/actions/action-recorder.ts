@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../../db/schema.js'
 import { enqueueNotification } from '../../webhooks/webhook-outbox.js'
 import type { Principal } from '../auth/principal.js'
+import { insertAction } from './action-repository.js'
 
 export const ACTION_TYPES = [
   'create',
@@ -76,26 +77,22 @@ export async function recordAction(
 ): Promise<number> {
   const path = a.path ?? ''
   const folder = path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : ''
-  const row = await db
-    .insertInto('actions')
-    .values({
-      site_id: ctx.siteId,
-      created_at: now,
-      user_id: a.userId !== undefined ? a.userId : ctx.userId,
-      username: a.username !== undefined ? a.username : ctx.username,
-      action: a.action,
-      path,
-      folder,
-      source: a.source ?? null,
-      destination: a.destination ?? null,
-      display: a.display,
-      ip: ctx.ip,
-      interface: ctx.interface,
-      failure_type: a.failureType ?? null,
-      targets: JSON.stringify(a.targets ?? []),
-    })
-    .returning('id')
-    .executeTakeFirstOrThrow()
-  await enqueueNotification(db, ctx, row.id, { ...a, path }, now)
-  return row.id
+  const id = await insertAction(db, {
+    site_id: ctx.siteId,
+    created_at: now,
+    user_id: a.userId !== undefined ? a.userId : ctx.userId,
+    username: a.username !== undefined ? a.username : ctx.username,
+    action: a.action,
+    path,
+    folder,
+    source: a.source ?? null,
+    destination: a.destination ?? null,
+    display: a.display,
+    ip: ctx.ip,
+    interface: ctx.interface,
+    failure_type: a.failureType ?? null,
+    targets: JSON.stringify(a.targets ?? []),
+  })
+  await enqueueNotification(db, ctx, id, { ...a, path }, now)
+  return id
 }

@@ -1,6 +1,7 @@
-import { pageInMemory } from '../../http/in-memory-list.js'
-import { type ListSpec, type Page, parseListQuery } from '../../http/pagination.js'
+import { type ListSpec, mapPage, type Page } from '../../api/list-spec.js'
+import { pageInMemory } from '../../db/list-in-memory.js'
 import type { Principal } from '../auth/principal.js'
+import { readListRequest } from '../list-request.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import type { App } from './app-catalog.js'
 
@@ -50,10 +51,8 @@ export class AppService {
 
   /** Any authenticated caller may read the catalog; it holds nothing of the site's. */
   async list(p: Principal, query: Record<string, unknown>): Promise<Page<App>> {
-    const secret = await this.secrets.signingSecret(p.siteId)
-    const lq = parseListQuery(APP_LIST, query, secret)
-    const page = pageInMemory(this.rows, APP_LIST, lq, secret)
-    return { ...page, items: page.items.map((r) => this.render(r.app)) }
+    const list = await readListRequest(this.secrets, p.siteId, APP_LIST, query)
+    return mapPage(pageInMemory(this.rows, list.spec, list.query, list.secret), (r) => this.render(r.app))
   }
 
   /** Links written as paths (`/api/rest/v1/swagger_doc`) point at this server: BASE_URL + path. */

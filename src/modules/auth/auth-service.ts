@@ -1,8 +1,9 @@
-import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import type { Config } from '../../config.js'
-import type { Database } from '../../db/schema.js'
 import { tokenHash } from '../../security/secrets.js'
+import type { ApiKeyRepository } from '../api-keys/api-key-repository.js'
+import type { SessionRepository } from '../sessions/session-repository.js'
+import type { UserRepository } from '../users/user-repository.js'
 import { IdentityCache } from './identity-cache.js'
 import type { Interface, PermissionSet, Principal } from './principal.js'
 
@@ -41,7 +42,9 @@ const unauthenticated = (why: string) => ERRORS.authenticationRequired(why)
 
 export class AuthService {
   constructor(
-    private readonly db: Kysely<Database>,
+    private readonly keys: ApiKeyRepository,
+    private readonly users: UserRepository,
+    private readonly sessions: SessionRepository,
     private readonly config: Config,
     private readonly now: () => number = Date.now,
     private readonly cache: IdentityCache = new IdentityCache(0),
@@ -62,20 +65,9 @@ export class AuthService {
     const now = this.now()
     let found = this.cache.get(hash, now)
     if (!found) {
-      const row = await this.db
-        .selectFrom('api_keys')
-        .selectAll()
-        .where('key_hash', '=', hash)
-        .executeTakeFirst()
+      const row = await this.keys.findByHash(hash)
       if (!row) throw unauthenticated('The API key is not valid')
-      const user =
-        row.user_id === null
-          ? null
-          : ((await this.db
-              .selectFrom('users')
-              .selectAll()
-              .where('id', '=', row.user_id)
-              .executeTakeFirst()) ?? null)
+      const user = row.user_id === null ? null : ((await this.users.findById(row.user_id)) ?? null)
       if (row.user_id !== null && !user) throw unauthenticated('The API key belongs to a deleted user')
       this.cache.set(hash, row, user, now)
       found = { row, user, at: now }
@@ -85,14 +77,7 @@ export class AuthService {
     if (user?.disabled) throw unauthenticated('The API key belongs to a disabled user')
     if (row.last_use_at === null || now - row.last_use_at >= LAST_USE_GRANULARITY_MS) {
       // Guarded update: of concurrent requests only one writes, and a crash here loses nothing that matters.
-      await this.db
-        .updateTable('api_keys')
-        .set({ last_use_at: now })
-        .where('id', '=', row.id)
-        .where((eb) =>
-          eb.or([eb('last_use_at', 'is', null), eb('last_use_at', '<=', now - LAST_USE_GRANULARITY_MS)]),
-        )
-        .execute()
+      await this.keys.touchLastUse(row.id, now, now - LAST_USE_GRANULARITY_MS)
       // The cached row is shared: later requests see the write without reading it back.
       row.last_use_at = now
     }
@@ -110,26 +95,17 @@ export class AuthService {
   private async bySession(sessionId: string, ip: string, iface: Interface): Promise<Principal> {
     if (sessionId.length > 200) throw unauthenticated('The session is not valid')
     const hash = tokenHash(sessionId)
-    const row = await this.db
-      .selectFrom('sessions')
-      .innerJoin('users', 'users.id', 'sessions.user_id')
-      .selectAll('users')
-      .select([
-        'sessions.last_active_at as session_last_active_at',
-        'sessions.interface as session_interface',
-      ])
-      .where('sessions.id_hash', '=', hash)
-      .executeTakeFirst()
+    const row = await this.sessions.findWithUser(hash)
     if (!row) throw unauthenticated('The session is not valid or has ended')
     const now = this.now()
     const { session_last_active_at: lastActive, session_interface, ...user } = row
     if (now - lastActive > this.config.sessionIdleMinutes * 60_000) {
-      await this.db.deleteFrom('sessions').where('id_hash', '=', hash).execute()
+      await this.sessions.delete(hash)
       throw unauthenticated('The session has expired')
     }
     if (user.disabled) throw unauthenticated('The user is disabled')
     if (now - lastActive >= SESSION_TOUCH_MS) {
-      await this.db.updateTable('sessions').set({ last_active_at: now }).where('id_hash', '=', hash).execute()
+      await this.sessions.touch(hash, now)
     }
     return {
       siteId: user.site_id,

@@ -1,10 +1,9 @@
-import type { Kysely } from 'kysely'
 import { formatDateTime, parseDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
 import type { ApiError } from '../../api/errors.js'
-import type { Database } from '../../db/schema.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
+import type { BillingRepository } from './billing-repository.js'
 import { MAX_MINOR, parseAmount, parseCurrency, toDecimal } from './money.js'
 
 /** One line of a new invoice; amounts are decimal text ("49.90") so nothing is rounded on the way. */
@@ -41,7 +40,7 @@ const invalid = (message: string) => ERRORS.requestParamsInvalid(message)
  */
 export class BillingLedger {
   constructor(
-    private readonly db: Kysely<Database>,
+    private readonly billing: BillingRepository,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -76,29 +75,24 @@ export class BillingLedger {
     if (total > MAX_MINOR)
       throw invalid(`The invoice's total must be at most ${currency} ${toDecimal(MAX_MINOR, currency)}`)
     const now = this.now()
-    return this.db.transaction().execute(async (trx) => {
-      const { id } = await trx
-        .insertInto('account_line_items')
-        .values({
-          site_id: p.siteId,
-          type: 'invoice',
-          currency,
-          amount_minor: total,
-          balance_minor: total,
-          method: null,
-          payment_type: null,
-          payment_reversed_at: null,
-          created_at: now,
-          updated_at: now,
-        })
-        .returning('id')
-        .executeTakeFirstOrThrow()
-      await trx
-        .insertInto('invoice_line_items')
-        .values(lines.map((l) => ({ ...l, site_id: p.siteId, invoice_id: id, created_at: now })))
-        .execute()
+    return this.billing.transaction(async (tx) => {
+      const id = await tx.insertItem({
+        site_id: p.siteId,
+        type: 'invoice',
+        currency,
+        amount_minor: total,
+        balance_minor: total,
+        method: null,
+        payment_type: null,
+        payment_reversed_at: null,
+        created_at: now,
+        updated_at: now,
+      })
+      await tx.insertInvoiceLines(
+        lines.map((l) => ({ ...l, site_id: p.siteId, invoice_id: id, created_at: now })),
+      )
       await recordAction(
-        trx,
+        tx.db,
         contextOf(p),
         {
           action: 'create',
@@ -128,17 +122,11 @@ export class BillingLedger {
       seen.add(a.invoice_id)
     }
     const now = this.now()
-    return this.db.transaction().execute(async (trx) => {
+    return this.billing.transaction(async (tx) => {
       let left = amount
       const applied: { invoice_id: number; amount_minor: number }[] = []
       for (const a of wanted) {
-        const inv = await trx
-          .selectFrom('account_line_items')
-          .select(['id', 'currency', 'balance_minor'])
-          .where('site_id', '=', p.siteId)
-          .where('type', '=', 'invoice')
-          .where('id', '=', a.invoice_id)
-          .executeTakeFirst()
+        const inv = await tx.findInvoice(p.siteId, a.invoice_id)
         if (!inv) throw ERRORS.notFound(`No invoice with id ${a.invoice_id}`)
         if (inv.currency !== currency)
           throw overApplied(`Invoice #${inv.id} is in ${inv.currency}, the payment in ${currency}`)
@@ -151,15 +139,7 @@ export class BillingLedger {
           throw overApplied(
             `The payment of ${currency} ${toDecimal(amount, currency)} cannot cover ${currency} ${toDecimal(part, currency)} more on invoice #${inv.id}: only ${toDecimal(left, currency)} is left`,
           )
-        // The balance check is in the UPDATE itself: two payments racing for one invoice cannot
-        // both take what it owes.
-        const res = await trx
-          .updateTable('account_line_items')
-          .set((eb) => ({ balance_minor: eb('balance_minor', '-', part), updated_at: now }))
-          .where('id', '=', inv.id)
-          .where('balance_minor', '>=', part)
-          .executeTakeFirst()
-        if (Number(res.numUpdatedRows) !== 1) {
+        if (!(await tx.debitInvoice(inv.id, part, now))) {
           throw overApplied(
             `Invoice #${inv.id} owes ${currency} ${toDecimal(inv.balance_minor, currency)}: applying ${toDecimal(part, currency)} would overpay it`,
           )
@@ -167,31 +147,26 @@ export class BillingLedger {
         left -= part
         applied.push({ invoice_id: inv.id, amount_minor: part })
       }
-      const { id } = await trx
-        .insertInto('account_line_items')
-        .values({
-          site_id: p.siteId,
-          type: 'payment',
-          currency,
-          amount_minor: amount,
-          balance_minor: left,
-          method,
-          payment_type: input.payment_type?.trim() || null,
-          payment_reversed_at: null,
-          created_at: now,
-          updated_at: now,
-        })
-        .returning('id')
-        .executeTakeFirstOrThrow()
+      const id = await tx.insertItem({
+        site_id: p.siteId,
+        type: 'payment',
+        currency,
+        amount_minor: amount,
+        balance_minor: left,
+        method,
+        payment_type: input.payment_type?.trim() || null,
+        payment_reversed_at: null,
+        created_at: now,
+        updated_at: now,
+      })
       if (applied.length) {
-        await trx
-          .insertInto('payment_line_items')
-          .values(applied.map((a) => ({ ...a, site_id: p.siteId, payment_id: id, created_at: now })))
-          .execute()
+        await tx.insertApplications(
+          applied.map((a) => ({ ...a, site_id: p.siteId, payment_id: id, created_at: now })),
+        )
       }
       const onto = applied.map((a) => `#${a.invoice_id}`).join(', ')
       await recordAction(
-        trx,
+        tx.db,
         contextOf(p),
         {
           action: 'create',
@@ -212,40 +187,14 @@ export class BillingLedger {
    */
   async reversePayment(p: Principal, id: number): Promise<void> {
     const now = this.now()
-    await this.db.transaction().execute(async (trx) => {
-      // The check is in the UPDATE itself: two reversals of one payment at once cannot both give
-      // its amounts back to the invoices.
-      const res = await trx
-        .updateTable('account_line_items')
-        .set({ payment_reversed_at: now, balance_minor: 0, updated_at: now })
-        .where('site_id', '=', p.siteId)
-        .where('type', '=', 'payment')
-        .where('id', '=', id)
-        .where('payment_reversed_at', 'is', null)
-        .executeTakeFirst()
-      if (Number(res.numUpdatedRows) !== 1) throw await this.whyNotReversed(trx, p, id)
-      const pay = await trx
-        .selectFrom('account_line_items')
-        .select(['currency', 'amount_minor'])
-        .where('id', '=', id)
-        .executeTakeFirstOrThrow()
-      const applied = await trx
-        .selectFrom('payment_line_items')
-        .select(['invoice_id', (eb) => eb.fn.sum<number | string>('amount_minor').as('amount_minor')])
-        .where('payment_id', '=', id)
-        .groupBy('invoice_id')
-        .orderBy('invoice_id')
-        .execute()
-      for (const a of applied) {
-        await trx
-          .updateTable('account_line_items')
-          .set((eb) => ({ balance_minor: eb('balance_minor', '+', Number(a.amount_minor)), updated_at: now }))
-          .where('id', '=', a.invoice_id)
-          .execute()
-      }
+    await this.billing.transaction(async (tx) => {
+      if (!(await tx.markReversed(p.siteId, id, now))) throw await this.whyNotReversed(tx, p, id)
+      const pay = await tx.payment(id)
+      const applied = await tx.appliedPerInvoice(id)
+      for (const a of applied) await tx.creditInvoice(a.invoice_id, Number(a.amount_minor), now)
       const onto = applied.map((a) => `#${a.invoice_id}`).join(', ')
       await recordAction(
-        trx,
+        tx.db,
         contextOf(p),
         {
           action: 'create',
@@ -258,13 +207,8 @@ export class BillingLedger {
   }
 
   /** Why the reversal's UPDATE touched nothing: no such payment, or reversed already. */
-  private async whyNotReversed(trx: Kysely<Database>, p: Principal, id: number): Promise<ApiError> {
-    const row = await trx
-      .selectFrom('account_line_items')
-      .select(['type', 'payment_reversed_at'])
-      .where('site_id', '=', p.siteId)
-      .where('id', '=', id)
-      .executeTakeFirst()
+  private async whyNotReversed(tx: BillingRepository, p: Principal, id: number): Promise<ApiError> {
+    const row = await tx.typeAndReversal(p.siteId, id)
     if (!row) return ERRORS.notFound(`No payment with id ${id}`)
     if (row.type !== 'payment') return ERRORS.notFound(`#${id} is an invoice, not a payment`)
     const message = `Payment #${id} was already reversed at ${formatDateTime(row.payment_reversed_at)}`

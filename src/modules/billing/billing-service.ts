@@ -1,13 +1,14 @@
-import type { Kysely, Selectable } from 'kysely'
 import { formatDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
+import type { ListSpec } from '../../api/list-spec.js'
 import type { Config } from '../../config.js'
-import type { AccountLineItemsTable, AccountLineItemType, Database } from '../../db/schema.js'
-import { applyListQuery, type ListSpec, type Page, parseListQuery, toPage } from '../../http/pagination.js'
+import type { AccountLineItemType } from '../../db/schema.js'
 import type { Principal } from '../auth/principal.js'
 import { invalidLink } from '../files/signed-link.js'
+import { readListRequest } from '../list-request.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import { billingDocumentUrl, checkBillingDocumentLink } from './billing-link.js'
+import type { AccountLineItemRow, BillingRepository } from './billing-repository.js'
 import { toNumber } from './money.js'
 
 /** InvoiceLineItem, with the Files.com SDK's field names. */
@@ -52,7 +53,7 @@ export interface AccountLineItemJson {
   updated_at: string
 }
 
-type Row = Selectable<AccountLineItemsTable> & { site_name: string }
+type Row = AccountLineItemRow
 
 const listSpec = (type: AccountLineItemType): ListSpec => ({
   name: `${type}s`,
@@ -69,7 +70,7 @@ export const PAYMENT_LIST = listSpec('payment')
  */
 export class BillingService {
   constructor(
-    private readonly db: Kysely<Database>,
+    private readonly billing: BillingRepository,
     private readonly config: Config,
     private readonly secrets: SiteSecrets,
     private readonly now: () => number = Date.now,
@@ -77,11 +78,9 @@ export class BillingService {
 
   async list(p: Principal, type: AccountLineItemType, query: Record<string, unknown>) {
     const spec = type === 'invoice' ? INVOICE_LIST : PAYMENT_LIST
-    const secret = await this.secrets.signingSecret(p.siteId)
-    const lq = parseListQuery(spec, query, secret)
-    const rows = await applyListQuery(this.rows(p.siteId, type), spec, lq).execute()
-    const page: Page<Row> = toPage(rows, spec, lq, secret)
-    return { ...page, items: await this.render(page.items, secret) }
+    const list = await readListRequest(this.secrets, p.siteId, spec, query)
+    const page = await this.billing.page(p.siteId, type, list)
+    return { ...page, items: await this.render(page.items, list.secret) }
   }
 
   async get(p: Principal, type: AccountLineItemType, id: number): Promise<AccountLineItemJson> {
@@ -89,7 +88,7 @@ export class BillingService {
   }
 
   async getInSite(siteId: number, type: AccountLineItemType, id: number): Promise<AccountLineItemJson> {
-    const row = await this.rows(siteId, type).where('account_line_items.id', '=', id).executeTakeFirst()
+    const row = await this.billing.find(siteId, type, id)
     if (!row) throw ERRORS.notFound(`No ${type} with id ${id}`)
     const secret = await this.secrets.signingSecret(siteId)
     const [json] = await this.render([row], secret)
@@ -101,25 +100,11 @@ export class BillingService {
     id: number,
     query: { expires?: string | undefined; signature?: string | undefined },
   ): Promise<AccountLineItemJson> {
-    const row = await this.db
-      .selectFrom('account_line_items')
-      .select(['site_id', 'type'])
-      .where('id', '=', id)
-      .executeTakeFirst()
+    const row = await this.billing.siteAndType(id)
     if (!row) throw invalidLink()
     const secret = await this.secrets.signingSecret(row.site_id)
     checkBillingDocumentLink(secret, row.site_id, id, query, this.now())
     return this.getInSite(row.site_id, row.type, id)
-  }
-
-  private rows(siteId: number, type: AccountLineItemType) {
-    return this.db
-      .selectFrom('account_line_items')
-      .innerJoin('sites', 'sites.id', 'account_line_items.site_id')
-      .selectAll('account_line_items')
-      .select('sites.name as site_name')
-      .where('account_line_items.site_id', '=', siteId)
-      .where('account_line_items.type', '=', type)
   }
 
   /** A page of records with their line items: two queries for the whole page, not two per record. */
@@ -127,26 +112,8 @@ export class BillingService {
     if (rows.length === 0) return []
     const invoiceIds = rows.filter((r) => r.type === 'invoice').map((r) => r.id)
     const paymentIds = rows.filter((r) => r.type === 'payment').map((r) => r.id)
-    const lines = invoiceIds.length
-      ? await this.db
-          .selectFrom('invoice_line_items')
-          .selectAll()
-          .where('invoice_id', 'in', invoiceIds)
-          .orderBy('id')
-          .execute()
-      : []
-    const applications = await this.db
-      .selectFrom('payment_line_items as pl')
-      .innerJoin('account_line_items as pay', 'pay.id', 'pl.payment_id')
-      .select(['pl.payment_id', 'pl.invoice_id', 'pl.amount_minor', 'pl.created_at', 'pay.currency'])
-      .where((eb) =>
-        eb.or([
-          ...(invoiceIds.length ? [eb('pl.invoice_id', 'in', invoiceIds)] : []),
-          ...(paymentIds.length ? [eb('pl.payment_id', 'in', paymentIds)] : []),
-        ]),
-      )
-      .orderBy('pl.id')
-      .execute()
+    const lines = await this.billing.invoiceLines(invoiceIds)
+    const applications = await this.billing.applications(invoiceIds, paymentIds)
     const expires = Math.floor(this.now() / 1000) + this.config.files.downloadUrlSeconds
     return rows.map((r) => ({
       id: r.id,

@@ -1,6 +1,7 @@
 import type { Kysely, Transaction } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import type { ApiError } from '../../api/errors.js'
+import type { SqlDialect } from '../../db/dialects/dialect.js'
 import type { Database } from '../../db/schema.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
@@ -13,7 +14,7 @@ import { normalizeExistingPath, normalizeNewPath } from './new-paths.js'
 /** What copy and move need from the container. */
 export interface OperationDeps {
   db: Kysely<Database>
-  dialect: 'sqlite' | 'postgres'
+  dialect: SqlDialect
   now: () => number
 }
 
@@ -139,6 +140,3 @@ export function rebase(path: string, sourceDepth: number, base: string): string 
   const rest = path.split('/').slice(sourceDepth)
   return rest.length === 0 ? base : `${base}/${rest.join('/')}`
 }
-
-/** Characters as SQL counts them (code points), not UTF-16 units as JavaScript does. */
-export const sqlLength = (s: string) => [...s].length

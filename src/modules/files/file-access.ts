@@ -1,9 +1,8 @@
-import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
-import type { Database } from '../../db/schema.js'
 import { isSiteAdmin, type Principal } from '../auth/principal.js'
 import { isWithin } from '../paths.js'
+import type { PermissionRepository } from '../permissions/permission-repository.js'
 
 /**
  * What a caller may do at a path:
@@ -123,17 +122,12 @@ export class AccessView {
 }
 
 export class FileAccess {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(private readonly permissions: PermissionRepository) {}
 
   async of(p: Principal): Promise<AccessView> {
     const keyPath = p.apiKey?.path ? p.apiKey.path : null
     if (isSiteAdmin(p)) return new AccessView(null, keyPath)
-    const rows = await this.db
-      .selectFrom('permissions')
-      .select(['path', 'permission'])
-      .where('site_id', '=', p.siteId)
-      .where('user_id', '=', p.user!.id)
-      .execute()
+    const rows = await this.permissions.grantsOf(p.siteId, p.user!.id)
     return new AccessView(
       rows.map((r) => ({ path: r.path, caps: GRANTS[r.permission] ?? [] })),
       keyPath,

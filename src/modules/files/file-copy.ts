@@ -73,7 +73,7 @@ export async function copyPath(d: Deps, p: Principal, rawPath: string, input: Co
 
   let rows = [source]
   if (source.type === 'directory') {
-    const inside = await descendants(d.db, p.siteId, source.path_lower)
+    const inside = await descendants(d.db, d.dialect, p.siteId, source.path_lower)
       .selectAll()
       .orderBy('path_lower')
       .execute()
@@ -94,7 +94,9 @@ export async function copyPath(d: Deps, p: Principal, rawPath: string, input: Co
     if (existing) {
       present.set(existing.path_lower, existing)
       if (existing.type === 'directory') {
-        for (const r of await descendants(trx, p.siteId, existing.path_lower).selectAll().execute()) {
+        for (const r of await descendants(trx, d.dialect, p.siteId, existing.path_lower)
+          .selectAll()
+          .execute()) {
           present.set(r.path_lower, r)
         }
       }

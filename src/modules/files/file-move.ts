@@ -1,5 +1,6 @@
-import { sql, type Transaction } from 'kysely'
+import type { Transaction } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
+import type { SqlDialect } from '../../db/dialects/dialect.js'
 import type { Database } from '../../db/schema.js'
 import { contextOf } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
@@ -10,7 +11,6 @@ import {
   rebase,
   recordTransfer,
   refuseOwnSubtree,
-  sqlLength,
   storedSpelling,
   typeClash,
 } from './destination-rules.js'
@@ -20,13 +20,12 @@ import {
   ensureParents,
   type FileRow,
   findByPath,
-  insideFolder,
-  isPostgres,
   lockPaths,
   nameOf,
   parentOf,
   queueBlobDeletion,
 } from './file-repository.js'
+import { rewriteInside } from './folder-repository.js'
 import { authorOf } from './new-paths.js'
 
 export interface MoveInput {
@@ -65,7 +64,7 @@ export async function movePath(d: Deps, p: Principal, rawPath: string, input: Mo
 
     let target: FileRow
     if (existing?.type === 'directory') {
-      await mergeInto(trx, p.siteId, source, existing, now)
+      await mergeInto(trx, d.dialect, p.siteId, source, existing, now)
       target = existing
     } else {
       if (existing) {
@@ -85,7 +84,7 @@ export async function movePath(d: Deps, p: Principal, rawPath: string, input: Mo
         .execute()
       target = { ...source, name: nameOf(base) }
     }
-    if (source.type === 'directory') await rewriteInside(trx, p.siteId, source, base)
+    if (source.type === 'directory') await rewriteInside(trx, d.dialect, p.siteId, source, base)
     await recordTransfer(trx, ctx, 'move', source, base, target, now)
   })
 }
@@ -98,18 +97,19 @@ export async function movePath(d: Deps, p: Principal, rawPath: string, input: Mo
  */
 async function mergeInto(
   trx: Transaction<Database>,
+  dialect: SqlDialect,
   siteId: number,
   source: FileRow,
   existing: FileRow,
   now: number,
 ): Promise<void> {
   const present = new Map<string, FileRow>()
-  for (const r of await descendants(trx, siteId, existing.path_lower).selectAll().execute()) {
+  for (const r of await descendants(trx, dialect, siteId, existing.path_lower).selectAll().execute()) {
     present.set(r.path_lower, r)
   }
   const depth = source.path.split('/').length
   const drop = [source.id]
-  for (const r of await descendants(trx, siteId, source.path_lower).selectAll().execute()) {
+  for (const r of await descendants(trx, dialect, siteId, source.path_lower).selectAll().execute()) {
     const there = present.get(rebase(r.path_lower, depth, existing.path_lower))
     if (!there) continue
     if (there.type !== r.type) throw typeClash(there, r, 'moved')
@@ -126,29 +126,4 @@ async function mergeInto(
       .where('id', 'in', drop.slice(i, i + BATCH))
       .execute()
   }
-}
-
-/** Rewrites the paths of everything inside `source` to lie under `base` instead. */
-async function rewriteInside(
-  trx: Transaction<Database>,
-  siteId: number,
-  source: FileRow,
-  base: string,
-): Promise<void> {
-  const oldLower = source.path_lower
-  const baseLower = base.toLowerCase()
-  // Positions count characters, as SQL's substr does; the stored spelling of a folder's children
-  // has as many characters as the folder's own path.
-  const from = sqlLength(source.path) + 1
-  const fromLower = sqlLength(oldLower) + 1
-  await trx
-    .updateTable('files')
-    .set({
-      path: sql<string>`cast(${base} as text) || substr(path, cast(${from} as integer))`,
-      path_lower: sql<string>`cast(${baseLower} as text) || substr(path_lower, cast(${fromLower} as integer))`,
-      parent_lower: sql<string>`cast(${baseLower} as text) || substr(parent_lower, cast(${fromLower} as integer))`,
-    })
-    .where('site_id', '=', siteId)
-    .where(insideFolder(oldLower, isPostgres(trx)))
-    .execute()
 }

@@ -1,6 +1,7 @@
-import { type Kysely, sql } from 'kysely'
+import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import type { BlobStore } from '../../blobs/blob-store.js'
+import type { SqlDialect } from '../../db/dialects/dialect.js'
 import type { Database } from '../../db/schema.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
@@ -14,11 +15,10 @@ import {
   fileTargets,
   findById,
   findByPath,
-  insideFolder,
-  isPostgres,
   lockPath,
   queueBlobDeletion,
 } from './file-repository.js'
+import { deleteInside } from './folder-repository.js'
 import { normalizeExistingPath } from './new-paths.js'
 
 export interface DeleteInput {
@@ -34,7 +34,7 @@ export class FileOperations {
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly dialect: 'sqlite' | 'postgres',
+    private readonly dialect: SqlDialect,
     blobs: BlobStore,
     private readonly fileAccess: FileAccess,
     private readonly now: () => number = Date.now,
@@ -84,30 +84,17 @@ export class FileOperations {
         throw ERRORS.fileNotFound(`${path} not found`)
       }
       if (row.type === 'directory') {
-        const inside = await descendants(trx, siteId, row.path_lower).select('id').limit(1).executeTakeFirst()
+        const inside = await descendants(trx, this.dialect, siteId, row.path_lower)
+          .select('id')
+          .limit(1)
+          .executeTakeFirst()
         if (inside && !recursive) {
           throw ERRORS.folderNotEmpty(
             `${row.path} is not empty (send recursive=true to delete it with its contents)`,
           )
         }
         if (inside) {
-          await trx
-            .insertInto('blob_garbage')
-            .columns(['blob_key', 'created_at'])
-            .expression(
-              descendants(trx, siteId, row.path_lower)
-                .where('blob_key', 'is not', null)
-                .select([
-                  sql<string>`blob_key`.as('blob_key'),
-                  sql<number>`${sql.lit(now)}`.as('created_at'),
-                ]),
-            )
-            .execute()
-          await trx
-            .deleteFrom('files')
-            .where('site_id', '=', siteId)
-            .where(insideFolder(row.path_lower, isPostgres(trx)))
-            .execute()
+          await deleteInside(trx, this.dialect, siteId, row.path_lower, now)
         }
       } else if (row.blob_key) {
         await queueBlobDeletion(trx, row.blob_key, now)

@@ -1,14 +1,7 @@
 import crypto from 'node:crypto'
-import {
-  type Expression,
-  type Kysely,
-  PostgresAdapter,
-  type Selectable,
-  type SqlBool,
-  sql,
-  type Transaction,
-} from 'kysely'
+import { type Expression, type Kysely, type Selectable, type SqlBool, sql, type Transaction } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
+import type { SqlDialect } from '../../db/dialects/dialect.js'
 import type { Database, FilesTable } from '../../db/schema.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
 import { describeFileAction } from './file-display.js'
@@ -18,7 +11,7 @@ import { describeFileAction } from './file-display.js'
  * given) or by id. Shared by the upload, download and folder services.
  */
 export type FileRow = Selectable<FilesTable>
-type Db = Kysely<Database> | Transaction<Database>
+export type Db = Kysely<Database> | Transaction<Database>
 
 /** Who made a change, for the created_by / last_modified_by columns. */
 export interface Author {
@@ -54,41 +47,35 @@ export async function findById(db: Db, siteId: number, id: number): Promise<File
 }
 
 /** Rows strictly inside a folder (every depth), via the path_lower range `folder/` … `folder0`. */
-export function descendants(db: Db, siteId: number, folderLower: string) {
+export function descendants(db: Db, dialect: SqlDialect, siteId: number, folderLower: string) {
   const q = db.selectFrom('files').where('site_id', '=', siteId)
-  return folderLower === '' ? q : q.where(insideFolder(folderLower, isPostgres(db)))
+  return folderLower === '' ? q : q.where(insideFolder(folderLower, dialect))
 }
-
-/** Characters of path_lower that PostgreSQL's range index on files holds (migration 003). */
-const INDEXED_PREFIX = 500
 
 /**
  * `path_lower` lies strictly inside the folder: the range `folder/` … `folder0` ('0' follows
- * '/'). On PostgreSQL the same range is also stated on the indexed prefix of the path, the only
- * B-tree there (a whole path may be too long for one).
+ * '/'). Where only a prefix of the path is range-indexed (PostgreSQL, migration 003: a whole path
+ * may be too long for a B-tree) the same range is also stated on that prefix, for the index.
  */
-export function insideFolder(folderLower: string, postgres: boolean): Expression<SqlBool> {
+export function insideFolder(folderLower: string, dialect: SqlDialect): Expression<SqlBool> {
   const lo = `${folderLower}/`
   const hi = `${folderLower}0`
   const exact = sql<SqlBool>`path_lower > ${lo} and path_lower < ${hi}`
-  if (!postgres) return exact
-  const cut = (v: string) => [...v].slice(0, INDEXED_PREFIX).join('')
-  return sql<SqlBool>`substr(path_lower, 1, ${sql.lit(INDEXED_PREFIX)}) >= ${cut(lo)} and substr(path_lower, 1, ${sql.lit(INDEXED_PREFIX)}) <= ${cut(hi)} and ${exact}`
-}
-
-export function isPostgres(db: Db): boolean {
-  return db.getExecutor().adapter instanceof PostgresAdapter
+  const length = dialect.pathIndexPrefix
+  if (length === null) return exact
+  const cut = (v: string) => [...v].slice(0, length).join('')
+  return sql<SqlBool>`substr(path_lower, 1, ${sql.lit(length)}) >= ${cut(lo)} and substr(path_lower, 1, ${sql.lit(length)}) <= ${cut(hi)} and ${exact}`
 }
 
 /**
  * Serialises writers of a path inside a transaction: an exclusive lock on the path and a shared
  * one on every folder above it, so a change inside a folder and the deletion or move of that
- * folder wait for each other while two uploads into one folder do not. PostgreSQL takes
- * transaction-level advisory locks; SQLite runs one write transaction at a time anyway.
+ * folder wait for each other while two uploads into one folder do not. Transaction-level advisory
+ * locks where the database has them (PostgreSQL); SQLite runs one write transaction at a time anyway.
  */
 export async function lockPath(
   trx: Transaction<Database>,
-  dialect: 'sqlite' | 'postgres',
+  dialect: SqlDialect,
   siteId: number,
   path: string,
 ): Promise<void> {
@@ -101,11 +88,12 @@ export async function lockPath(
  */
 export async function lockPaths(
   trx: Transaction<Database>,
-  dialect: 'sqlite' | 'postgres',
+  dialect: SqlDialect,
   siteId: number,
   paths: string[],
 ): Promise<void> {
-  if (dialect !== 'postgres') return
+  const lock = dialect.advisoryLock
+  if (lock === null) return
   const modes = new Map<string, 'shared' | 'exclusive'>()
   for (const path of paths) {
     const parts = path.toLowerCase().split('/')
@@ -117,10 +105,7 @@ export async function lockPaths(
   }
   const locks = [...modes].map(([p, mode]) => ({ key: lockKey(siteId, p), mode }))
   locks.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
-  for (const { key, mode } of locks) {
-    if (mode === 'exclusive') await sql`select pg_advisory_xact_lock(${key})`.execute(trx)
-    else await sql`select pg_advisory_xact_lock_shared(${key})`.execute(trx)
-  }
+  for (const { key, mode } of locks) await lock(key, mode).execute(trx)
 }
 
 /** A signed 64-bit advisory-lock key for a site's path (as a decimal string, for pg's int8). */

@@ -1,22 +1,18 @@
-import { type Kysely, type SqlBool, sql } from 'kysely'
+import type { Kysely } from 'kysely'
 import { parseDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
+import { type ListSpec, mapPage, type Page } from '../../api/list-spec.js'
+import type { SqlDialect } from '../../db/dialects/dialect.js'
 import type { Database } from '../../db/schema.js'
-import { applyListQuery, type ListSpec, type Page, parseListQuery, toPage } from '../../http/pagination.js'
 import { contextOf } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
+import { readListRequest } from '../list-request.js'
 import { normalizePath } from '../paths.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import type { FileAccess } from './file-access.js'
 import { type FileJson, toFileJson } from './file-json.js'
-import {
-  ensureParents,
-  findByPath,
-  insertFolder,
-  insideFolder,
-  isPostgres,
-  lockPath,
-} from './file-repository.js'
+import { ensureParents, findByPath, insertFolder, lockPath } from './file-repository.js'
+import { folderPage } from './folder-repository.js'
 import { listableRegions, visibleChildren } from './folder-visibility.js'
 import { authorOf, normalizeNewPath } from './new-paths.js'
 
@@ -45,14 +41,11 @@ export interface MkdirInput {
   provided_mtime?: string | null
 }
 
-/** `%`, `_` and `\` of a search text are literal characters, not LIKE wildcards. */
-const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
-
 /** Listing folders (GET /folders/{path}) and creating them (POST /folders/{path}). */
 export class FolderService {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly dialect: 'sqlite' | 'postgres',
+    private readonly dialect: SqlDialect,
     private readonly fileAccess: FileAccess,
     private readonly secrets: SiteSecrets,
     private readonly now: () => number = Date.now,
@@ -90,8 +83,7 @@ export class FolderService {
       }
     }
 
-    const secret = await this.secrets.signingSecret(p.siteId)
-    const lq = parseListQuery(FOLDER_LIST, query, secret, {
+    const list = await readListRequest(this.secrets, p.siteId, FOLDER_LIST, query, {
       path: path.toLowerCase(),
       search,
       searchAll,
@@ -100,34 +92,22 @@ export class FolderService {
     })
 
     const pathLower = path.toLowerCase()
-    let q = this.db.selectFrom('files').selectAll().where('site_id', '=', p.siteId)
+    const scope = searchAll ? '' : pathLower
+    let regions: string[] | undefined
+    let children: string[] | undefined
     if (search !== '') {
-      const scope = searchAll ? '' : pathLower
-      if (scope !== '') {
-        q = q.where(insideFolder(scope, isPostgres(this.db)))
-      }
-      q = q.where(sql<SqlBool>`lower(name) like ${`%${escapeLike(search.toLowerCase())}%`} escape '\\'`)
       if (!access.can(scope, 'list')) {
-        const regions = listableRegions(access, scope)
+        regions = listableRegions(access, scope)
         if (regions.length === 0) return { items: [], next: null, prev: null }
-        q = q.where((eb) =>
-          eb.or(regions.flatMap((r) => [eb('path_lower', '=', r), insideFolder(r, isPostgres(this.db))])),
-        )
       }
-    } else {
-      q = q.where('parent_lower', '=', pathLower)
-      if (!full) {
-        const children = visibleChildren(access, path)
-        if (children.length === 0) return { items: [], next: null, prev: null }
-        q = q.where('path_lower', 'in', children)
-      }
+    } else if (!full) {
+      children = visibleChildren(access, path)
+      if (children.length === 0) return { items: [], next: null, prev: null }
     }
-    if (query.type !== undefined) q = q.where('type', '=', query.type === 'folder' ? 'directory' : 'file')
-    if (modifiedAfter !== null) q = q.where('mtime', '>', modifiedAfter)
-
-    const rows = await applyListQuery(q, FOLDER_LIST, lq).execute()
-    const page = toPage(rows, FOLDER_LIST, lq, secret)
-    return { ...page, items: page.items.map((r) => toFileJson(r, access)) }
+    const type = query.type === undefined ? undefined : query.type === 'folder' ? 'directory' : 'file'
+    const listing = { search, pathLower, scope, regions, children, type, modifiedAfter } as const
+    const page = await folderPage(this.db, this.dialect, p.siteId, listing, list)
+    return mapPage(page, (r) => toFileJson(r, access))
   }
 
   /**

@@ -2,6 +2,7 @@ import { Readable } from 'node:stream'
 import type { Kysely, Transaction } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import { type BlobInfo, type BlobStore, StagedPartError } from '../../blobs/blob-store.js'
+import type { SqlDialect } from '../../db/dialects/dialect.js'
 import { isUniqueViolation } from '../../db/errors.js'
 import type { Database } from '../../db/schema.js'
 import { randomHex } from '../../security/secrets.js'
@@ -36,7 +37,7 @@ export type { UploadOptions }
 export class UploadService {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly dialect: 'sqlite' | 'postgres',
+    private readonly dialect: SqlDialect,
     private readonly blobs: BlobStore,
     /** The part URLs and the bytes sent to them (PUT /upload_parts). */
     readonly parts: UploadParts,

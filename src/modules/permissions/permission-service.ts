@@ -1,25 +1,20 @@
-import {
-  type Expression,
-  type ExpressionBuilder,
-  type Kysely,
-  type Selectable,
-  type SqlBool,
-  sql,
-} from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
-import { isUniqueViolation } from '../../db/errors.js'
-import type { Database, PermissionsTable } from '../../db/schema.js'
-import { applyListQuery, type ListSpec, type Page, parseListQuery, toPage } from '../../http/pagination.js'
+import { type ListSpec, mapPage, type Page } from '../../api/list-spec.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { isSiteAdmin, type Principal } from '../auth/principal.js'
+import { readListRequest } from '../list-request.js'
 import { isWithin, normalizePath } from '../paths.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
+import type { UserRepository } from '../users/user-repository.js'
+import type { PermissionRepository, PermissionRow } from './permission-repository.js'
+
+export { adminFolders } from './permission-repository.js'
 
 export const PERMISSIONS = ['full', 'readonly', 'writeonly', 'list', 'history', 'admin'] as const
 export type PermissionType = (typeof PERMISSIONS)[number]
 
-type Row = Selectable<PermissionsTable> & { username: string | null }
+type Row = PermissionRow
 
 /** The Permission resource (Files.com fields; Wharf has no groups yet, and every permission is recursive). */
 export interface PermissionJson {
@@ -56,27 +51,6 @@ export const PERMISSION_LIST: ListSpec = {
   },
 }
 
-/**
- * The folders a user administers (permission `admin`, which reaches everything inside). Folders
- * inside another listed folder are left out. Site admins are not special here: callers check
- * `isSiteAdmin` first.
- */
-export async function adminFolders(db: Kysely<Database>, siteId: number, userId: number): Promise<string[]> {
-  const rows = await db
-    .selectFrom('permissions')
-    .select('path')
-    .where('site_id', '=', siteId)
-    .where('user_id', '=', userId)
-    .where('permission', '=', 'admin')
-    .execute()
-  const paths = [...new Set(rows.map((r) => r.path))].sort(
-    (a, b) => a.length - b.length || a.localeCompare(b),
-  )
-  const out: string[] = []
-  for (const p of paths) if (!out.some((f) => isWithin(p, f))) out.push(p)
-  return out
-}
-
 /** Who the caller may manage permissions for: everything, or the inside of some folders. */
 type Scope = { all: true } | { all: false; userId: number; folders: string[] }
 
@@ -97,7 +71,8 @@ export function toPermissionJson(row: Row): PermissionJson {
 
 export class PermissionService {
   constructor(
-    readonly db: Kysely<Database>,
+    readonly permissions: PermissionRepository,
+    private readonly users: UserRepository,
     private readonly secrets: SiteSecrets,
     readonly now: () => number = Date.now,
   ) {}
@@ -111,15 +86,12 @@ export class PermissionService {
     const scope = await this.scopeOf(p)
     const userId = this.listUser(p, scope, query['user_id'] as number | undefined)
     const path = typeof query['path'] === 'string' && query['path'] !== '' ? normalizePath(query['path']) : ''
-    const secret = await this.secrets.signingSecret(p.siteId)
-    const lq = parseListQuery(PERMISSION_LIST, query, secret, { user_id: userId ?? 'all', path })
-    let q = this.rows(p.siteId)
-    if (!scope.all) q = q.where((eb) => visibleTo(eb, scope))
-    if (userId !== undefined) q = q.where('permissions.user_id', '=', userId)
-    if (path !== '') q = q.where(sql<string>`lower(permissions.path)`, 'in', ancestors(path.toLowerCase()))
-    const rows = await applyListQuery(q, PERMISSION_LIST, lq).execute()
-    const page = toPage(rows, PERMISSION_LIST, lq, secret)
-    return { ...page, items: page.items.map(toPermissionJson) }
+    const list = await readListRequest(this.secrets, p.siteId, PERMISSION_LIST, query, {
+      user_id: userId ?? 'all',
+      path,
+    })
+    const visibleTo = scope.all ? undefined : { userId: scope.userId, folders: scope.folders }
+    return mapPage(await this.permissions.page(p.siteId, { visibleTo, userId, path }, list), toPermissionJson)
   }
 
   /** POST /permissions: site admins anywhere, folder admins inside the folders they administer. */
@@ -145,45 +117,31 @@ export class PermissionService {
     const user = await this.resolveUser(p.siteId, input)
     const duplicate = () =>
       ApiError.modelSave({ permission: [`${permission} on ${path} already exists for ${user.username}`] })
-    const existing = await this.db
-      .selectFrom('permissions')
-      .select('id')
-      .where('site_id', '=', p.siteId)
-      .where('user_id', '=', user.id)
-      .where('permission', '=', permission)
-      .where(sql<string>`lower(path)`, '=', path.toLowerCase())
-      .executeTakeFirst()
-    if (existing) throw duplicate()
+    if (await this.permissions.exists(p.siteId, user.id, permission, path)) throw duplicate()
 
     const now = this.now()
-    try {
-      const row = await this.db.transaction().execute(async (trx) => {
-        const inserted = await trx
-          .insertInto('permissions')
-          .values({ site_id: p.siteId, user_id: user.id, path, permission, created_at: now })
-          .returningAll()
-          .executeTakeFirstOrThrow()
-        await recordAction(
-          trx,
-          contextOf(p),
-          {
-            action: 'permission_create',
-            display: `Granted ${permission} on /${path} to ${user.username}`,
-            path,
-            targets: [
-              { type: 'permission', id: inserted.id, name: permission },
-              { type: 'user', id: user.id, name: user.username },
-            ],
-          },
-          now,
-        )
-        return { ...inserted, username: user.username }
-      })
-      return toPermissionJson(row)
-    } catch (err) {
-      if (isUniqueViolation(err)) throw duplicate()
-      throw err
-    }
+    const row = await this.permissions.transaction(async (tx) => {
+      const inserted = await tx.insert(
+        { site_id: p.siteId, user_id: user.id, path, permission, created_at: now },
+        duplicate,
+      )
+      await recordAction(
+        tx.db,
+        contextOf(p),
+        {
+          action: 'permission_create',
+          display: `Granted ${permission} on /${path} to ${user.username}`,
+          path,
+          targets: [
+            { type: 'permission', id: inserted.id, name: permission },
+            { type: 'user', id: user.id, name: user.username },
+          ],
+        },
+        now,
+      )
+      return { ...inserted, username: user.username }
+    })
+    return toPermissionJson(row)
   }
 
   /** DELETE /permissions/{id}: the same authorization as creating it. */
@@ -192,14 +150,14 @@ export class PermissionService {
     if (!scope.all && scope.folders.length === 0) {
       throw folderAdminRequired('Only site administrators and folder administrators can remove permissions')
     }
-    const row = await this.rows(p.siteId).where('permissions.id', '=', id).executeTakeFirst()
+    const row = await this.permissions.find(p.siteId, id)
     if (!row) throw ERRORS.notFound(`Permission ${id} not found`)
     this.authorizePath(scope, row.path)
     const now = this.now()
-    await this.db.transaction().execute(async (trx) => {
-      await trx.deleteFrom('permissions').where('id', '=', row.id).execute()
+    await this.permissions.transaction(async (tx) => {
+      await tx.delete(row.id)
       await recordAction(
-        trx,
+        tx.db,
         contextOf(p),
         {
           action: 'permission_destroy',
@@ -217,19 +175,10 @@ export class PermissionService {
 
   // ---------- internals ----------
 
-  private rows(siteId: number) {
-    return this.db
-      .selectFrom('permissions')
-      .innerJoin('users', 'users.id', 'permissions.user_id')
-      .selectAll('permissions')
-      .select('users.username as username')
-      .where('permissions.site_id', '=', siteId)
-  }
-
   private async scopeOf(p: Principal): Promise<Scope> {
     if (isSiteAdmin(p)) return { all: true }
     const userId = p.user!.id
-    return { all: false, userId, folders: await adminFolders(this.db, p.siteId, userId) }
+    return { all: false, userId, folders: await this.permissions.adminFolders(p.siteId, userId) }
   }
 
   private authorizePath(scope: Scope, path: string): void {
@@ -262,11 +211,7 @@ export class PermissionService {
     if (input.user_id === undefined && (input.username === undefined || input.username === '')) {
       throw ERRORS.requestParamsRequired('Name the user: user_id or username')
     }
-    let q = this.db.selectFrom('users').select(['id', 'username']).where('site_id', '=', siteId)
-    if (input.user_id !== undefined) q = q.where('id', '=', input.user_id)
-    if (input.username !== undefined && input.username !== '')
-      q = q.where('username_lower', '=', input.username.toLowerCase())
-    const user = await q.executeTakeFirst()
+    const user = await this.users.findByIdOrName(siteId, input.user_id, input.username)
     if (!user) {
       const who = input.user_id !== undefined ? `User ${input.user_id}` : `User ${input.username}`
       throw ERRORS.userNotFound(
@@ -275,24 +220,4 @@ export class PermissionService {
     }
     return user
   }
-}
-
-/** `path` and every folder above it, lower-cased: the permissions that apply to `path`. */
-function ancestors(path: string): string[] {
-  const parts = path.split('/')
-  return parts.map((_, i) => parts.slice(0, i + 1).join('/'))
-}
-
-const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
-
-/** The caller's own permissions, and every permission on or inside a folder they administer. */
-function visibleTo(eb: ExpressionBuilder<any, any>, scope: Extract<Scope, { all: false }>) {
-  const path = sql.ref('permissions.path')
-  const conditions: Expression<SqlBool>[] = [eb('permissions.user_id', '=', scope.userId)]
-  for (const f of scope.folders) {
-    const lower = f.toLowerCase()
-    conditions.push(sql<SqlBool>`lower(${path}) = ${lower}`)
-    conditions.push(sql<SqlBool>`lower(${path}) like ${`${escapeLike(lower)}/%`} escape '\\'`)
-  }
-  return eb.or(conditions)
 }

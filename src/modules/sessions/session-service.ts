@@ -1,10 +1,13 @@
-import { type Kysely, sql } from 'kysely'
+import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import type { Config } from '../../config.js'
 import type { Database } from '../../db/schema.js'
 import { randomHex, tokenHash, verifyPassword } from '../../security/secrets.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
+import { failedLoginTimes, recentLoginTimes } from '../actions/action-repository.js'
 import type { Interface, Principal } from '../auth/principal.js'
+import type { UserRepository } from '../users/user-repository.js'
+import type { SessionRepository } from './session-repository.js'
 
 const REAUTH_WINDOW_MS = 60 * 60 * 1000
 const REAUTH_MAX_PER_WINDOW = 10
@@ -21,7 +24,8 @@ export class SessionService {
   private readonly windowMs: number
 
   constructor(
-    private readonly db: Kysely<Database>,
+    private readonly sessions: SessionRepository,
+    private readonly users: UserRepository,
     private readonly config: Config,
     private readonly now: () => number = Date.now,
   ) {
@@ -40,12 +44,7 @@ export class SessionService {
     }
     await this.checkIpThrottle(siteId, input.ip, now)
 
-    const user = await this.db
-      .selectFrom('users')
-      .selectAll()
-      .where('site_id', '=', siteId)
-      .where('username_lower', '=', input.username.toLowerCase())
-      .executeTakeFirst()
+    const user = await this.users.findByUsername(siteId, input.username)
     // An unknown name is answered exactly like a real one: the same refusal, the same lock after
     // the same number of failures, and the same password hash spent, so neither the answers nor
     // their timing tell which names exist. Its failures are kept under the name in lower case,
@@ -73,30 +72,23 @@ export class SessionService {
       throw badLogin()
     }
     const id = randomHex(32)
-    await this.db.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('sessions')
-        .values({
-          id_hash: tokenHash(id),
-          site_id: siteId,
-          user_id: user.id,
-          created_at: now,
-          last_active_at: now,
-          ip: input.ip,
-          interface: input.interface,
-          reauth_failures: 0,
-          reauth_window_start: now,
-          reauth_window_count: 0,
-        })
-        .execute()
-      await trx.updateTable('users').set({ last_login_at: now }).where('id', '=', user.id).execute()
+    await this.sessions.transaction(async (tx) => {
+      await tx.insert({
+        id_hash: tokenHash(id),
+        site_id: siteId,
+        user_id: user.id,
+        created_at: now,
+        last_active_at: now,
+        ip: input.ip,
+        interface: input.interface,
+        reauth_failures: 0,
+        reauth_window_start: now,
+        reauth_window_count: 0,
+      })
+      await this.users.on(tx.db).touchLogin(user.id, now)
       // Sessions nobody came back to would otherwise stay forever: each login clears the site's.
-      await trx
-        .deleteFrom('sessions')
-        .where('site_id', '=', siteId)
-        .where('last_active_at', '<', now - this.config.sessionIdleMinutes * 60_000)
-        .execute()
-      await recordAction(trx, userCtx, { action: 'login', display: `${user.username} logged in` }, now)
+      await tx.deleteIdle(siteId, now - this.config.sessionIdleMinutes * 60_000)
+      await recordAction(tx.db, userCtx, { action: 'login', display: `${user.username} logged in` }, now)
     })
     return { id }
   }
@@ -104,12 +96,20 @@ export class SessionService {
   /** DELETE /sessions: ends the session if there is one; the answer never tells. */
   async logout(sessionId: string | undefined): Promise<void> {
     if (!sessionId || sessionId.length > 200) return
-    await this.db.deleteFrom('sessions').where('id_hash', '=', tokenHash(sessionId)).execute()
+    await this.sessions.delete(tokenHash(sessionId))
   }
 
-  /** Ends every session of a user (after a password change by someone else, or deletion). */
-  async endAllFor(userId: number, db: Kysely<Database> = this.db): Promise<void> {
-    await db.deleteFrom('sessions').where('user_id', '=', userId).execute()
+  /**
+   * Ends every session of a user (after a password change by someone else, or deletion), in the
+   * caller's transaction `db` when given.
+   */
+  async endAllFor(userId: number, db: Kysely<Database> = this.sessions.db): Promise<void> {
+    await this.sessions.on(db).deleteForUser(userId)
+  }
+
+  /** Ends the user's other sessions, those on other devices, keeping the one making a change. */
+  async endOthers(userId: number, keepHash: string, db: Kysely<Database> = this.sessions.db): Promise<void> {
+    await this.sessions.on(db).deleteOthers(userId, keepHash)
   }
 
   /**
@@ -133,45 +133,21 @@ export class SessionService {
     // Reserve the try in one statement before checking the password: concurrent tries then cannot
     // all read the same counters and slip past the hourly limit or the three-strikes rule.
     const expired = now - REAUTH_WINDOW_MS
-    const reserved = await this.db
-      .updateTable('sessions')
-      .set({
-        reauth_window_start: sql`case when reauth_window_start <= ${expired} then ${now} else reauth_window_start end`,
-        reauth_window_count: sql`case when reauth_window_start <= ${expired} then 1 else reauth_window_count + 1 end`,
-      })
-      .where('id_hash', '=', hash)
-      .where((eb) =>
-        eb.or([
-          eb('reauth_window_start', '<=', expired),
-          eb('reauth_window_count', '<', REAUTH_MAX_PER_WINDOW),
-        ]),
-      )
-      .returning('id_hash')
-      .executeTakeFirst()
-    if (!reserved) {
-      const s = await this.db
-        .selectFrom('sessions')
-        .select('reauth_window_start')
-        .where('id_hash', '=', hash)
-        .executeTakeFirst()
-      if (!s) throw ERRORS.authenticationRequired('The session has ended')
+    if (!(await this.sessions.reserveReauth(hash, now, expired, REAUTH_MAX_PER_WINDOW))) {
+      const windowStart = await this.sessions.reauthWindowStart(hash)
+      if (windowStart === undefined) throw ERRORS.authenticationRequired('The session has ended')
       throw ERRORS.reauthenticationRateLimited('Too many reauthentication attempts; try again later', {
-        retryAfter: Math.max(1, Math.ceil((s.reauth_window_start + REAUTH_WINDOW_MS - now) / 1000)),
+        retryAfter: Math.max(1, Math.ceil((windowStart + REAUTH_WINDOW_MS - now) / 1000)),
       })
     }
     const ok = await verifyPassword(header.slice('password:'.length), p.user.password_hash)
     if (ok) {
-      await this.db.updateTable('sessions').set({ reauth_failures: 0 }).where('id_hash', '=', hash).execute()
+      await this.sessions.clearReauthFailures(hash)
       return
     }
-    const counted = await this.db
-      .updateTable('sessions')
-      .set({ reauth_failures: sql`reauth_failures + 1` })
-      .where('id_hash', '=', hash)
-      .returning('reauth_failures')
-      .executeTakeFirst()
-    if (!counted || counted.reauth_failures >= REAUTH_MAX_FAILURES) {
-      await this.db.deleteFrom('sessions').where('id_hash', '=', hash).execute()
+    const failures = await this.sessions.countReauthFailure(hash)
+    if (failures === undefined || failures >= REAUTH_MAX_FAILURES) {
+      await this.sessions.delete(hash)
       throw ERRORS.reauthenticationFailedFinal('Reauthentication failed three times: the session has ended')
     }
     throw ERRORS.reauthenticationFailed('Reauthentication failed: the password is wrong')
@@ -179,7 +155,7 @@ export class SessionService {
 
   private async failed(ctx: ActionContext, failureType: string, now: number): Promise<void> {
     await recordAction(
-      this.db,
+      this.sessions.db,
       ctx,
       {
         action: 'failedlogin',
@@ -191,18 +167,10 @@ export class SessionService {
   }
 
   private async checkIpThrottle(siteId: number, ip: string, now: number): Promise<void> {
-    const rows = await this.db
-      .selectFrom('actions')
-      .select('created_at')
-      .where('site_id', '=', siteId)
-      .where('ip', '=', ip)
-      .where('created_at', '>', now - this.windowMs)
-      .where('action', 'in', ['login', 'failedlogin'])
-      .orderBy('created_at', 'desc')
-      .limit(this.config.login.maxAttemptsPerIp)
-      .execute()
-    if (rows.length >= this.config.login.maxAttemptsPerIp) {
-      const oldest = rows[rows.length - 1]!.created_at
+    const max = this.config.login.maxAttemptsPerIp
+    const times = await recentLoginTimes(this.sessions.db, siteId, ip, now - this.windowMs, max)
+    if (times.length >= max) {
+      const oldest = times[times.length - 1]!
       throw ERRORS.tooManyLoginAttempts('Too many login attempts from this address; try again later', {
         retryAfter: Math.max(1, Math.ceil((oldest + this.windowMs - now) / 1000)),
       })
@@ -214,19 +182,10 @@ export class SessionService {
    * since `since`, lock the name for 15 minutes from the fifth; attempts while locked do not count.
    */
   private async lockedUntil(siteId: number, username: string, failureType: string, since: number) {
-    const rows = await this.db
-      .selectFrom('actions')
-      .select('created_at')
-      .where('site_id', '=', siteId)
-      .where('action', '=', 'failedlogin')
-      .where('username', '=', username)
-      .where('failure_type', '=', failureType)
-      .where('created_at', '>', since)
-      .orderBy('created_at', 'asc')
-      .execute()
+    const times = await failedLoginTimes(this.sessions.db, siteId, username, failureType, since)
     let until = 0
     let recent: number[] = []
-    for (const { created_at: t } of rows) {
+    for (const t of times) {
       if (t < until) continue
       recent = recent.filter((x) => x > t - this.windowMs)
       recent.push(t)

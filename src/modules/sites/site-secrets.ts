@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely'
-import type { Database } from '../../db/schema.js'
+import type { SiteRepository } from './site-repository.js'
 
 /**
  * Each site's signing secret (cursors, signed URLs), read once per process: a secret is generated
@@ -8,17 +7,13 @@ import type { Database } from '../../db/schema.js'
 export class SiteSecrets {
   private readonly known = new Map<number, string>()
 
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(private readonly sites: SiteRepository) {}
 
   async signingSecret(siteId: number): Promise<string> {
     const cached = this.known.get(siteId)
     if (cached !== undefined) return cached
-    const site = await this.db
-      .selectFrom('sites')
-      .select('signing_secret')
-      .where('id', '=', siteId)
-      .executeTakeFirstOrThrow()
-    this.known.set(siteId, site.signing_secret)
-    return site.signing_secret
+    const secret = await this.sites.signingSecret(siteId)
+    this.known.set(siteId, secret)
+    return secret
   }
 }

@@ -1,6 +1,6 @@
 import { formatDateTime } from '../../api/datetime.js'
 import { addModelError, type ModelErrors } from '../../api/errors.js'
-import type { ListSpec } from '../../http/pagination.js'
+import type { ListSpec } from '../../api/list-spec.js'
 import type { UserRow } from '../auth/principal.js'
 
 /** The User resource as the API shows it: never the password or its hash. */

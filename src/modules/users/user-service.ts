@@ -1,17 +1,16 @@
 import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
-import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
+import { ApiError, type ModelErrors } from '../../api/errors.js'
+import { mapPage, type Page } from '../../api/list-spec.js'
 import { refuseChangedReadOnly } from '../../api/read-only-fields.js'
-import { isUniqueViolation } from '../../db/errors.js'
 import type { Database } from '../../db/schema.js'
-import { applyListQuery, type Page, parseListQuery, toPage } from '../../http/pagination.js'
 import { hashPassword } from '../../security/secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { IdentityCache } from '../auth/identity-cache.js'
 import { isSiteAdmin, type Principal, requireSiteAdmin, type UserRow } from '../auth/principal.js'
+import { readListRequest } from '../list-request.js'
 import type { SessionService } from '../sessions/session-service.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
-import { keepAnAdministrator } from './last-administrator.js'
 import {
   blankToNull,
   checkEmail,
@@ -21,38 +20,24 @@ import {
   USER_LIST,
   type UserJson,
 } from './user-model.js'
+import {
+  bit,
+  type CreateUserInput,
+  READ_ONLY_FIELDS,
+  refuseSelfServiceLimits,
+  type UpdateUserInput,
+  userPatch,
+} from './user-patch.js'
+import { type UserRepository, usernameTaken } from './user-repository.js'
 
-export interface CreateUserInput {
-  username: string
-  password?: string | undefined
-  password_confirmation?: string | undefined
-  name?: string | null | undefined
-  email?: string | null | undefined
-  site_admin?: boolean | undefined
-  self_managed?: boolean | undefined
-  disabled?: boolean | undefined
-}
+export type { CreateUserInput, UpdateUserInput } from './user-patch.js'
 
-export type UpdateUserInput = Partial<CreateUserInput> & {
-  /** Read-only: accepted only as an echo of the current value (what the SDKs' `save()` sends). */
-  created_at?: unknown
-  last_login_at?: unknown
-  password_set_time?: unknown
-}
-
-const READ_ONLY_FIELDS = ['created_at', 'last_login_at', 'password_set_time'] as const
-
-/** What a user who is not a site admin may change on their own record. */
-const SELF_SERVICE_FIELDS = new Set(['name', 'email', 'password', 'password_confirmation'])
-
-const taken = () => ApiError.modelSave({ username: ['has already been taken'] })
 const notFound = (id: number) => ERRORS.userNotFound(`User ${id} not found`)
-const bit = (b: boolean) => (b ? 1 : 0)
 const ANOTHER_ADMIN = 'make another user a site administrator first'
 
 export class UserService {
   constructor(
-    readonly db: Kysely<Database>,
+    readonly users: UserRepository,
     readonly sessions: SessionService,
     private readonly secrets: SiteSecrets,
     readonly now: () => number = Date.now,
@@ -62,13 +47,8 @@ export class UserService {
   /** GET /users: a site admin sees every user of the site, anyone else only themselves. */
   async list(p: Principal, query: Record<string, unknown>): Promise<Page<UserJson>> {
     const self = isSiteAdmin(p) ? null : p.user!.id
-    const secret = await this.secrets.signingSecret(p.siteId)
-    const lq = parseListQuery(USER_LIST, query, secret, { scope: self ?? 'all' })
-    let q = this.db.selectFrom('users').selectAll('users').where('users.site_id', '=', p.siteId)
-    if (self !== null) q = q.where('users.id', '=', self)
-    const rows = await applyListQuery(q, USER_LIST, lq).execute()
-    const page = toPage(rows, USER_LIST, lq, secret)
-    return { ...page, items: page.items.map(toUserJson) }
+    const list = await readListRequest(this.secrets, p.siteId, USER_LIST, query, { scope: self ?? 'all' })
+    return mapPage(await this.users.page(p.siteId, self, list), toUserJson)
   }
 
   /** GET /user: whoever is calling (a session's user or an API key's owner). */
@@ -89,48 +69,39 @@ export class UserService {
     if (input.password !== undefined) checkPassword(input.password, input.password_confirmation, errors)
     const email = checkEmail(input.email ?? null, errors)
     if (Object.keys(errors).length) throw ApiError.modelSave(errors)
-    if (await this.usernameTaken(p.siteId, input.username)) throw taken()
+    if (await this.users.usernameExists(p.siteId, input.username)) throw usernameTaken()
 
     const now = this.now()
     const passwordHash = input.password !== undefined ? await hashPassword(input.password) : null
-    try {
-      const row = await this.db.transaction().execute(async (trx) => {
-        const inserted = await trx
-          .insertInto('users')
-          .values({
-            site_id: p.siteId,
-            username: input.username,
-            username_lower: input.username.toLowerCase(),
-            password_hash: passwordHash,
-            name: blankToNull(input.name ?? null),
-            email,
-            site_admin: bit(input.site_admin === true),
-            self_managed: bit(input.self_managed !== false),
-            disabled: bit(input.disabled === true),
-            created_at: now,
-            updated_at: now,
-            last_login_at: null,
-            password_set_at: passwordHash ? now : null,
-          })
-          .returningAll()
-          .executeTakeFirstOrThrow()
-        await recordAction(
-          trx,
-          contextOf(p),
-          {
-            action: 'user_create',
-            display: `Created user ${inserted.username}${inserted.site_admin ? ' (site administrator)' : ''}`,
-            targets: [{ type: 'user', id: inserted.id, name: inserted.username }],
-          },
-          now,
-        )
-        return inserted
+    const row = await this.users.transaction(async (tx) => {
+      const inserted = await tx.insert({
+        site_id: p.siteId,
+        username: input.username,
+        username_lower: input.username.toLowerCase(),
+        password_hash: passwordHash,
+        name: blankToNull(input.name ?? null),
+        email,
+        site_admin: bit(input.site_admin === true),
+        self_managed: bit(input.self_managed !== false),
+        disabled: bit(input.disabled === true),
+        created_at: now,
+        updated_at: now,
+        last_login_at: null,
+        password_set_at: passwordHash ? now : null,
       })
-      return toUserJson(row)
-    } catch (err) {
-      if (isUniqueViolation(err)) throw taken()
-      throw err
-    }
+      await recordAction(
+        tx.db,
+        contextOf(p),
+        {
+          action: 'user_create',
+          display: `Created user ${inserted.username}${inserted.site_admin ? ' (site administrator)' : ''}`,
+          targets: [{ type: 'user', id: inserted.id, name: inserted.username }],
+        },
+        now,
+      )
+      return inserted
+    })
+    return toUserJson(row)
   }
 
   /**
@@ -143,63 +114,12 @@ export class UserService {
     input: UpdateUserInput,
     reauthentication?: string,
   ): Promise<UserJson> {
-    const admin = isSiteAdmin(p)
     const row = await this.visible(p, id)
-    const shown = toUserJson(row)
-    refuseChangedReadOnly(input, shown, READ_ONLY_FIELDS)
-    const self = p.user?.id === row.id
-    if (!admin) {
-      // Unchanged values pass: the Files.com SDK's `save()` sends every attribute back.
-      const current: Record<string, unknown> = {
-        username: row.username,
-        site_admin: row.site_admin === 1,
-        self_managed: row.self_managed === 1,
-        disabled: row.disabled === 1,
-      }
-      const refused = Object.keys(input).filter((k) => {
-        const v = input[k as keyof UpdateUserInput]
-        const readOnly = (READ_ONLY_FIELDS as readonly string[]).includes(k)
-        return v !== undefined && !SELF_SERVICE_FIELDS.has(k) && !readOnly && v !== current[k]
-      })
-      if (refused.length) {
-        throw ERRORS.siteAdminRequired(`Only site administrators can change ${refused.join(', ')}`)
-      }
-      if (input.password !== undefined && row.self_managed === 0) {
-        throw ERRORS.selfManagedRequired(
-          'The password of a Shared/Bot user is managed by site administrators',
-        )
-      }
-    }
-
-    const errors: ModelErrors = {}
-    const patch: Partial<UserRow> = {}
-    if (input.username !== undefined) {
-      checkUsername(input.username, errors)
-      if (input.username !== row.username) {
-        patch.username = input.username
-        patch.username_lower = input.username.toLowerCase()
-      }
-    }
-    if (input.password !== undefined) checkPassword(input.password, input.password_confirmation, errors)
-    if (input.name !== undefined && blankToNull(input.name) !== row.name) patch.name = blankToNull(input.name)
-    if (input.email !== undefined) {
-      const email = checkEmail(input.email, errors)
-      if (email !== row.email) patch.email = email
-    }
-    if (input.site_admin !== undefined && bit(input.site_admin) !== row.site_admin) {
-      if (self && !input.site_admin)
-        addModelError(errors, 'site_admin', 'cannot be removed from your own user')
-      patch.site_admin = bit(input.site_admin)
-    }
-    if (input.self_managed !== undefined && bit(input.self_managed) !== row.self_managed)
-      patch.self_managed = bit(input.self_managed)
-    if (input.disabled !== undefined && bit(input.disabled) !== row.disabled) {
-      if (self && input.disabled) addModelError(errors, 'disabled', 'cannot be set on your own user')
-      patch.disabled = bit(input.disabled)
-    }
-    if (Object.keys(errors).length) throw ApiError.modelSave(errors)
+    refuseChangedReadOnly(input, toUserJson(row), READ_ONLY_FIELDS)
+    if (!isSiteAdmin(p)) refuseSelfServiceLimits(row, input)
+    const patch = userPatch(row, input, p.user?.id === row.id)
     if (patch.username_lower !== undefined && patch.username_lower !== row.username_lower) {
-      if (await this.usernameTaken(p.siteId, patch.username!)) throw taken()
+      if (await this.users.usernameExists(p.siteId, patch.username!)) throw usernameTaken()
     }
 
     const changed = Object.keys(patch).filter((k) => k !== 'username_lower')
@@ -215,39 +135,32 @@ export class UserService {
       patch.password_set_at = now
     }
     patch.updated_at = now
-    try {
-      const updated = await this.db.transaction().execute(async (trx) => {
-        if (patch.site_admin === 0 || patch.disabled === 1) {
-          const refusal: ModelErrors =
-            patch.site_admin === 0
-              ? {
-                  site_admin: [
-                    `cannot be removed from the last enabled site administrator: ${ANOTHER_ADMIN}`,
-                  ],
-                }
-              : { disabled: [`cannot be set on the last enabled site administrator: ${ANOTHER_ADMIN}`] }
-          await keepAnAdministrator(trx, p.siteId, row.id, ApiError.modelSave(refusal))
-        }
-        await trx.updateTable('users').set(patch).where('id', '=', row.id).execute()
-        if (input.password !== undefined) await this.endSessionsAfterPasswordChange(trx, p, row.id)
-        await recordAction(
-          trx,
-          contextOf(p),
-          {
-            action: 'user_update',
-            display: `Updated user ${row.username} (${changed.join(', ')})`,
-            targets: [{ type: 'user', id: row.id, name: patch.username ?? row.username }],
-          },
-          now,
-        )
-        return trx.selectFrom('users').selectAll().where('id', '=', row.id).executeTakeFirstOrThrow()
-      })
-      this.identities.clear()
-      return toUserJson(updated)
-    } catch (err) {
-      if (isUniqueViolation(err)) throw taken()
-      throw err
-    }
+    const updated = await this.users.transaction(async (tx) => {
+      if (patch.site_admin === 0 || patch.disabled === 1) {
+        const refusal: ModelErrors =
+          patch.site_admin === 0
+            ? {
+                site_admin: [`cannot be removed from the last enabled site administrator: ${ANOTHER_ADMIN}`],
+              }
+            : { disabled: [`cannot be set on the last enabled site administrator: ${ANOTHER_ADMIN}`] }
+        await tx.keepAnAdministrator(p.siteId, row.id, ApiError.modelSave(refusal))
+      }
+      const after = await tx.update(row.id, patch)
+      if (input.password !== undefined) await this.endSessionsAfterPasswordChange(tx.db, p, row.id)
+      await recordAction(
+        tx.db,
+        contextOf(p),
+        {
+          action: 'user_update',
+          display: `Updated user ${row.username} (${changed.join(', ')})`,
+          targets: [{ type: 'user', id: row.id, name: patch.username ?? row.username }],
+        },
+        now,
+      )
+      return after
+    })
+    this.identities.clear()
+    return toUserJson(updated)
   }
 
   /** DELETE /users/{id}: site admins only, never themselves; through a session it needs reauthentication. */
@@ -258,17 +171,17 @@ export class UserService {
       throw ApiError.modelSave({ user: ['cannot delete itself: ask another site administrator'] })
     await this.sessions.reauthenticate(p, reauthentication)
     const now = this.now()
-    await this.db.transaction().execute(async (trx) => {
+    await this.users.transaction(async (tx) => {
       const refusal = {
         user: [`cannot be deleted while it is the last enabled site administrator: ${ANOTHER_ADMIN}`],
       }
-      await keepAnAdministrator(trx, p.siteId, row.id, ApiError.modelSave(refusal))
+      await tx.keepAnAdministrator(p.siteId, row.id, ApiError.modelSave(refusal))
       // Sessions, keys and folder permissions go with the user (foreign keys cascade); ending the
       // sessions explicitly keeps that true whatever the schema does later.
-      await this.sessions.endAllFor(row.id, trx)
-      await trx.deleteFrom('users').where('id', '=', row.id).execute()
+      await this.sessions.endAllFor(row.id, tx.db)
+      await tx.delete(row.id)
       await recordAction(
-        trx,
+        tx.db,
         contextOf(p),
         {
           action: 'user_destroy',
@@ -284,12 +197,7 @@ export class UserService {
   // ---------- internals ----------
 
   private async find(siteId: number, id: number): Promise<UserRow> {
-    const row = await this.db
-      .selectFrom('users')
-      .selectAll()
-      .where('site_id', '=', siteId)
-      .where('id', '=', id)
-      .executeTakeFirst()
+    const row = await this.users.find(siteId, id)
     if (!row) throw notFound(id)
     return row
   }
@@ -302,16 +210,6 @@ export class UserService {
     return this.find(p.siteId, id)
   }
 
-  private async usernameTaken(siteId: number, username: string): Promise<boolean> {
-    const row = await this.db
-      .selectFrom('users')
-      .select('id')
-      .where('site_id', '=', siteId)
-      .where('username_lower', '=', username.toLowerCase())
-      .executeTakeFirst()
-    return row !== undefined
-  }
-
   /**
    * Someone else changed the password: every session of that user ends. The user changed their
    * own: the session making the change stays, the others (other devices) end.
@@ -322,10 +220,6 @@ export class UserService {
     userId: number,
   ): Promise<void> {
     if (p.user?.id !== userId || !p.sessionHash) return this.sessions.endAllFor(userId, trx)
-    await trx
-      .deleteFrom('sessions')
-      .where('user_id', '=', userId)
-      .where('id_hash', '!=', p.sessionHash)
-      .execute()
+    await this.sessions.endOthers(userId, p.sessionHash, trx)
   }
 }

@@ -1,4 +1,5 @@
-import { type ListQuery, type ListSpec, listField, type Page, toPage } from './pagination.js'
+import { type ListQuery, type ListSpec, listField, type Page } from '../api/list-spec.js'
+import { toPage } from './list-cursor.js'
 
 /**
  * `applyListQuery` for a list held in memory (the app catalog): the same filters, order and keyset
@@ -73,7 +74,7 @@ function matches(raw: unknown, f: ListQuery['filters'][number]): boolean {
   }
 }
 
-/** `%` is the wildcard, everything else literal, case-insensitive (as pagination.ts's LIKE). */
+/** `%` is the wildcard, everything else literal, case-insensitive (as db/list-sql.ts's LIKE). */
 function likeRegExp(pattern: string): RegExp {
   const parts = pattern
     .toLowerCase()

@@ -1,0 +1,54 @@
+import type { Insertable, Kysely } from 'kysely'
+import type { ActionsTable, Database } from '../../db/schema.js'
+
+/**
+ * The actions table (the history). Functions over a connection rather than a class: an Action is
+ * written with the transaction of the change it records, whichever module opened it.
+ */
+
+export async function insertAction(db: Kysely<Database>, values: Insertable<ActionsTable>): Promise<number> {
+  const row = await db.insertInto('actions').values(values).returning('id').executeTakeFirstOrThrow()
+  return row.id
+}
+
+/** When the latest logins and failed logins from an address were, newest first, at most `limit`. */
+export async function recentLoginTimes(
+  db: Kysely<Database>,
+  siteId: number,
+  ip: string,
+  since: number,
+  limit: number,
+): Promise<number[]> {
+  const rows = await db
+    .selectFrom('actions')
+    .select('created_at')
+    .where('site_id', '=', siteId)
+    .where('ip', '=', ip)
+    .where('created_at', '>', since)
+    .where('action', 'in', ['login', 'failedlogin'])
+    .orderBy('created_at', 'desc')
+    .limit(limit)
+    .execute()
+  return rows.map((r) => r.created_at)
+}
+
+/** When a user name's failed logins of one kind were, oldest first. */
+export async function failedLoginTimes(
+  db: Kysely<Database>,
+  siteId: number,
+  username: string,
+  failureType: string,
+  since: number,
+): Promise<number[]> {
+  const rows = await db
+    .selectFrom('actions')
+    .select('created_at')
+    .where('site_id', '=', siteId)
+    .where('action', '=', 'failedlogin')
+    .where('username', '=', username)
+    .where('failure_type', '=', failureType)
+    .where('created_at', '>', since)
+    .orderBy('created_at', 'asc')
+    .execute()
+  return rows.map((r) => r.created_at)
+}

@@ -1,0 +1,33 @@
+import type { Kysely } from 'kysely'
+import type { SqlDialect } from '../db/dialects/dialect.js'
+import type { Database } from '../db/schema.js'
+import { ApiKeyRepository } from './api-keys/api-key-repository.js'
+import { BillingRepository } from './billing/billing-repository.js'
+import { HistoryRepository } from './history/history-repository.js'
+import { PermissionRepository } from './permissions/permission-repository.js'
+import { SessionRepository } from './sessions/session-repository.js'
+import { SiteRepository } from './sites/site-repository.js'
+import { UserRepository } from './users/user-repository.js'
+
+/** One repository per module that owns tables, on one connection and its dialect. */
+export interface Repositories {
+  sites: SiteRepository
+  users: UserRepository
+  sessions: SessionRepository
+  apiKeys: ApiKeyRepository
+  permissions: PermissionRepository
+  billing: BillingRepository
+  history: HistoryRepository
+}
+
+export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): Repositories {
+  return {
+    sites: new SiteRepository(db, dialect),
+    users: new UserRepository(db, dialect),
+    sessions: new SessionRepository(db, dialect),
+    apiKeys: new ApiKeyRepository(db, dialect),
+    permissions: new PermissionRepository(db, dialect),
+    billing: new BillingRepository(db, dialect),
+    history: new HistoryRepository(db, dialect),
+  }
+}

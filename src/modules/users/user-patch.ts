@@ -1,0 +1,89 @@
+import { ERRORS } from '../../api/error-factories.js'
+import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
+import type { UserRow } from '../auth/principal.js'
+import { blankToNull, checkEmail, checkPassword, checkUsername } from './user-model.js'
+
+export interface CreateUserInput {
+  username: string
+  password?: string | undefined
+  password_confirmation?: string | undefined
+  name?: string | null | undefined
+  email?: string | null | undefined
+  site_admin?: boolean | undefined
+  self_managed?: boolean | undefined
+  disabled?: boolean | undefined
+}
+
+export type UpdateUserInput = Partial<CreateUserInput> & {
+  /** Read-only: accepted only as an echo of the current value (what the SDKs' `save()` sends). */
+  created_at?: unknown
+  last_login_at?: unknown
+  password_set_time?: unknown
+}
+
+export const READ_ONLY_FIELDS = ['created_at', 'last_login_at', 'password_set_time'] as const
+
+/** What a user who is not a site admin may change on their own record. */
+const SELF_SERVICE_FIELDS = new Set(['name', 'email', 'password', 'password_confirmation'])
+
+export const bit = (b: boolean) => (b ? 1 : 0)
+
+/**
+ * What a user who is not a site admin may not change: any field but their own name, e-mail and
+ * password (unchanged values pass: the Files.com SDK's `save()` sends every attribute back), and
+ * not the password of a Shared/Bot user.
+ */
+export function refuseSelfServiceLimits(row: UserRow, input: UpdateUserInput): void {
+  const current: Record<string, unknown> = {
+    username: row.username,
+    site_admin: row.site_admin === 1,
+    self_managed: row.self_managed === 1,
+    disabled: row.disabled === 1,
+  }
+  const refused = Object.keys(input).filter((k) => {
+    const v = input[k as keyof UpdateUserInput]
+    const readOnly = (READ_ONLY_FIELDS as readonly string[]).includes(k)
+    return v !== undefined && !SELF_SERVICE_FIELDS.has(k) && !readOnly && v !== current[k]
+  })
+  if (refused.length) {
+    throw ERRORS.siteAdminRequired(`Only site administrators can change ${refused.join(', ')}`)
+  }
+  if (input.password !== undefined && row.self_managed === 0) {
+    throw ERRORS.selfManagedRequired('The password of a Shared/Bot user is managed by site administrators')
+  }
+}
+
+/**
+ * The columns an update changes, checked: only what differs from the row goes in. `self`: the
+ * caller is changing their own record, which may not lose its site admin flag or be disabled.
+ * Throws 422 with every field's problem at once.
+ */
+export function userPatch(row: UserRow, input: UpdateUserInput, self: boolean): Partial<UserRow> {
+  const errors: ModelErrors = {}
+  const patch: Partial<UserRow> = {}
+  if (input.username !== undefined) {
+    checkUsername(input.username, errors)
+    if (input.username !== row.username) {
+      patch.username = input.username
+      patch.username_lower = input.username.toLowerCase()
+    }
+  }
+  if (input.password !== undefined) checkPassword(input.password, input.password_confirmation, errors)
+  if (input.name !== undefined && blankToNull(input.name) !== row.name) patch.name = blankToNull(input.name)
+  if (input.email !== undefined) {
+    const email = checkEmail(input.email, errors)
+    if (email !== row.email) patch.email = email
+  }
+  if (input.site_admin !== undefined && bit(input.site_admin) !== row.site_admin) {
+    if (self && !input.site_admin) addModelError(errors, 'site_admin', 'cannot be removed from your own user')
+    patch.site_admin = bit(input.site_admin)
+  }
+  if (input.self_managed !== undefined && bit(input.self_managed) !== row.self_managed)
+    patch.self_managed = bit(input.self_managed)
+  if (input.disabled !== undefined && bit(input.disabled) !== row.disabled) {
+    if (self && input.disabled) addModelError(errors, 'disabled', 'cannot be set on your own user')
+    patch.disabled = bit(input.disabled)
+  }
+  if (Object.keys(errors).length) throw ApiError.modelSave(errors)
+  return patch
+}
