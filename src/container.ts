@@ -37,13 +37,13 @@ import { SessionService } from './modules/sessions/session-service.js'
 import { SiteSecrets } from './modules/sites/site-secrets.js'
 import { type BootstrapResult, bootstrapSite, type SiteRow } from './modules/sites/site-service.js'
 import { UserService } from './modules/users/user-service.js'
+import { WebhookService } from './modules/webhooks/webhook-service.js'
+import { WebhookSettingsService } from './modules/webhooks/webhook-settings.js'
 import { AddressGuard, type Resolver } from './webhooks/address-guard.js'
 import { RetryPolicy } from './webhooks/retry-policy.js'
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js'
 import { WebhookLogRetention } from './webhooks/webhook-log-retention.js'
 import { WebhookSender } from './webhooks/webhook-sender.js'
-import { WebhookService } from './webhooks/webhook-service.js'
-import { WebhookSettingsService } from './webhooks/webhook-settings.js'
 
 export interface Services {
   auth: AuthService
@@ -156,7 +156,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       concurrency: hooks.concurrency,
       leaseMs,
       // One process owns a SQLite file: claims left by a crash are void at once.
-      releaseClaimsOnStart: database.dialect.name === 'sqlite',
+      releaseClaimsOnStart: database.dialect.singleProcess,
       sqlite: database.sqlite,
       logger: opts.logger,
       ...(listen
@@ -177,8 +177,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       {
         concurrency: config.exports.concurrency,
         leaseMs: config.exports.leaseSeconds * 1000,
-        releaseClaimsOnStart: database.dialect.name === 'sqlite',
-        skipLocked: database.dialect.skipLocked,
+        releaseClaimsOnStart: database.dialect.singleProcess,
         logger: opts.logger,
       },
     )

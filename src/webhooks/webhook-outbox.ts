@@ -1,8 +1,10 @@
 import crypto from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { type Kysely, PostgresAdapter, sql } from 'kysely'
+import { type Kysely, sql } from 'kysely'
+import { dialectOf } from '../db/dialects/dialect-of.js'
 import type { Database } from '../db/schema.js'
-import { findWebhookSettings, type WebhookOperation } from './webhook-settings.js'
+import { findWebhookSettings } from './listener-settings.js'
+import type { WebhookOperation } from './webhook-operations.js'
 
 /** What the outbox needs to know of an Action (a subset of recordAction's input). */
 export interface ActionFacts {
@@ -59,14 +61,12 @@ export function webhookOperationOf(a: ActionFacts): WebhookOperation | null {
 /** A `webhook-id`: unique, the same on every attempt of one notification. */
 export const newMessageId = () => `msg_${crypto.randomBytes(16).toString('base64url')}`
 
-export const isPostgresDb = (db: Kysely<Database>) => db.getExecutor().adapter instanceof PostgresAdapter
-
 /** The NOTIFY channel of the database schema in use (test runs share one database). */
 export const channelSql = sql<string>`'wharf_webhooks_' || current_schema()`
 
 /** Tells the dispatchers a notification is due: NOTIFY on PostgreSQL (sent at commit), else in-process. */
 export async function signalOutbox(db: Kysely<Database>, siteId: number): Promise<void> {
-  if (isPostgresDb(db)) await sql`select pg_notify(${channelSql}, '')`.execute(db)
+  if (dialectOf(db).notify) await sql`select pg_notify(${channelSql}, '')`.execute(db)
   else outboxSignal.emit('enqueued', siteId)
 }
 

@@ -1,7 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { Container } from '../../container.js'
-import { MAX_URL_LENGTH, URL_PATTERN, WEBHOOK_OPERATIONS } from '../../webhooks/webhook-settings.js'
+import { MAX_URL_LENGTH, URL_PATTERN, WEBHOOK_OPERATIONS } from '../../modules/webhooks/webhook-settings.js'
 import { checked } from '../field-checks.js'
 import { errorResponses, Nullable } from '../schemas.js'
 

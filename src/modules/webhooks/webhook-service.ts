@@ -1,11 +1,11 @@
 import { type Kysely, sql } from 'kysely'
-import { ERRORS } from '../api/error-factories.js'
-import { ApiError } from '../api/errors.js'
-import type { Database } from '../db/schema.js'
-import { type Principal, requireSiteAdmin } from '../modules/auth/principal.js'
-import type { RetryPolicy } from './retry-policy.js'
-import type { WebhookDispatcher } from './webhook-dispatcher.js'
-import { newMessageId, signalOutbox } from './webhook-outbox.js'
+import { ERRORS } from '../../api/error-factories.js'
+import { ApiError } from '../../api/errors.js'
+import type { Database } from '../../db/schema.js'
+import type { RetryPolicy } from '../../webhooks/retry-policy.js'
+import type { WebhookDispatcher } from '../../webhooks/webhook-dispatcher.js'
+import { newMessageId, signalOutbox } from '../../webhooks/webhook-outbox.js'
+import { type Principal, requireSiteAdmin } from '../auth/principal.js'
 import { loadWebhookSettings } from './webhook-settings.js'
 
 /** What `POST /webhook_settings/test` answers: the attempt as the log records it. */
