@@ -12,7 +12,6 @@ import { ExportBuilder } from './exports/export-builder.js'
 import type { ExportSource } from './exports/export-kind.js'
 import { EXPORT_KINDS } from './exports/export-kinds.js'
 import { ExportRetention } from './exports/export-retention.js'
-import { ExportService } from './exports/export-service.js'
 import { ExportWorker } from './exports/export-worker.js'
 import { historySource } from './exports/history-export.js'
 import { webhookLogSource } from './exports/webhook-log-export.js'
@@ -25,6 +24,7 @@ import { AuthService } from './modules/auth/auth-service.js'
 import { IdentityCache } from './modules/auth/identity-cache.js'
 import { BillingLedger } from './modules/billing/billing-ledger.js'
 import { BillingService } from './modules/billing/billing-service.js'
+import { ExportService } from './modules/exports/export-service.js'
 import { DownloadService } from './modules/files/download-service.js'
 import { FileAccess } from './modules/files/file-access.js'
 import { FileOperations } from './modules/files/file-operations.js'
@@ -206,7 +206,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       billing: new BillingService(db, config, secrets, now),
       billingLedger: new BillingLedger(db, now),
       apps: new AppService(apps, secrets, () => config.baseUrl),
-      exports: new ExportService(db, database.dialect.name, blobs, secrets, () => config.baseUrl, now),
+      exports: new ExportService(db, database.dialect, blobs, secrets, () => config.baseUrl, now),
     }
     return {
       config,
