@@ -12,7 +12,7 @@ import { EXPORT_KINDS } from '../../exports/export-kinds.js'
 import { exportSignal } from '../../exports/export-worker.js'
 import { timeRange } from '../../exports/query-fields.js'
 import { parsePerPage } from '../../http/pagination.js'
-import { hmac, safeEqual } from '../../security/secrets.js'
+import { openCursor, signCursor } from '../../security/signed-cursor.js'
 import { isSiteAdmin, type Principal } from '../auth/principal.js'
 import { invalidLink } from '../files/signed-link.js'
 import { isWithin } from '../paths.js'
@@ -252,16 +252,11 @@ export class ExportService {
   }
 
   private makeCursor(secret: string, id: number, offset: number): string {
-    const body = Buffer.from(JSON.stringify({ e: id, o: offset })).toString('base64url')
-    return `${body}.${hmac(secret, `export-cursor:${body}`)}`
+    return signCursor('export-cursor', { e: id, o: offset }, secret)
   }
 
   private readCursor(raw: string, secret: string, id: number): number {
-    const [body, sig, extra] = raw.split('.')
-    if (!body || !sig || extra !== undefined || !safeEqual(sig, hmac(secret, `export-cursor:${body}`))) {
-      throw ERRORS.invalidCursor('The cursor is not valid')
-    }
-    const c = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as { e: unknown; o: unknown }
+    const c = openCursor('export-cursor', raw, secret) as { e: unknown; o: unknown }
     if (c.e !== id) throw ERRORS.invalidCursor('The cursor belongs to another export')
     if (!Number.isSafeInteger(c.o) || (c.o as number) < 0) {
       throw ERRORS.invalidCursor('The cursor is not valid')
