@@ -179,3 +179,30 @@ export async function pruneDeliveryLog(db: Kysely<Database>, cutoff: number, bat
   }
   return removed
 }
+
+/** The notification of a failed attempt of the site's log, or undefined when there is none. */
+export function failedAttempt(db: Kysely<Database>, siteId: number, attemptId: number) {
+  return db
+    .selectFrom('webhook_attempts as a')
+    .innerJoin('webhook_notifications as n', 'n.id', 'a.notification_id')
+    .select(['n.id', 'n.attempts', 'n.max_attempts', 'n.operation', 'n.state'])
+    .where('a.id', '=', attemptId)
+    .where('a.site_id', '=', siteId)
+    .where('a.success', '=', 0)
+    .executeTakeFirst()
+}
+
+/** The id of the log record of a notification's first successful attempt, if any. */
+export async function deliveringAttempt(
+  db: Kysely<Database>,
+  notificationId: number,
+): Promise<number | undefined> {
+  const delivered = await db
+    .selectFrom('webhook_attempts')
+    .select('id')
+    .where('notification_id', '=', notificationId)
+    .where('success', '=', 1)
+    .orderBy('id')
+    .executeTakeFirst()
+  return delivered?.id
+}
