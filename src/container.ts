@@ -12,7 +12,6 @@ import { ExportBuilder } from './exports/export-builder.js'
 import type { ExportSource } from './exports/export-kind.js'
 import { EXPORT_KINDS } from './exports/export-kinds.js'
 import { ExportRetention } from './exports/export-retention.js'
-import { ExportService } from './exports/export-service.js'
 import { ExportWorker } from './exports/export-worker.js'
 import { historySource } from './exports/history-export.js'
 import { webhookLogSource } from './exports/webhook-log-export.js'
@@ -25,6 +24,7 @@ import { AuthService } from './modules/auth/auth-service.js'
 import { IdentityCache } from './modules/auth/identity-cache.js'
 import { BillingLedger } from './modules/billing/billing-ledger.js'
 import { BillingService } from './modules/billing/billing-service.js'
+import { ExportService } from './modules/exports/export-service.js'
 import { DownloadService } from './modules/files/download-service.js'
 import { FileAccess } from './modules/files/file-access.js'
 import { FileOperations } from './modules/files/file-operations.js'
@@ -38,13 +38,13 @@ import { SessionService } from './modules/sessions/session-service.js'
 import { SiteSecrets } from './modules/sites/site-secrets.js'
 import { type BootstrapResult, bootstrapSite, type SiteRow } from './modules/sites/site-service.js'
 import { UserService } from './modules/users/user-service.js'
+import { WebhookService } from './modules/webhooks/webhook-service.js'
+import { WebhookSettingsService } from './modules/webhooks/webhook-settings.js'
 import { AddressGuard, type Resolver } from './webhooks/address-guard.js'
 import { RetryPolicy } from './webhooks/retry-policy.js'
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js'
 import { WebhookLogRetention } from './webhooks/webhook-log-retention.js'
 import { WebhookSender } from './webhooks/webhook-sender.js'
-import { WebhookService } from './webhooks/webhook-service.js'
-import { WebhookSettingsService } from './webhooks/webhook-settings.js'
 
 export interface Services {
   auth: AuthService
@@ -158,7 +158,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       concurrency: hooks.concurrency,
       leaseMs,
       // One process owns a SQLite file: claims left by a crash are void at once.
-      releaseClaimsOnStart: database.dialect.name === 'sqlite',
+      releaseClaimsOnStart: database.dialect.singleProcess,
       sqlite: database.sqlite,
       logger: opts.logger,
       ...(listen
@@ -179,8 +179,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       {
         concurrency: config.exports.concurrency,
         leaseMs: config.exports.leaseSeconds * 1000,
-        releaseClaimsOnStart: database.dialect.name === 'sqlite',
-        skipLocked: database.dialect.skipLocked,
+        releaseClaimsOnStart: database.dialect.singleProcess,
         logger: opts.logger,
       },
     )
@@ -209,7 +208,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       billing: new BillingService(repos.billing, config, secrets, now),
       billingLedger: new BillingLedger(repos.billing, now),
       apps: new AppService(apps, secrets, () => config.baseUrl),
-      exports: new ExportService(db, database.dialect.name, blobs, secrets, () => config.baseUrl, now),
+      exports: new ExportService(db, database.dialect, blobs, secrets, () => config.baseUrl, now),
     }
     return {
       config,

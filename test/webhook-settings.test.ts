@@ -1,6 +1,6 @@
 import { XMLParser } from 'fast-xml-parser'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { findWebhookSettings } from '../src/webhooks/webhook-settings.js'
+import { findWebhookSettings } from '../src/webhooks/listener-settings.js'
 import {
   ADMIN_PASSWORD,
   ADMIN_USERNAME,

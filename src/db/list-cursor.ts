@@ -1,7 +1,7 @@
 import { ERRORS } from '../api/error-factories.js'
 import { parseListValues, sortTag } from '../api/list-query.js'
 import { type ListQuery, type ListRequest, type ListSpec, listField, type Page } from '../api/list-spec.js'
-import { hmac, safeEqual } from '../security/secrets.js'
+import { openCursor, signCursor } from '../security/signed-cursor.js'
 
 /**
  * Keyset cursors: signed with the site's secret, bound to the query that produced them, and
@@ -43,8 +43,7 @@ interface CursorPayload {
 }
 
 function encodeCursor(p: CursorPayload, secret: string): string {
-  const body = Buffer.from(JSON.stringify(p)).toString('base64url')
-  return `${body}.${hmac(secret, `cursor:${body}`)}`
+  return signCursor('cursor', p, secret)
 }
 
 function decodeCursor(
@@ -53,16 +52,7 @@ function decodeCursor(
   binding: string,
   sort: string,
 ): NonNullable<ListQuery['cursor']> {
-  const [body, sig, extra] = raw.split('.')
-  if (!body || !sig || extra !== undefined || !safeEqual(sig, hmac(secret, `cursor:${body}`))) {
-    throw ERRORS.invalidCursor('The cursor is not valid')
-  }
-  let p: CursorPayload
-  try {
-    p = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as CursorPayload
-  } catch {
-    throw ERRORS.invalidCursor('The cursor is not valid')
-  }
+  const p = openCursor('cursor', raw, secret) as CursorPayload
   if (p.b !== binding) throw ERRORS.invalidCursor('The cursor belongs to a different query')
   if (p.s !== sort) {
     throw ERRORS.invalidCursorTypeForSort('The cursor was made for a different sort order')

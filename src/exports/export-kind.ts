@@ -1,7 +1,6 @@
 import type { Expression, ExpressionBuilder, Kysely, SqlBool } from 'kysely'
+import type { SqlDialect } from '../db/dialects/dialect.js'
 import type { Database, ExportKind } from '../db/schema.js'
-import type { HalvesWriter } from './keyset-pages.js'
-import type { Dialect } from './query-fields.js'
 
 /** What a build reads: the export's site, its stored query and its time range. */
 export interface ExportJob {
@@ -45,6 +44,11 @@ export interface ExportSource {
 
 export type CsvPage = unknown[][] | { csv: Buffer; count: number }
 
+/** Writes an export's CSV as two files, the two halves of its records; resolves to their count. */
+export interface HalvesWriter {
+  write(files: string[]): Promise<number>
+}
+
 /** One kind of export: its query fields, its result fields, and how a CSV row reads back as JSON. */
 export interface ExportKindSpec {
   kind: ExportKind
@@ -57,7 +61,7 @@ export interface ExportKindSpec {
   /** The query fields, in the order the export shows them. */
   queryFields: readonly string[]
   /** Parses and checks the query fields of a create request (or of a stored query). */
-  parseQuery(body: Record<string, unknown>, dialect: Dialect): ParsedQuery
+  parseQuery(body: Record<string, unknown>, dialect: SqlDialect): ParsedQuery
   /** One CSV record back as the JSON result (CSV holds text; JSON has numbers, booleans, nulls). */
   fromCsv(record: string[]): Record<string, unknown>
   /**

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { Logger } from 'pino'
-import { RetentionJob } from '../db/retention-job.js'
 import type { Database } from '../db/schema.js'
+import { RetentionJob } from '../jobs/retention-job.js'
 
 /**
  * Deletes exports EXPORT_RETENTION_DAYS after their creation, whatever their state, and queues

@@ -1,10 +1,12 @@
 import crypto from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import os from 'node:os'
 import { type Kysely, type Selectable, sql, type UpdateObject } from 'kysely'
 import type { Logger } from 'pino'
 import type { BlobStore } from '../blobs/blob-store.js'
+import { dialectOf } from '../db/dialects/dialect-of.js'
 import type { Database, ExportsTable } from '../db/schema.js'
+import { JobLoop } from '../jobs/job-loop.js'
+import { type ClaimShape, LeasedJobs } from '../jobs/leased-jobs.js'
 import type { ExportBuilder } from './export-builder.js'
 import { ExportFailure, type ExportJob } from './export-kind.js'
 
@@ -26,8 +28,19 @@ export interface ExportWorkerOptions {
   pollMs?: number
   /** SQLite: one process owns the file, so claims left by a crash are void at start. */
   releaseClaimsOnStart?: boolean
-  skipLocked: boolean
   logger?: Logger | undefined
+}
+
+const BUILDING = sql<boolean>`status = 'building'`
+
+/** The oldest exports still to build; each claim counts as an attempt. */
+const CLAIM: ClaimShape = {
+  key: 'building',
+  due: () => BUILDING,
+  orderBy: 'id',
+  set: (p) => sql`attempts = attempts + 1, updated_at = ${p('now')}`,
+  recheck: BUILDING,
+  returning: ['*'],
 }
 
 /** Stopping the worker: the claim is handed back so the next process starts the build at once. */
@@ -42,36 +55,30 @@ class ClaimLost extends Error {}
  * while it still holds the claim. A process that dies mid-build leaves its claim to expire; the
  * next worker to claim the export builds it again from the start.
  */
-export class ExportWorker {
-  readonly owner = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}`
+export class ExportWorker extends JobLoop {
+  private readonly jobs: LeasedJobs<'exports'>
   private readonly running = new Map<number, { done: Promise<void>; abort: AbortController }>()
-  private readonly pollMs: number
-  private stopped = true
-  private pumping: Promise<void> | null = null
-  private again = false
-  private timer: NodeJS.Timeout | null = null
 
   constructor(
-    private readonly db: Kysely<Database>,
+    db: Kysely<Database>,
     private readonly builder: Pick<ExportBuilder, 'build'>,
     private readonly blobs: BlobStore,
     private readonly now: () => number,
     private readonly opts: ExportWorkerOptions,
   ) {
-    this.pollMs = opts.pollMs ?? 2000
+    super(opts.pollMs ?? 2000, opts.logger, 'export worker could not claim work')
+    // Only a build still in progress is ever changed by the worker that holds it.
+    this.jobs = new LeasedJobs(db, dialectOf(db), 'exports', { leaseMs: opts.leaseMs, now, held: BUILDING })
+  }
+
+  get owner(): string {
+    return this.jobs.owner
   }
 
   async start(): Promise<void> {
     if (!this.stopped) return
     this.stopped = false
-    if (this.opts.releaseClaimsOnStart) {
-      await this.db
-        .updateTable('exports')
-        .set({ lease_owner: null, lease_until: null })
-        .where('status', '=', 'building')
-        .where('lease_owner', 'is not', null)
-        .execute()
-    }
+    if (this.opts.releaseClaimsOnStart) await this.jobs.releaseLeftOver(BUILDING)
     exportSignal.on('created', this.kick)
     this.kick()
   }
@@ -79,75 +86,25 @@ export class ExportWorker {
   /** Stops claiming; builds in progress stop at their next page and hand their claim back. */
   async stop(): Promise<void> {
     if (this.stopped) return
-    this.stopped = true
     exportSignal.off('created', this.kick)
-    if (this.timer) clearTimeout(this.timer)
-    this.timer = null
-    await this.pumping
+    await this.halt()
     for (const r of this.running.values()) r.abort.abort(new Stopping('the server is stopping'))
     await Promise.allSettled([...this.running.values()].map((r) => r.done))
   }
 
-  /** Look for work now. */
-  readonly kick = (): void => {
-    if (this.stopped) return
-    if (this.pumping) {
-      this.again = true
-      return
-    }
-    this.pumping = this.pump().finally(() => {
-      this.pumping = null
-      if (this.again) this.kick()
-    })
-  }
-
   /** Resolves once no build is running in this process (tests). */
   async idle(): Promise<void> {
-    while (this.running.size > 0 || this.pumping) {
-      await Promise.allSettled([this.pumping, ...[...this.running.values()].map((r) => r.done)])
+    while (this.running.size > 0 || this.looking) {
+      await Promise.allSettled([this.looking, ...[...this.running.values()].map((r) => r.done)])
     }
   }
 
-  private async pump(): Promise<void> {
-    try {
-      do {
-        this.again = false
-        const free = this.opts.concurrency - this.running.size
-        if (free <= 0) break
-        for (const row of await this.claim(free)) this.launch(row)
-      } while (this.again && !this.stopped)
-    } catch (err) {
-      this.opts.logger?.error({ err }, 'export worker could not claim work')
-    }
-    if (!this.stopped) {
-      if (this.timer) clearTimeout(this.timer)
-      this.timer = setTimeout(this.kick, this.pollMs)
-      this.timer.unref()
-    }
-  }
-
-  private async claim(limit: number): Promise<ExportRow[]> {
-    const now = this.now()
-    let due = this.db
-      .selectFrom('exports')
-      .select('id')
-      .where('status', '=', 'building')
-      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
-      .orderBy('id')
-      .limit(limit)
-    if (this.opts.skipLocked) due = due.forUpdate().skipLocked()
-    return this.db
-      .updateTable('exports')
-      .set({
-        lease_owner: this.owner,
-        lease_until: now + this.opts.leaseMs,
-        attempts: sql`attempts + 1`,
-        updated_at: now,
-      })
-      .where('id', 'in', due)
-      .where('status', '=', 'building')
-      .returningAll()
-      .execute()
+  protected override async look(): Promise<boolean> {
+    const free = this.opts.concurrency - this.running.size
+    if (free <= 0) return false
+    const rows = await this.jobs.claim<ExportRow>(CLAIM, free)
+    for (const row of rows) this.launch(row)
+    return rows.length < free
   }
 
   private launch(row: ExportRow): void {
@@ -168,9 +125,7 @@ export class ExportWorker {
   private async renew(id: number, abort: AbortController): Promise<void> {
     if (abort.signal.aborted) return
     try {
-      const now = this.now()
-      const res = await this.mine(id, { lease_until: now + this.opts.leaseMs })
-      if (Number(res.numUpdatedRows) === 0) abort.abort(new ClaimLost())
+      if (!(await this.jobs.renew(id))) abort.abort(new ClaimLost())
     } catch (err) {
       // The next renewal tries again; the lease is long enough to miss one.
       this.opts.logger?.warn({ err, export: id }, 'export lease could not be renewed')
@@ -178,14 +133,8 @@ export class ExportWorker {
   }
 
   /** Updates the export only while this worker still holds its claim. */
-  private mine(id: number, set: UpdateObject<Database, 'exports'>) {
-    return this.db
-      .updateTable('exports')
-      .set(set)
-      .where('id', '=', id)
-      .where('status', '=', 'building')
-      .where('lease_owner', '=', this.owner)
-      .executeTakeFirst()
+  private mine(id: number, set: UpdateObject<Database, 'exports'>): Promise<boolean> {
+    return this.jobs.update(id, set)
   }
 
   private async run(row: ExportRow, signal: AbortSignal): Promise<void> {
@@ -209,7 +158,7 @@ export class ExportWorker {
       if (why instanceof ClaimLost) return
       if (why instanceof Stopping) {
         // A graceful stop is not a failed attempt: it does not count towards MAX_ATTEMPTS.
-        await this.mine(row.id, { lease_owner: null, lease_until: null, attempts: sql<number>`attempts - 1` })
+        await this.jobs.release(row.id, { attempts: sql<number>`attempts - 1` })
         return
       }
       if (err instanceof ExportFailure) {
@@ -221,7 +170,7 @@ export class ExportWorker {
       await this.fail(row.id, `The export could not be built (error ${instance} in the server log)`)
       return
     }
-    const res = await this.mine(row.id, {
+    const recorded = await this.mine(row.id, {
       status: 'ready',
       blob_key: built.blobKey,
       result_bytes: built.bytes,
@@ -231,7 +180,7 @@ export class ExportWorker {
       updated_at: this.now(),
     })
     // Deleted, or taken over after a lease ran out: this copy of the results belongs to no one.
-    if (Number(res.numUpdatedRows) === 0) await this.blobs.delete(built.blobKey)
+    if (!recorded) await this.blobs.delete(built.blobKey)
   }
 
   private async fail(id: number, reason: string): Promise<void> {

@@ -2,19 +2,11 @@ import type { Kysely } from 'kysely'
 import { formatDateTime } from '../api/datetime.js'
 import { ERRORS } from '../api/error-factories.js'
 import type { DatabaseHandle } from '../db/database.js'
+import type { SqlDialect } from '../db/dialects/dialect.js'
 import type { Database } from '../db/schema.js'
 import type { ExportJob, ExportKindSpec, ExportSource, ParsedQuery } from './export-kind.js'
 import { keysetPages } from './keyset-pages.js'
-import {
-  asGiven,
-  type Dialect,
-  inFolders,
-  integerValues,
-  lowerLike,
-  pathIn,
-  pathValues,
-  splitValues,
-} from './query-fields.js'
+import { asGiven, inFolders, integerValues, pathIn, pathValues, splitValues } from './query-fields.js'
 
 /** History exports (HistoryExport): every stored Action, not only the last 24 hours. */
 
@@ -78,7 +70,7 @@ export const UNSUPPORTED_HISTORY_FIELDS = [
   'query_target_permission_set',
 ] as const
 
-function parseQuery(body: Record<string, unknown>, dialect: Dialect): ParsedQuery {
+function parseQuery(body: Record<string, unknown>, dialect: SqlDialect): ParsedQuery {
   for (const field of UNSUPPORTED_HISTORY_FIELDS) {
     if (splitValues(body[field], field).length > 0) {
       throw ERRORS.requestParamsInvalid(
@@ -119,7 +111,7 @@ function parseQuery(body: Record<string, unknown>, dialect: Dialect): ParsedQuer
           eb(
             eb.fn('lower', ['username']),
             'in',
-            usernames.map((u) => lowerLike(dialect, u)),
+            usernames.map((u) => dialect.lowerLike(u)),
           ),
         )
       return out
@@ -234,7 +226,7 @@ function toCsvRow(row: unknown[]): unknown[] {
 }
 
 export function historySource(handle: DatabaseHandle): ExportSource {
-  const dialect = handle.dialect.name
+  const dialect = handle.dialect
   const db = handle.db as Kysely<Database>
   return {
     pages(job: ExportJob, pageSize: number, signal: AbortSignal) {

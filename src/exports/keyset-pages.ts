@@ -1,10 +1,10 @@
 import fsp from 'node:fs/promises'
 import v8 from 'node:v8'
 import vm from 'node:vm'
-import { type Kysely, type SelectQueryBuilder, sql } from 'kysely'
+import type { Kysely, SelectQueryBuilder } from 'kysely'
 import type { DatabaseHandle } from '../db/database.js'
 import { buildHalfInWorker } from './csv-half-worker.js'
-import type { ExportJob } from './export-kind.js'
+import type { ExportJob, HalvesWriter } from './export-kind.js'
 
 export interface KeysetRead {
   table: 'webhook_attempts' | 'actions'
@@ -92,9 +92,6 @@ export function keysetPages(handle: DatabaseHandle, r: KeysetRead): AsyncIterabl
   })
 }
 
-const SQLITE_BLOCK = sql`cast(group_concat(p.line, char(13, 10) order by p.id) || char(13, 10) as blob)`
-const POSTGRES_BLOCK = sql`string_agg(p.line, E'\r\n' order by p.id) || E'\r\n'`
-
 /**
  * The pages as blocks of CSV, put together by the database: the select must give `id` and `line`
  * (one record's CSV line); each page comes back as one value, the lines in id order, each ending
@@ -105,7 +102,7 @@ export function keysetCsvBlocks(
   handle: DatabaseHandle,
   r: KeysetRead,
 ): AsyncIterable<{ csv: Buffer; count: number }> {
-  const block = handle.dialect.name === 'sqlite' ? SQLITE_BLOCK : POSTGRES_BLOCK
+  const block = handle.dialect.crlfLines('p.line', 'p.id')
   return keyset(r, async (query) => {
     const page = r.db
       .selectFrom(query.as('p'))
@@ -134,11 +131,6 @@ function collectYoung(): void {
     gc = vm.runInNewContext('gc') as (opts: { type: 'minor' }) => void
   }
   gc({ type: 'minor' })
-}
-
-/** Writes an export's CSV as two files, the two halves of its records; resolves to their count. */
-export interface HalvesWriter {
-  write(files: string[]): Promise<number>
 }
 
 /**
@@ -170,7 +162,7 @@ export async function csvHalves(
         .where('id', '<=', TO)
         .as('p'),
     )
-    .select((eb) => [eb.fn.count('p.id').as('n'), SQLITE_BLOCK.as('csv')])
+    .select((eb) => [eb.fn.count('p.id').as('n'), handle.dialect.crlfLines('p.line', 'p.id').as('csv')])
     .compile()
   const params = [...compiled.parameters]
   const fromIndex = params.indexOf(FROM)

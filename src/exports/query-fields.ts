@@ -1,6 +1,7 @@
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely'
 import { parseDateTime } from '../api/datetime.js'
 import { ERRORS } from '../api/error-factories.js'
+import type { SqlDialect } from '../db/dialects/dialect.js'
 import { normalizePath } from '../modules/paths.js'
 
 /**
@@ -8,8 +9,6 @@ import { normalizePath } from '../modules/paths.js'
  * AND across fields); empty values are ignored, and a field whose values are all empty is as if
  * absent (api-spec.md: commas cannot themselves be searched for).
  */
-
-export type Dialect = 'sqlite' | 'postgres'
 
 /** The given value of a field, split at commas; empty values dropped. Strings, numbers, booleans. */
 export function splitValues(raw: unknown, field: string, trim = false): string[] {
@@ -65,30 +64,30 @@ export function timeRange(body: Record<string, unknown>): { start: number | null
   return { start: at('start_at'), end: at('end_at') }
 }
 
-/** The case folding of the database's lower(): SQLite folds only ASCII letters. */
-export function lowerLike(dialect: Dialect, s: string): string {
-  return dialect === 'sqlite' ? s.replace(/[A-Z]+/g, (m) => m.toLowerCase()) : s.toLowerCase()
-}
-
 type Eb = ExpressionBuilder<any, any>
 
 /** `lower(column)` equals one of the paths. */
-export function pathIn(eb: Eb, dialect: Dialect, column: string, paths: string[]): Expression<SqlBool> {
+export function pathIn(eb: Eb, dialect: SqlDialect, column: string, paths: string[]): Expression<SqlBool> {
   const col = sql.ref(column)
   return eb(
     sql`lower(${col})`,
     'in',
-    paths.map((p) => lowerLike(dialect, p)),
+    paths.map((p) => dialect.lowerLike(p)),
   )
 }
 
 /** The record's path is one of the folders or lies inside one (case-insensitive); '' is everything. */
-export function inFolders(eb: Eb, dialect: Dialect, column: string, folders: string[]): Expression<SqlBool> {
+export function inFolders(
+  eb: Eb,
+  dialect: SqlDialect,
+  column: string,
+  folders: string[],
+): Expression<SqlBool> {
   const col = sql.ref(column)
   if (folders.includes('')) return sql<SqlBool>`1 = 1`
   return eb.or(
     folders.map((f) => {
-      const key = lowerLike(dialect, f)
+      const key = dialect.lowerLike(f)
       const prefix = `${key}/`
       return sql<SqlBool>`(lower(${col}) = ${key} or substr(lower(${col}), 1, ${[...prefix].length}) = ${prefix})`
     }),
@@ -96,8 +95,13 @@ export function inFolders(eb: Eb, dialect: Dialect, column: string, folders: str
 }
 
 /** The column contains one of the values, ignoring letter case. */
-export function containsAny(eb: Eb, dialect: Dialect, column: string, values: string[]): Expression<SqlBool> {
+export function containsAny(
+  eb: Eb,
+  dialect: SqlDialect,
+  column: string,
+  values: string[],
+): Expression<SqlBool> {
   const col = sql.ref(column)
-  const find = dialect === 'sqlite' ? 'instr' : 'strpos'
-  return eb.or(values.map((v) => sql<SqlBool>`${sql.raw(find)}(lower(${col}), ${lowerLike(dialect, v)}) > 0`))
+  const find = sql.raw(dialect.findFunction)
+  return eb.or(values.map((v) => sql<SqlBool>`${find}(lower(${col}), ${dialect.lowerLike(v)}) > 0`))
 }

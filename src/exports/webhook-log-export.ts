@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely'
 import type { DatabaseHandle } from '../db/database.js'
+import type { SqlDialect } from '../db/dialects/dialect.js'
 import type { Database } from '../db/schema.js'
 import { deliveringAttempts } from '../webhooks/delivering-attempts.js'
 import type { ExportJob, ExportKindSpec, ExportSource, ParsedQuery } from './export-kind.js'
@@ -8,10 +9,8 @@ import {
   asGiven,
   booleanValues,
   containsAny,
-  type Dialect,
   inFolders,
   integerValues,
-  lowerLike,
   pathIn,
   pathValues,
   splitValues,
@@ -51,7 +50,7 @@ const QUERY_FIELDS = [
   'query_success',
 ] as const
 
-function parseQuery(body: Record<string, unknown>, dialect: Dialect): ParsedQuery {
+function parseQuery(body: Record<string, unknown>, dialect: SqlDialect): ParsedQuery {
   const messages = splitValues(body['query_message'], 'query_message')
   const methods = splitValues(body['query_request_method'], 'query_request_method', true)
   const urls = splitValues(body['query_request_url'], 'query_request_url')
@@ -80,7 +79,7 @@ function parseQuery(body: Record<string, unknown>, dialect: Dialect): ParsedQuer
           eb(
             sql`lower(request_method)`,
             'in',
-            methods.map((m) => lowerLike(dialect, m)),
+            methods.map((m) => dialect.lowerLike(m)),
           ),
         )
       if (urls.length) out.push(eb('request_url', 'in', urls))
@@ -137,11 +136,11 @@ export const WEBHOOK_LOG_EXPORT: ExportKindSpec = {
 }
 
 /** A text column as csv-stringify writes it: quoted (quotes doubled) when it holds `"`, `,`, CR or LF. */
-function csvText(dialect: Dialect, column: string) {
+function csvText(dialect: SqlDialect, column: string) {
   const c = sql.ref(column)
-  const find = sql.raw(dialect === 'sqlite' ? 'instr' : 'strpos')
-  const nl = sql.raw(dialect === 'sqlite' ? 'char(10)' : 'chr(10)')
-  const cr = sql.raw(dialect === 'sqlite' ? 'char(13)' : 'chr(13)')
+  const find = sql.raw(dialect.findFunction)
+  const nl = dialect.chr(10)
+  const cr = dialect.chr(13)
   // A quote settles it at once (JSON fields always hold one): the other scans only when there is none.
   return sql`(case when ${find}(${c}, '"') > 0 then '"' || replace(${c}, '"', '""') || '"' when ${find}(${c}, ',') > 0 or ${find}(${c}, ${nl}) > 0 or ${find}(${c}, ${cr}) > 0 then '"' || ${c} || '"' else ${c} end)`
 }
@@ -153,15 +152,11 @@ function csvText(dialect: Dialect, column: string) {
  * rows, nor a JavaScript string per record.
  */
 export function webhookLogSource(handle: DatabaseHandle): ExportSource {
-  const dialect = handle.dialect.name
+  const dialect = handle.dialect
   const db = handle.db as Kysely<Database>
-  const iso =
-    dialect === 'sqlite'
-      ? sql<string>`strftime('%Y-%m-%dT%H:%M:%SZ', created_at / 1000, 'unixepoch')`
-      : sql<string>`to_char(to_timestamp(created_at / 1000) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')`
+  const iso = dialect.isoSeconds('created_at')
   // SQLite's || turns an integer into its text by itself; a cast per field cost 7% of the build.
-  const num = (column: string) =>
-    dialect === 'sqlite' ? sql.ref(column) : sql`cast(${sql.ref(column)} as text)`
+  const num = (column: string) => dialect.asText(sql.ref(column))
   const text = (column: string) => csvText(dialect, column)
   const fields = [
     num('id'),

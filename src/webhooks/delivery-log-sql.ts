@@ -1,5 +1,6 @@
 import { CompiledQuery, type Kysely, type Selectable, sql } from 'kysely'
 import type { RawSqlite } from '../db/database.js'
+import type { SqlDialect } from '../db/dialects/dialect.js'
 import type { Database, NotificationState, WebhookAttemptsTable } from '../db/schema.js'
 
 /** One `webhook_attempts` row as written. */
@@ -73,28 +74,54 @@ const SQLITE_UPDATE = `update webhook_notifications set attempts = ?, state = ?,
 
 export type Returned = { id: number; notification_id: number; attempt: number }
 
+/** Where the log is written: the database, and on SQLite the connection itself. */
+export interface LogTarget {
+  db: Kysely<Database>
+  dialect: SqlDialect
+  /** SQLite: the connection itself, for the log's two statements without an executor. */
+  raw?: RawSqlite | undefined
+}
+
 /**
- * SQLite through Kysely (a dispatcher given no RawSqlite): inserts the attempts and returns their
- * ids with what identifies each (RETURNING promises no order).
+ * The one write of the delivery log: the attempts and their notifications' new state, committed
+ * together, where this worker (`owner`) still holds each notification's claim. Resolves to the
+ * attempts' ids with what identifies each (RETURNING promises no order).
  */
-export async function insertAttempts(db: Kysely<Database>, rows: AttemptRow[]): Promise<Returned[]> {
-  const out: Returned[] = []
+export function writeAttempts(
+  to: LogTarget,
+  owner: string,
+  rows: AttemptRow[],
+  states: NextState[],
+): Promise<Returned[]> {
+  const raw = to.raw
+  if (raw) return raw.hold(() => writeOnConnection(raw, owner, rows, states))
+  if (to.dialect.writableCte) return writeInOneStatement(to.db, owner, rows, states)
+  return to.db.transaction().execute(async (trx) => {
+    const out: Returned[] = []
+    for (const [text, params] of insertChunks(rows)) {
+      out.push(...(await trx.executeQuery<Returned>(CompiledQuery.raw(text, params))).rows)
+    }
+    for (const s of states) {
+      await trx.executeQuery(
+        CompiledQuery.raw(SQLITE_UPDATE, [s.attempts, s.state, s.next, s.now, s.id, owner]),
+      )
+    }
+    return out
+  })
+}
+
+/** The inserts of the attempts (SQLite): statements of fixed sizes, and their parameters. */
+function* insertChunks(rows: AttemptRow[]): Generator<[string, unknown[]]> {
   let i = 0
   while (i < rows.length) {
     const n = CHUNKS.find((c) => c <= rows.length - i)!
     const params: unknown[] = []
-    for (const row of rows.slice(i, i + n)) for (const c of ATTEMPT_COLUMNS) params.push(row[c])
-    const res = await db.executeQuery<Returned>(CompiledQuery.raw(SQLITE_INSERT.get(n)!, params))
-    out.push(...res.rows)
+    for (let j = i; j < i + n; j++) {
+      const row = rows[j]!
+      for (const c of ATTEMPT_COLUMNS) params.push(row[c])
+    }
+    yield [SQLITE_INSERT.get(n)!, params]
     i += n
-  }
-  return out
-}
-
-/** SQLite through Kysely: sets each notification's new state, where this worker still holds its claim. */
-export async function updateNotifications(db: Kysely<Database>, owner: string, states: NextState[]) {
-  for (const s of states) {
-    await db.executeQuery(CompiledQuery.raw(SQLITE_UPDATE, [s.attempts, s.state, s.next, s.now, s.id, owner]))
   }
 }
 
@@ -103,7 +130,7 @@ export async function updateNotifications(db: Kysely<Database>, owner: string, s
  * atomic on its own, and a data-modifying WITH always runs to completion): one round trip and
  * one plan per batch, instead of BEGIN, two statements and COMMIT.
  */
-export async function writeAttemptsPostgres(
+async function writeInOneStatement(
   db: Kysely<Database>,
   owner: string,
   rows: AttemptRow[],
@@ -127,11 +154,10 @@ export async function writeAttemptsPostgres(
 }
 
 /**
- * SQLite, on the connection itself: the attempts and their notifications' new state in one
- * transaction, run synchronously (the caller holds the connection: see RawSqlite.hold). The same
- * statements as insertAttempts and updateNotifications, without an executor between them.
+ * SQLite, on the connection itself: the same statements in one transaction, run synchronously
+ * (the caller holds the connection: see RawSqlite.hold).
  */
-export function writeAttemptsSqlite(
+function writeOnConnection(
   raw: RawSqlite,
   owner: string,
   rows: AttemptRow[],
@@ -139,18 +165,10 @@ export function writeAttemptsSqlite(
 ): Returned[] {
   return raw.transaction(() => {
     const out: Returned[] = []
-    let i = 0
-    while (i < rows.length) {
-      const n = CHUNKS.find((c) => c <= rows.length - i)!
-      const params: unknown[] = []
-      for (let j = i; j < i + n; j++) {
-        const row = rows[j]!
-        for (const c of ATTEMPT_COLUMNS) params.push(row[c])
-      }
+    for (const [text, params] of insertChunks(rows)) {
       // Arrays (`raw`): the driver's row objects cost more than the insert itself.
-      const ids = raw.statement(SQLITE_INSERT.get(n)!).raw(true).all(params) as [number, number, number][]
+      const ids = raw.statement(text).raw(true).all(params) as [number, number, number][]
       for (const [id, notification_id, attempt] of ids) out.push({ id, notification_id, attempt })
-      i += n
     }
     const update = raw.statement(SQLITE_UPDATE)
     for (const s of states) update.run(s.attempts, s.state, s.next, s.now, s.id, owner)

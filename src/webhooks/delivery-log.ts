@@ -1,17 +1,10 @@
 import type { Kysely } from 'kysely'
 import type { RawSqlite } from '../db/database.js'
+import { dialectOf } from '../db/dialects/dialect-of.js'
 import type { Database, NotificationState } from '../db/schema.js'
-import {
-  type AttemptRow,
-  insertAttempts,
-  type NextState,
-  updateNotifications,
-  writeAttemptsPostgres,
-  writeAttemptsSqlite,
-} from './delivery-log-sql.js'
+import { type AttemptRow, type LogTarget, type NextState, writeAttempts } from './delivery-log-sql.js'
 import type { RetryPolicy } from './retry-policy.js'
-import { isPostgresDb } from './webhook-outbox.js'
-import type { WebhookOutcome } from './webhook-sender.js'
+import type { WebhookOutcome } from './webhook-outcome.js'
 
 export interface AttemptRecord {
   attempt: number
@@ -67,15 +60,18 @@ interface Queued {
 export class DeliveryLogWriter {
   private queue: Queued[] = []
   private flushing: Promise<void> | null = null
+  private readonly target: LogTarget
 
   constructor(
-    private readonly db: Kysely<Database>,
+    db: Kysely<Database>,
     private readonly policy: RetryPolicy,
     private readonly owner: string,
     /** SQLite: the connection itself, for the log's two statements. */
-    private readonly raw?: RawSqlite,
+    raw?: RawSqlite,
     private readonly maxBatch = 256,
-  ) {}
+  ) {
+    this.target = { db, dialect: dialectOf(db), raw }
+  }
 
   record(n: ClaimedNotification, r: AttemptRecord): Promise<DeliveryLog> {
     return new Promise((resolve, reject) => {
@@ -134,18 +130,7 @@ export class DeliveryLogWriter {
       states.push({ id: n.id, attempts: r.attempt, state, next, now: r.now })
       logs.push({ id: 0, attempt: r.attempt, state, outcome: r.outcome })
     }
-    // SQLite: both statements on the connection itself, in one synchronous transaction.
-    // PostgreSQL: one statement. Either way the records and the new states commit together.
-    const raw = this.raw
-    const inserted = raw
-      ? await raw.hold(() => writeAttemptsSqlite(raw, this.owner, rows, states))
-      : isPostgresDb(this.db)
-        ? await writeAttemptsPostgres(this.db, this.owner, rows, states)
-        : await this.db.transaction().execute(async (trx) => {
-            const ids = await insertAttempts(trx, rows)
-            await updateNotifications(trx, this.owner, states)
-            return ids
-          })
+    const inserted = await writeAttempts(this.target, this.owner, rows, states)
     const idOf = new Map<string, number>()
     for (const row of inserted) idOf.set(`${row.notification_id}:${row.attempt}`, Number(row.id))
     for (const [i, { n }] of batch.entries()) {
@@ -193,4 +178,16 @@ export async function pruneDeliveryLog(db: Kysely<Database>, cutoff: number, bat
     if (n < batch) break
   }
   return removed
+}
+
+/** The notification of a failed attempt of the site's log, or undefined when there is none. */
+export function failedAttempt(db: Kysely<Database>, siteId: number, attemptId: number) {
+  return db
+    .selectFrom('webhook_attempts as a')
+    .innerJoin('webhook_notifications as n', 'n.id', 'a.notification_id')
+    .select(['n.id', 'n.attempts', 'n.max_attempts', 'n.operation', 'n.state'])
+    .where('a.id', '=', attemptId)
+    .where('a.site_id', '=', siteId)
+    .where('a.success', '=', 0)
+    .executeTakeFirst()
 }

@@ -1,57 +1,21 @@
-import crypto from 'node:crypto'
-import os from 'node:os'
-import { CompiledQuery, type Kysely, type Selectable, sql } from 'kysely'
+import type { Kysely } from 'kysely'
 import type { Logger } from 'pino'
 import type { RawSqlite } from '../db/database.js'
-import type { Database, WebhookNotificationsTable } from '../db/schema.js'
+import { dialectOf } from '../db/dialects/dialect-of.js'
+import type { Database } from '../db/schema.js'
+import { JobLoop } from '../jobs/job-loop.js'
+import { LeasedJobs } from '../jobs/leased-jobs.js'
 import { type DeliveryLog, DeliveryLogWriter } from './delivery-log.js'
+import { findWebhookSettings, type WebhookSettings } from './listener-settings.js'
+import { type ClaimedRow, claimNotifications, KIND, type NotificationRow, PENDING } from './outbox-claims.js'
 import type { RetryPolicy } from './retry-policy.js'
-import { isPostgresDb, outboxSignal } from './webhook-outbox.js'
-import type { WebhookOutcome, WebhookSender } from './webhook-sender.js'
-import { findWebhookSettings, type WebhookSettings } from './webhook-settings.js'
+import { SiteNames } from './site-names.js'
+import { outboxSignal } from './webhook-outbox.js'
+import type { WebhookOutcome } from './webhook-outcome.js'
+import type { WebhookSender } from './webhook-sender.js'
 import { signWebhook } from './webhook-signature.js'
 
-export type NotificationRow = Selectable<WebhookNotificationsTable>
-
-/** The columns of a claimed notification that its delivery and log record use. */
-const CLAIMED = [
-  'id',
-  'site_id',
-  'message_id',
-  'operation',
-  'user_id',
-  'username',
-  'protocol',
-  'path',
-  'sourcepath',
-  'folder',
-  'attempts',
-  'max_attempts',
-  'forced',
-] as const
-export type ClaimedRow = Pick<NotificationRow, (typeof CLAIMED)[number]>
-
-/**
- * A claimed row from better-sqlite3's array form (`raw`), in the order of CLAIMED: building the
- * object here costs a fraction of what the driver's objects cost, per row claimed.
- */
-function claimedFromArray(a: unknown[]): ClaimedRow {
-  return {
-    id: a[0] as number,
-    site_id: a[1] as number,
-    message_id: a[2] as string,
-    operation: a[3] as string,
-    user_id: a[4] as number | null,
-    username: a[5] as string,
-    protocol: a[6] as string,
-    path: a[7] as string,
-    sourcepath: a[8] as string,
-    folder: a[9] as string,
-    attempts: a[10] as number,
-    max_attempts: a[11] as number,
-    forced: a[12] as number,
-  }
-}
+export type { ClaimedRow, NotificationRow }
 
 export interface DispatcherOptions {
   /** Deliveries in flight at once in this process. */
@@ -69,31 +33,6 @@ export interface DispatcherOptions {
   sqlite?: RawSqlite | undefined
 }
 
-/** Literals, not parameters: SQLite uses the partial indexes on pending rows only then. */
-const PENDING = sql<boolean>`state = 'pending'`
-const KIND = {
-  first: sql<boolean>`state = 'pending' and attempts = 0`,
-  retry: sql<boolean>`state = 'pending' and attempts > 0`,
-}
-type Kind = keyof typeof KIND
-
-/** The claim of due notifications of one kind, for every site (the partial index serves it). */
-function claimSql(kind: Kind, pg: boolean): string {
-  const p = pg ? (n: number) => `$${n}` : () => '?'
-  return `update webhook_notifications set lease_owner = ${p(1)}, lease_until = ${p(2)}
-    where id in (select id from webhook_notifications
-      where state = 'pending' and attempts ${kind === 'first' ? '= 0' : '> 0'}
-        and next_attempt_at <= ${p(3)} and (lease_until is null or lease_until < ${p(4)})
-      order by next_attempt_at, id limit ${p(5)}${pg ? ' for update skip locked' : ''})
-    returning ${CLAIMED.join(', ')}`
-}
-
-/** The claim's text for each kind and dialect, built once. */
-const CLAIM_SQL = {
-  first: { sqlite: claimSql('first', false), pg: claimSql('first', true) },
-  retry: { sqlite: claimSql('retry', false), pg: claimSql('retry', true) },
-}
-
 /** After this many failures in a row a site's listener gets one request at a time. */
 const FAILING_AFTER = 3
 
@@ -103,29 +42,22 @@ interface SiteState {
 }
 
 /**
- * Delivers the outbox: claims due notifications with a lease (`FOR UPDATE SKIP LOCKED` on
- * PostgreSQL, so several processes share the work), sends each through the sender, and logs
- * every attempt with the notification's next state in one transaction.
+ * Delivers the outbox: claims due notifications with a lease (jobs/leased-jobs.ts: several
+ * processes share the work), sends each through the sender, and logs every attempt with the
+ * notification's next state in one transaction.
  *
  * First attempts always have room: retries use at most half the pool. A listener that keeps
  * failing gets one request at a time until it answers again, so it is not hammered and cannot
  * hold the pool.
  */
-export class WebhookDispatcher {
-  readonly owner = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}`
-  private readonly pollMs: number
+export class WebhookDispatcher extends JobLoop {
+  private readonly jobs: LeasedJobs<'webhook_notifications'>
   private readonly sites = new Map<number, SiteState>()
   private readonly running = new Set<Promise<unknown>>()
-  private readonly siteNameReads = new Map<number, Promise<string>>()
-  /** Site names once read, so that a delivery does not wait a turn for one. */
-  private readonly siteNames = new Map<number, string>()
+  private readonly siteNames: SiteNames
   private inflight = 0
   private inflightRetries = 0
-  private stopped = true
-  private pumping: Promise<void> | null = null
-  private again = false
   private kickQueued = false
-  private timer: NodeJS.Timeout | null = null
   private unlisten: (() => Promise<void>) | null = null
   private readonly log: DeliveryLogWriter
 
@@ -136,21 +68,25 @@ export class WebhookDispatcher {
     private readonly now: () => number,
     private readonly opts: DispatcherOptions,
   ) {
-    this.pollMs = opts.pollMs ?? 2000
+    super(opts.pollMs ?? 2000, opts.logger, 'webhook dispatcher could not read the outbox')
+    this.jobs = new LeasedJobs(db, dialectOf(db), 'webhook_notifications', {
+      leaseMs: opts.leaseMs,
+      now,
+      sqlite: opts.sqlite,
+    })
     this.log = new DeliveryLogWriter(db, policy, this.owner, opts.sqlite)
+    this.siteNames = new SiteNames(db)
+  }
+
+  /** Who holds this dispatcher's claims (a notification inserted already claimed names it). */
+  get owner(): string {
+    return this.jobs.owner
   }
 
   async start(): Promise<void> {
     if (!this.stopped) return
     this.stopped = false
-    if (this.opts.releaseClaimsOnStart) {
-      await this.db
-        .updateTable('webhook_notifications')
-        .set({ lease_owner: null, lease_until: null })
-        .where(PENDING)
-        .where('lease_owner', 'is not', null)
-        .execute()
-    }
+    if (this.opts.releaseClaimsOnStart) await this.jobs.releaseLeftOver(PENDING)
     outboxSignal.on('enqueued', this.kick)
     if (this.opts.listen) this.unlisten = await this.opts.listen(this.kick)
     this.kick()
@@ -159,31 +95,13 @@ export class WebhookDispatcher {
   /** Stops claiming, then waits for the deliveries in flight (each ends within its timeout). */
   async stop(): Promise<void> {
     if (this.stopped) return
-    this.stopped = true
     outboxSignal.off('enqueued', this.kick)
-    if (this.timer) clearTimeout(this.timer)
-    this.timer = null
-    await this.unlisten?.()
-    this.unlisten = null
-    await this.pumping
+    await this.halt(async () => {
+      await this.unlisten?.()
+      this.unlisten = null
+    })
     await Promise.allSettled([...this.running])
     await this.log.idle()
-  }
-
-  /** Look at the outbox now (a notification was enqueued or a delivery ended). */
-  readonly kick = (): void => {
-    if (this.stopped) return
-    if (this.pumping) {
-      this.again = true
-      return
-    }
-    this.pumping = this.pump().finally(() => {
-      this.pumping = null
-      // A wake-up that came after the last claim (while the next due time was read, or as the
-      // pump ended) was only noted: without this look it waited for the poll, or, when every
-      // slot was busy as the pump ended, for the next wake-up.
-      if (this.again) this.kick()
-    })
   }
 
   /**
@@ -194,33 +112,18 @@ export class WebhookDispatcher {
     return this.deliver(row, await findWebhookSettings(this.db, row.site_id))
   }
 
-  private async pump(): Promise<void> {
-    let wait = this.pollMs
-    try {
-      let drained = false
-      do {
-        this.again = false
-        const free = this.opts.concurrency - this.inflight
-        const rows = await this.claimBatch()
-        drained = rows.length < free
-        // Settings are read once per batch: a change applies to every claim made after it.
-        const settings = new Map<number, WebhookSettings | undefined>()
-        for (const siteId of new Set(rows.map((r) => r.site_id))) {
-          settings.set(siteId, await findWebhookSettings(this.db, siteId))
-        }
-        for (const row of rows) this.launch(row, settings.get(row.site_id))
-      } while (this.again && !this.stopped)
-      // Only once the due rows ran out does the next due time matter; while slots are all busy,
-      // deliveries ending look again.
-      if (drained) wait = await this.untilNextDue()
-    } catch (err) {
-      this.opts.logger?.error({ err }, 'webhook dispatcher could not read the outbox')
+  protected override async look(): Promise<boolean> {
+    const free = this.opts.concurrency - this.inflight
+    const rows = await this.claimBatch()
+    // Settings are read once per batch: a change applies to every claim made after it.
+    const settings = new Map<number, WebhookSettings | undefined>()
+    for (const siteId of new Set(rows.map((r) => r.site_id))) {
+      settings.set(siteId, await findWebhookSettings(this.db, siteId))
     }
-    if (!this.stopped) {
-      if (this.timer) clearTimeout(this.timer)
-      this.timer = setTimeout(this.kick, wait)
-      this.timer.unref()
-    }
+    for (const row of rows) this.launch(row, settings.get(row.site_id))
+    // Only once the due rows ran out does the next due time matter; while slots are all busy,
+    // deliveries ending look again.
+    return rows.length < free
   }
 
   /**
@@ -243,56 +146,18 @@ export class WebhookDispatcher {
     const free = this.opts.concurrency - this.inflight
     if (free <= 0) return []
     const failing = [...this.sites].filter(([, s]) => s.failures >= FAILING_AFTER).map(([id]) => id)
-    const rows = await this.claim('first', free, { exclude: failing })
+    const rows = await claimNotifications(this.jobs, 'first', free, { exclude: failing })
     const retrySlots = Math.ceil(this.opts.concurrency / 2) - this.inflightRetries
     const left = Math.min(free - rows.length, retrySlots)
-    if (left > 0) rows.push(...(await this.claim('retry', left, { exclude: failing })))
+    if (left > 0) rows.push(...(await claimNotifications(this.jobs, 'retry', left, { exclude: failing })))
     // A failing listener: one request at a time, first attempts before retries.
     for (const siteId of failing) {
       if (rows.length >= free) break
       if ((this.sites.get(siteId)?.inflight ?? 0) > 0) continue
-      const one = await this.claim('first', 1, { site: siteId })
-      rows.push(...(one.length > 0 ? one : await this.claim('retry', 1, { site: siteId })))
+      const one = await claimNotifications(this.jobs, 'first', 1, { site: siteId })
+      rows.push(...(one.length > 0 ? one : await claimNotifications(this.jobs, 'retry', 1, { site: siteId })))
     }
     return rows
-  }
-
-  private async claim(
-    kind: Kind,
-    limit: number,
-    by: { exclude?: number[]; site?: number },
-  ): Promise<ClaimedRow[]> {
-    const now = this.now()
-    const db = this.db
-    if (by.site === undefined && !by.exclude?.length) {
-      // The usual claim, many times a second under load: a fixed statement, prepared once.
-      const params = [this.owner, now + this.opts.leaseMs, now, now, limit]
-      const raw = this.opts.sqlite
-      if (raw) {
-        const stmt = raw.statement(CLAIM_SQL[kind].sqlite)
-        return raw.hold(() => (stmt.raw(true).all(params) as unknown[][]).map(claimedFromArray))
-      }
-      const claimed = await db.executeQuery<ClaimedRow>(
-        CompiledQuery.raw(isPostgresDb(db) ? CLAIM_SQL[kind].pg : CLAIM_SQL[kind].sqlite, params),
-      )
-      return claimed.rows
-    }
-    let due = db
-      .selectFrom('webhook_notifications')
-      .select('id')
-      .where(KIND[kind])
-      .where('next_attempt_at', '<=', now)
-      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
-    if (by.exclude && by.exclude.length > 0) due = due.where('site_id', 'not in', by.exclude)
-    if (by.site !== undefined) due = due.where('site_id', '=', by.site)
-    due = due.orderBy('next_attempt_at').orderBy('id').limit(limit)
-    const locked = isPostgresDb(db) ? due.forUpdate().skipLocked() : due
-    return db
-      .updateTable('webhook_notifications')
-      .set({ lease_owner: this.owner, lease_until: now + this.opts.leaseMs })
-      .where('id', 'in', locked)
-      .returning(CLAIMED)
-      .execute()
   }
 
   /**
@@ -300,7 +165,7 @@ export class WebhookDispatcher {
    * (which also bounds how long a crashed worker's expired claim waits). Two ordered index
    * reads, not a scan of the outbox.
    */
-  private async untilNextDue(): Promise<number> {
+  protected override async nextLookIn(): Promise<number> {
     const now = this.now()
     let due: number | null = null
     for (const kind of ['first', 'retry'] as const) {
@@ -365,7 +230,7 @@ export class WebhookDispatcher {
     const sentAt = this.now()
     const signed = signWebhook(
       {
-        accountname: this.siteNames.get(row.site_id) ?? (await this.siteName(row.site_id)),
+        accountname: this.siteNames.known(row.site_id) ?? (await this.siteNames.read(row.site_id)),
         username: row.username,
         operation: row.operation,
         protocol: row.protocol,
@@ -393,18 +258,7 @@ export class WebhookDispatcher {
 
   /** The site turned webhooks (or this trigger) off before the notification went out. */
   private async drop(row: ClaimedRow): Promise<void> {
-    await this.db
-      .updateTable('webhook_notifications')
-      .set({
-        state: 'dropped',
-        next_attempt_at: null,
-        lease_owner: null,
-        lease_until: null,
-        updated_at: this.now(),
-      })
-      .where('id', '=', row.id)
-      .where('lease_owner', '=', this.owner)
-      .execute()
+    await this.jobs.release(row.id, { state: 'dropped', next_attempt_at: null, updated_at: this.now() })
   }
 
   private noteOutcome(siteId: number, outcome: WebhookOutcome): void {
@@ -419,24 +273,5 @@ export class WebhookDispatcher {
       this.sites.set(siteId, s)
     }
     return s
-  }
-
-  /** `accountname`: the site's name, set at start-up from SITE_NAME (one read per site). */
-  private siteName(siteId: number): Promise<string> {
-    let name = this.siteNameReads.get(siteId)
-    if (name === undefined) {
-      name = this.db
-        .selectFrom('sites')
-        .select('name')
-        .where('id', '=', siteId)
-        .executeTakeFirstOrThrow()
-        .then((site) => {
-          this.siteNames.set(siteId, site.name)
-          return site.name
-        })
-      name.catch(() => this.siteNameReads.delete(siteId))
-      this.siteNameReads.set(siteId, name)
-    }
-    return name
   }
 }

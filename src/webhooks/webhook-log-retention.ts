@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { Logger } from 'pino'
-import { RetentionJob } from '../db/retention-job.js'
 import type { Database } from '../db/schema.js'
+import { RetentionJob } from '../jobs/retention-job.js'
 import { pruneDeliveryLog } from './delivery-log.js'
 
 /** Keeps the delivery log to WEBHOOK_LOG_RETENTION_DAYS. */

@@ -1,8 +1,10 @@
 import crypto from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { type Kysely, PostgresAdapter, sql } from 'kysely'
-import type { Database } from '../db/schema.js'
-import { findWebhookSettings, type WebhookOperation } from './webhook-settings.js'
+import { type Kysely, type Selectable, sql } from 'kysely'
+import { dialectOf } from '../db/dialects/dialect-of.js'
+import type { Database, WebhookNotificationsTable } from '../db/schema.js'
+import { findWebhookSettings } from './listener-settings.js'
+import type { WebhookOperation } from './webhook-operations.js'
 
 /** What the outbox needs to know of an Action (a subset of recordAction's input). */
 export interface ActionFacts {
@@ -59,14 +61,12 @@ export function webhookOperationOf(a: ActionFacts): WebhookOperation | null {
 /** A `webhook-id`: unique, the same on every attempt of one notification. */
 export const newMessageId = () => `msg_${crypto.randomBytes(16).toString('base64url')}`
 
-export const isPostgresDb = (db: Kysely<Database>) => db.getExecutor().adapter instanceof PostgresAdapter
-
 /** The NOTIFY channel of the database schema in use (test runs share one database). */
 export const channelSql = sql<string>`'wharf_webhooks_' || current_schema()`
 
 /** Tells the dispatchers a notification is due: NOTIFY on PostgreSQL (sent at commit), else in-process. */
 export async function signalOutbox(db: Kysely<Database>, siteId: number): Promise<void> {
-  if (isPostgresDb(db)) await sql`select pg_notify(${channelSql}, '')`.execute(db)
+  if (dialectOf(db).notify) await sql`select pg_notify(${channelSql}, '')`.execute(db)
   else outboxSignal.emit('enqueued', siteId)
 }
 
@@ -113,4 +113,68 @@ export async function enqueueNotification(
     .executeTakeFirstOrThrow()
   await signalOutbox(db, actor.siteId)
   return row.id
+}
+
+/**
+ * A `Test` notification, sent once whatever the settings, written already claimed by `owner`: no
+ * dispatcher's loop picks it up, unless that process dies before sending, and then it is
+ * delivered once the claim runs out.
+ */
+export function enqueueClaimedTest(
+  db: Kysely<Database>,
+  actor: Actor & { interface: string },
+  owner: string,
+  leaseUntil: number,
+  now: number,
+): Promise<Selectable<WebhookNotificationsTable>> {
+  return db
+    .insertInto('webhook_notifications')
+    .values({
+      site_id: actor.siteId,
+      action_id: null,
+      message_id: newMessageId(),
+      operation: 'Test',
+      user_id: actor.userId,
+      username: actor.username ?? '',
+      protocol: actor.interface,
+      path: '',
+      sourcepath: '',
+      folder: '',
+      state: 'pending',
+      max_attempts: 1,
+      forced: 1,
+      next_attempt_at: now,
+      lease_owner: owner,
+      lease_until: leaseUntil,
+      created_at: now,
+      updated_at: now,
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow()
+}
+
+/**
+ * Puts a notification back in the outbox, due now, sent whatever the settings, with room for at
+ * least `allowed` attempts in all and one more than it has had. False when it was delivered
+ * meanwhile (an attempt finishing since the caller looked): there is nothing to send again.
+ */
+export async function requeueNotification(
+  db: Kysely<Database>,
+  id: number,
+  allowed: number,
+  now: number,
+): Promise<boolean> {
+  const updated = await db
+    .updateTable('webhook_notifications')
+    .set({
+      state: 'pending',
+      forced: 1,
+      max_attempts: sql<number>`case when attempts + 1 > ${allowed} then attempts + 1 else ${allowed} end`,
+      next_attempt_at: now,
+      updated_at: now,
+    })
+    .where('id', '=', id)
+    .where('state', '!=', 'delivered')
+    .executeTakeFirst()
+  return updated.numUpdatedRows !== 0n
 }

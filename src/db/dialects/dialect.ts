@@ -47,4 +47,23 @@ export interface SqlDialect {
    * time, so it needs none).
    */
   readonly advisoryLock: ((key: string, mode: 'shared' | 'exclusive') => RawBuilder<unknown>) | null
+  /**
+   * A WITH may hold INSERT and UPDATE, and `json_to_recordset` turns one JSON parameter into rows
+   * (PostgreSQL): a batch of writes travels as one statement, one round trip.
+   */
+  readonly writableCte: boolean
+  /**
+   * A transaction's NOTIFY reaches the LISTENing connections of every process once it commits
+   * (PostgreSQL); without it, a wake-up stays inside the process that wrote.
+   */
+  readonly notify: boolean
+  /** A number as text in a `||` concatenation: SQLite converts by itself (a cast costs time). */
+  asText(expression: RawBuilder<unknown>): RawBuilder<string>
+  /** `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds) of a column of epoch milliseconds. */
+  isoSeconds(epochMsColumn: string): RawBuilder<string>
+  /**
+   * The lines of a group, in `orderBy` order, each followed by CRLF, as one value: SQLite's as a
+   * blob (the driver hands over a Buffer, no string), PostgreSQL's as text.
+   */
+  crlfLines(line: string, orderBy: string): RawBuilder<unknown>
 }

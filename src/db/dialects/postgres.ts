@@ -16,4 +16,11 @@ export const POSTGRES: SqlDialect = {
     mode === 'exclusive'
       ? sql`select pg_advisory_xact_lock(${key})`
       : sql`select pg_advisory_xact_lock_shared(${key})`,
+  writableCte: true,
+  notify: true,
+  asText: (expression) => sql<string>`cast(${expression} as text)`,
+  isoSeconds: (column) =>
+    sql<string>`to_char(to_timestamp(${sql.ref(column)} / 1000) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')`,
+  crlfLines: (line, orderBy) =>
+    sql`string_agg(${sql.ref(line)}, E'\r\n' order by ${sql.ref(orderBy)}) || E'\r\n'`,
 }

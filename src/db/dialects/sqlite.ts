@@ -1,4 +1,4 @@
-import { sql } from 'kysely'
+import { type RawBuilder, sql } from 'kysely'
 import type { SqlDialect } from './dialect.js'
 
 export const SQLITE: SqlDialect = {
@@ -14,4 +14,10 @@ export const SQLITE: SqlDialect = {
   // BINARY, SQLite's default collation, already compares code point by code point.
   byteOrder: (text) => sql<string>`${text}`,
   advisoryLock: null,
+  writableCte: false,
+  notify: false,
+  asText: (expression) => expression as RawBuilder<string>,
+  isoSeconds: (column) => sql<string>`strftime('%Y-%m-%dT%H:%M:%SZ', ${sql.ref(column)} / 1000, 'unixepoch')`,
+  crlfLines: (line, orderBy) =>
+    sql`cast(group_concat(${sql.ref(line)}, char(13, 10) order by ${sql.ref(orderBy)}) || char(13, 10) as blob)`,
 }

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { Container } from '../../container.js'
-import { MAX_URL_LENGTH, URL_PATTERN, WEBHOOK_OPERATIONS } from '../../webhooks/webhook-settings.js'
+import { MAX_URL_LENGTH, URL_PATTERN, WEBHOOK_OPERATIONS } from '../../modules/webhooks/webhook-settings.js'
 import { checked } from '../field-checks.js'
 import type { Routes } from '../route-types.js'
 import { errorResponses, Nullable } from '../schemas.js'

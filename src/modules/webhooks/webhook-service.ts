@@ -1,12 +1,13 @@
-import { type Kysely, sql } from 'kysely'
-import { ERRORS } from '../api/error-factories.js'
-import { ApiError } from '../api/errors.js'
-import type { Database } from '../db/schema.js'
-import { type Principal, requireSiteAdmin } from '../modules/auth/principal.js'
-import { deliveringAttempts } from './delivering-attempts.js'
-import type { RetryPolicy } from './retry-policy.js'
-import type { WebhookDispatcher } from './webhook-dispatcher.js'
-import { newMessageId, signalOutbox } from './webhook-outbox.js'
+import type { Kysely } from 'kysely'
+import { ERRORS } from '../../api/error-factories.js'
+import { ApiError } from '../../api/errors.js'
+import type { Database } from '../../db/schema.js'
+import { deliveringAttempts } from '../../webhooks/delivering-attempts.js'
+import { failedAttempt } from '../../webhooks/delivery-log.js'
+import type { RetryPolicy } from '../../webhooks/retry-policy.js'
+import type { WebhookDispatcher } from '../../webhooks/webhook-dispatcher.js'
+import { enqueueClaimedTest, requeueNotification, signalOutbox } from '../../webhooks/webhook-outbox.js'
+import { type Principal, requireSiteAdmin } from '../auth/principal.js'
 import { loadWebhookSettings } from './webhook-settings.js'
 
 /** What `POST /webhook_settings/test` answers: the attempt as the log records it. */
@@ -38,33 +39,15 @@ export class WebhookService {
    */
   async retryFailure(p: Principal, id: number): Promise<void> {
     requireSiteAdmin(p)
-    const failed = await this.db
-      .selectFrom('webhook_attempts as a')
-      .innerJoin('webhook_notifications as n', 'n.id', 'a.notification_id')
-      .select(['n.id', 'n.attempts', 'n.max_attempts', 'n.operation', 'n.state'])
-      .where('a.id', '=', id)
-      .where('a.site_id', '=', p.siteId)
-      .where('a.success', '=', 0)
-      .executeTakeFirst()
+    const failed = await failedAttempt(this.db, p.siteId, id)
     if (!failed) throw ERRORS.notFound(`No failed webhook request has id ${id}`)
     if (failed.state === 'delivered') throw await this.alreadyDelivered(p.siteId, id)
     const now = this.now()
     const allowed = Math.max(this.policy.maxAttempts(failed.max_attempts), failed.attempts + 1)
     await this.db.transaction().execute(async (trx) => {
-      const updated = await trx
-        .updateTable('webhook_notifications')
-        .set({
-          state: 'pending',
-          forced: 1,
-          max_attempts: sql<number>`case when attempts + 1 > ${allowed} then attempts + 1 else ${allowed} end`,
-          next_attempt_at: now,
-          updated_at: now,
-        })
-        .where('id', '=', failed.id)
-        // Delivered meanwhile (an attempt finishing since the read above): nothing to send again.
-        .where('state', '!=', 'delivered')
-        .executeTakeFirst()
-      if (updated.numUpdatedRows === 0n) throw await this.alreadyDelivered(p.siteId, id, trx)
+      if (!(await requeueNotification(trx, failed.id, allowed, now))) {
+        throw await this.alreadyDelivered(p.siteId, id, trx)
+      }
       await signalOutbox(trx, p.siteId)
     })
   }
@@ -95,32 +78,18 @@ export class WebhookService {
     if (!settings.url) {
       throw ERRORS.requestParamsRequired('Save a listener url in the webhook settings before sending a test')
     }
-    // Claimed by this process from the start: the dispatcher's loop never picks it up, unless
-    // this process dies before sending, and then it is delivered once the claim runs out.
-    const row = await this.db
-      .insertInto('webhook_notifications')
-      .values({
-        site_id: p.siteId,
-        action_id: null,
-        message_id: newMessageId(),
-        operation: 'Test',
-        user_id: p.user?.id ?? null,
-        username: p.user?.username ?? '',
-        protocol: p.interface,
-        path: '',
-        sourcepath: '',
-        folder: '',
-        state: 'pending',
-        max_attempts: 1,
-        forced: 1,
-        next_attempt_at: now,
-        lease_owner: this.dispatcher.owner,
-        lease_until: now + this.leaseMs,
-        created_at: now,
-        updated_at: now,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow()
+    const row = await enqueueClaimedTest(
+      this.db,
+      {
+        siteId: p.siteId,
+        userId: p.user?.id ?? null,
+        username: p.user?.username ?? null,
+        interface: p.interface,
+      },
+      this.dispatcher.owner,
+      now + this.leaseMs,
+      now,
+    )
     const log = await this.dispatcher.deliverClaimed(row)
     if (!log) throw ERRORS.requestParamsRequired('The listener url was removed meanwhile')
     const o = log.outcome

@@ -1,23 +1,24 @@
 import type { Readable } from 'node:stream'
 import { parse } from 'csv-parse'
 import type { Kysely, Selectable } from 'kysely'
-import { formatDateTime } from '../api/datetime.js'
-import { ERRORS } from '../api/error-factories.js'
-import { ApiError } from '../api/errors.js'
-import { parsePerPage } from '../api/list-query.js'
-import type { BlobStore } from '../blobs/blob-store.js'
-import type { Database, ExportsTable } from '../db/schema.js'
-import { isSiteAdmin, type Principal } from '../modules/auth/principal.js'
-import { invalidLink } from '../modules/files/signed-link.js'
-import { isWithin } from '../modules/paths.js'
-import { adminFolders } from '../modules/permissions/permission-service.js'
-import type { SiteSecrets } from '../modules/sites/site-secrets.js'
-import { hmac, safeEqual } from '../security/secrets.js'
-import type { ExportKindSpec, ParsedQuery } from './export-kind.js'
-import { EXPORT_KINDS } from './export-kinds.js'
+import { formatDateTime } from '../../api/datetime.js'
+import { ERRORS } from '../../api/error-factories.js'
+import { ApiError } from '../../api/errors.js'
+import { parsePerPage } from '../../api/list-query.js'
+import type { BlobStore } from '../../blobs/blob-store.js'
+import type { SqlDialect } from '../../db/dialects/dialect.js'
+import type { Database, ExportsTable } from '../../db/schema.js'
+import type { ExportKindSpec, ParsedQuery } from '../../exports/export-kind.js'
+import { EXPORT_KINDS } from '../../exports/export-kinds.js'
+import { exportSignal } from '../../exports/export-worker.js'
+import { timeRange } from '../../exports/query-fields.js'
+import { openCursor, signCursor } from '../../security/signed-cursor.js'
+import { isSiteAdmin, type Principal } from '../auth/principal.js'
+import { invalidLink } from '../files/signed-link.js'
+import { isWithin } from '../paths.js'
+import { adminFolders } from '../permissions/permission-service.js'
+import type { SiteSecrets } from '../sites/site-secrets.js'
 import { checkExportResultsLink, exportResultsUrl } from './export-link.js'
-import { exportSignal } from './export-worker.js'
-import { type Dialect, timeRange } from './query-fields.js'
 
 type ExportRow = Selectable<ExportsTable>
 
@@ -47,7 +48,7 @@ export interface ResultsPage {
 export class ExportService {
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly dialect: Dialect,
+    private readonly dialect: SqlDialect,
     private readonly blobs: BlobStore,
     private readonly secrets: SiteSecrets,
     private readonly baseUrl: () => string,
@@ -252,16 +253,11 @@ export class ExportService {
   }
 
   private makeCursor(secret: string, id: number, offset: number): string {
-    const body = Buffer.from(JSON.stringify({ e: id, o: offset })).toString('base64url')
-    return `${body}.${hmac(secret, `export-cursor:${body}`)}`
+    return signCursor('export-cursor', { e: id, o: offset }, secret)
   }
 
   private readCursor(raw: string, secret: string, id: number): number {
-    const [body, sig, extra] = raw.split('.')
-    if (!body || !sig || extra !== undefined || !safeEqual(sig, hmac(secret, `export-cursor:${body}`))) {
-      throw ERRORS.invalidCursor('The cursor is not valid')
-    }
-    const c = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as { e: unknown; o: unknown }
+    const c = openCursor('export-cursor', raw, secret) as { e: unknown; o: unknown }
     if (c.e !== id) throw ERRORS.invalidCursor('The cursor belongs to another export')
     if (!Number.isSafeInteger(c.o) || (c.o as number) < 0) {
       throw ERRORS.invalidCursor('The cursor is not valid')

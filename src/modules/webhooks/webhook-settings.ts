@@ -1,27 +1,24 @@
 import crypto from 'node:crypto'
 import net from 'node:net'
-import { type Kysely, PostgresAdapter, type Selectable, type Transaction } from 'kysely'
-import { hasControlCharacter } from '../api/control-characters.js'
-import { formatDateTime } from '../api/datetime.js'
-import { ApiError, addModelError, type ModelErrors } from '../api/errors.js'
-import { refuseChangedReadOnly } from '../api/read-only-fields.js'
-import type { Database, WebhookSettingsTable } from '../db/schema.js'
-import { contextOf, recordAction } from '../modules/actions/action-recorder.js'
-import { type Principal, requireSiteAdmin } from '../modules/auth/principal.js'
-import { type AddressGuard, WHY_REFUSED } from './address-guard.js'
-import { WEBHOOK_OPERATIONS, type WebhookOperation } from './webhook-operations.js'
+import type { Kysely, Transaction } from 'kysely'
+import { hasControlCharacter } from '../../api/control-characters.js'
+import { formatDateTime } from '../../api/datetime.js'
+import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
+import { refuseChangedReadOnly } from '../../api/read-only-fields.js'
+import { dialectOf } from '../../db/dialects/dialect-of.js'
+import type { Database } from '../../db/schema.js'
+import { type AddressGuard, WHY_REFUSED } from '../../webhooks/address-guard.js'
+import {
+  findWebhookSettings,
+  isWebhookOperation,
+  settingsFromRow,
+  type WebhookSettings,
+} from '../../webhooks/listener-settings.js'
+import { WEBHOOK_OPERATIONS, type WebhookOperation } from '../../webhooks/webhook-operations.js'
+import { contextOf, recordAction } from '../actions/action-recorder.js'
+import { type Principal, requireSiteAdmin } from '../auth/principal.js'
 
-export { WEBHOOK_OPERATIONS, type WebhookOperation }
-
-export interface WebhookSettings {
-  siteId: number
-  url: string | null
-  triggers: WebhookOperation[]
-  enabled: boolean
-  verificationToken: string
-  signingSecret: string
-  updatedAt: number
-}
+export { WEBHOOK_OPERATIONS, type WebhookOperation, type WebhookSettings }
 
 export interface WebhookSettingsJson {
   url: string | null
@@ -53,26 +50,6 @@ const HOST = `(?:(?:[A-Za-z0-9-]+\\.)*[A-Za-z][A-Za-z0-9-]*|${OCTET}(?:\\.${OCTE
 const PORT = '(?::(?:[0-5]?[0-9]{1,4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?'
 export const URL_PATTERN = `^(?:[Hh][Tt][Tt][Pp][Ss]?://${HOST}${PORT}(?:[/?#][^\\s\\u0000-\\u001f\\u007f]*)?)?$`
 
-type Row = Selectable<WebhookSettingsTable>
-
-const KNOWN = new Set<string>(WEBHOOK_OPERATIONS)
-
-function fromRow(row: Row): WebhookSettings {
-  // A trigger the code no longer knows (an edited row) notifies nothing, so it is not shown either.
-  const triggers = (JSON.parse(row.triggers) as unknown[]).filter(
-    (t): t is WebhookOperation => typeof t === 'string' && KNOWN.has(t),
-  )
-  return {
-    siteId: row.site_id,
-    url: row.url,
-    triggers,
-    enabled: row.enabled === 1,
-    verificationToken: row.verification_token,
-    signingSecret: row.signing_secret,
-    updatedAt: row.updated_at,
-  }
-}
-
 export function toWebhookSettingsJson(s: WebhookSettings): WebhookSettingsJson {
   return {
     url: s.url,
@@ -82,19 +59,6 @@ export function toWebhookSettingsJson(s: WebhookSettings): WebhookSettingsJson {
     signing_secret: s.signingSecret,
     updated_at: formatDateTime(s.updatedAt)!,
   }
-}
-
-/** The settings if a row exists, else undefined; never writes (used inside other transactions on every file action). */
-export async function findWebhookSettings(
-  db: Kysely<Database>,
-  siteId: number,
-): Promise<WebhookSettings | undefined> {
-  const row = await db
-    .selectFrom('webhook_settings')
-    .selectAll()
-    .where('site_id', '=', siteId)
-    .executeTakeFirst()
-  return row ? fromRow(row) : undefined
 }
 
 /** The site's settings, created with fresh secrets on first use (insert … on conflict do nothing, then read). */
@@ -112,7 +76,7 @@ export async function loadWebhookSettings(
     .selectAll()
     .where('site_id', '=', siteId)
     .executeTakeFirstOrThrow()
-  return fromRow(row)
+  return settingsFromRow(row)
 }
 
 async function insertDefaults(db: Kysely<Database>, siteId: number, now: number): Promise<void> {
@@ -200,8 +164,8 @@ async function lockedSettings(
 ): Promise<WebhookSettings> {
   if (!(await findWebhookSettings(trx, siteId))) await insertDefaults(trx, siteId, now)
   let q = trx.selectFrom('webhook_settings').selectAll().where('site_id', '=', siteId)
-  if (trx.getExecutor().adapter instanceof PostgresAdapter) q = q.forUpdate()
-  return fromRow(await q.executeTakeFirstOrThrow())
+  if (dialectOf(trx).rowLocks) q = q.forUpdate()
+  return settingsFromRow(await q.executeTakeFirstOrThrow())
 }
 
 /** The settings with the input applied, or a model-save error naming every bad field. */
@@ -263,7 +227,7 @@ export function checkUrl(raw: string | null, errors: ModelErrors, guard: Address
 
 /** Known operation names, exactly spelled; duplicates dropped, order kept. */
 function checkTriggers(raw: string[], errors: ModelErrors): WebhookOperation[] {
-  const unknown = raw.filter((t) => !KNOWN.has(t))
+  const unknown = raw.filter((t) => !isWebhookOperation(t))
   if (unknown.length) {
     addModelError(
       errors,

@@ -1,0 +1,161 @@
+import crypto from 'node:crypto'
+import os from 'node:os'
+import { CompiledQuery, type Kysely, type RawBuilder, sql, type UpdateObject } from 'kysely'
+import type { RawSqlite } from '../db/database.js'
+import type { SqlDialect } from '../db/dialects/dialect.js'
+import type { Database } from '../db/schema.js'
+
+/** The tables whose rows are jobs: each has `id`, `lease_owner` and `lease_until`. */
+export type JobTable = 'webhook_notifications' | 'exports'
+
+/** A parameter of a claim, by name: its place in the statement is found once, when it is compiled. */
+export type Param = (name: string) => RawBuilder<unknown>
+
+/**
+ * One way of claiming rows: which are due, in what order, what else the claim sets. Conditions
+ * that should reach the query planner as literals (to pick a partial index) are written as SQL;
+ * values that change from claim to claim are parameters, so the statement's text never changes
+ * and is compiled (and on SQLite prepared) once.
+ */
+export interface ClaimShape {
+  /** Names the compiled statement: the same key must always build the same SQL. */
+  key: string
+  /** The rows that are due, beside a lease that is absent or ran out. */
+  due(p: Param): RawBuilder<unknown>
+  /** `order by` of the due rows (the oldest first). */
+  orderBy: string
+  /** Further assignments of the claim, after the lease's. */
+  set?(p: Param): RawBuilder<unknown>
+  /** A condition the claimed rows must still meet when they are updated. */
+  recheck?: RawBuilder<unknown>
+  /** The columns the claim returns, in this order. */
+  returning: readonly string[]
+}
+
+export interface LeasedJobsOptions {
+  /** How long a claim lasts unless renewed. */
+  leaseMs: number
+  now: () => number
+  /** SQLite: the connection itself, for claims many times a second (no Kysely executor). */
+  sqlite?: RawSqlite | undefined
+  /** A condition every update of a held row also checks (an export must still be building). */
+  held?: RawBuilder<unknown>
+}
+
+interface Compiled {
+  sql: string
+  /** The name of the parameter in each placeholder, in order. */
+  names: string[]
+}
+
+/**
+ * Rows as jobs that workers in any number of processes share: a worker claims due rows with a
+ * lease (`FOR UPDATE SKIP LOCKED` where the dialect has it, so two never take the same row),
+ * renews the lease while it works, and changes a row only while it still holds the claim. A
+ * worker that dies leaves its claims to run out; on a database only one process uses, they are
+ * released at start.
+ */
+export class LeasedJobs<T extends JobTable> {
+  readonly owner = `${os.hostname()}:${process.pid}:${crypto.randomBytes(4).toString('hex')}`
+  readonly #compiled = new Map<string, Compiled>()
+  readonly #db: Kysely<any>
+
+  constructor(
+    db: Kysely<Database>,
+    private readonly dialect: SqlDialect,
+    private readonly table: T,
+    private readonly opts: LeasedJobsOptions,
+  ) {
+    this.#db = db as Kysely<any>
+  }
+
+  get leaseMs(): number {
+    return this.opts.leaseMs
+  }
+
+  /**
+   * Claims up to `limit` due rows for this worker. `values` gives the shape's own parameters;
+   * `fromArray` (SQLite) builds a row from the driver's array form, which costs a fraction of
+   * the driver's objects.
+   */
+  async claim<R>(
+    shape: ClaimShape,
+    limit: number,
+    values: Record<string, unknown> = {},
+    fromArray?: (a: unknown[]) => R,
+  ): Promise<R[]> {
+    const now = this.opts.now()
+    const compiled = this.#compile(shape)
+    const all: Record<string, unknown> = {
+      ...values,
+      owner: this.owner,
+      until: now + this.opts.leaseMs,
+      now,
+      limit,
+    }
+    const params = compiled.names.map((n) => all[n])
+    const raw = this.opts.sqlite
+    if (raw && fromArray) {
+      const stmt = raw.statement(compiled.sql)
+      return raw.hold(() => (stmt.raw(true).all(params) as unknown[][]).map(fromArray))
+    }
+    return (await this.#db.executeQuery<R>(CompiledQuery.raw(compiled.sql, params))).rows
+  }
+
+  /** Sets columns of a row while this worker holds its claim; false once the claim is lost. */
+  async update(id: number, set: UpdateObject<Database, T>): Promise<boolean> {
+    let q = this.#db
+      .updateTable(this.table as string)
+      .set(set as Record<string, unknown>)
+      .where('id', '=', id)
+    if (this.opts.held) q = q.where(this.opts.held as RawBuilder<boolean>)
+    const res = await q.where('lease_owner', '=', this.owner).executeTakeFirst()
+    return Number(res.numUpdatedRows) > 0
+  }
+
+  /** Extends the lease of a held row; false once the claim is lost. */
+  renew(id: number): Promise<boolean> {
+    const lease = { lease_until: this.opts.now() + this.opts.leaseMs }
+    return this.update(id, lease as unknown as UpdateObject<Database, T>)
+  }
+
+  /** Hands a held row back (with `set` applied), for any worker to claim at once. */
+  release(id: number, set: UpdateObject<Database, T> = {} as UpdateObject<Database, T>): Promise<boolean> {
+    return this.update(id, { ...set, lease_owner: null, lease_until: null } as UpdateObject<Database, T>)
+  }
+
+  /**
+   * At start, where one process owns the database (the dialect's `singleProcess`): the claims of
+   * rows in `state` can only be left over from a process that died, and are void at once.
+   */
+  async releaseLeftOver(state: RawBuilder<unknown>): Promise<void> {
+    await this.#db
+      .updateTable(this.table as string)
+      .set({ lease_owner: null, lease_until: null })
+      .where(state as RawBuilder<boolean>)
+      .where('lease_owner', 'is not', null)
+      .execute()
+  }
+
+  /** The one claim statement, built for a shape and compiled once. */
+  #compile(shape: ClaimShape): Compiled {
+    const known = this.#compiled.get(shape.key)
+    if (known) return known
+    // Each placeholder's value is its name here; the names' order is the parameters' order.
+    const p: Param = (name) => sql.val(name)
+    const table = sql.table(this.table)
+    const extra = shape.set ? sql`, ${shape.set(p)}` : sql``
+    const locked = this.dialect.skipLocked ? sql` for update skip locked` : sql``
+    const recheck = shape.recheck ? sql` and ${shape.recheck}` : sql``
+    const query = sql`update ${table} set lease_owner = ${p('owner')}, lease_until = ${p('until')}${extra}
+    where id in (select id from ${table}
+      where ${shape.due(p)} and (lease_until is null or lease_until < ${p('now')})
+      order by ${sql.raw(shape.orderBy)} limit ${p('limit')}${locked})${recheck}
+    returning ${sql.raw(shape.returning.join(', '))}`.compile(this.#db)
+    const compiled = { sql: query.sql, names: query.parameters as string[] }
+    // Shapes are few (a failing site's claim adds one per number of sites left out).
+    if (this.#compiled.size >= 256) this.#compiled.clear()
+    this.#compiled.set(shape.key, compiled)
+    return compiled
+  }
+}

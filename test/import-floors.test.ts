@@ -1,0 +1,186 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import ts from 'typescript'
+import { describe, expect, it } from 'vitest'
+
+/**
+ * The floors of src/, top to bottom: a file may import its own floor and those below it, never
+ * one above, and no chain of imports may come back to where it started. Each file is judged by
+ * the folder it lies in (see docs/architecture.md).
+ */
+const FLOORS: { floor: number; name: string; match: (file: string) => boolean }[] = [
+  {
+    floor: 6,
+    name: 'entry points',
+    match: (f) =>
+      ['server.ts', 'cli.ts', 'app.ts', 'container.ts', 'config.ts', 'logger.ts'].includes(f) ||
+      f.startsWith('cli/'),
+  },
+  { floor: 5, name: 'front ends', match: (f) => /^(http|sftp|ftp|dav)\//.test(f) },
+  { floor: 4, name: 'modules', match: (f) => f.startsWith('modules/') },
+  { floor: 3, name: 'background machinery', match: (f) => /^(webhooks|exports|jobs)\//.test(f) },
+  { floor: 2, name: 'storage', match: (f) => /^(blobs|db|security)\//.test(f) },
+  { floor: 1, name: 'api', match: (f) => f.startsWith('api/') },
+]
+
+/**
+ * Upward imports that still exist, each to be moved down (and its line removed here) rather than
+ * copied: `from → to`, paths under src/. The list only shrinks: a new upward import fails.
+ */
+const ALLOWED_UPWARD = new Set<string>([
+  // Front ends take the whole Container (a type) to find their services: they should be handed
+  // the services (or a narrower interface declared on their own floor) instead.
+  'http/plugins/auth.ts → container.ts',
+  'http/routes/action-notification-exports.ts → container.ts',
+  'http/routes/api-keys.ts → container.ts',
+  'http/routes/apps.ts → container.ts',
+  'http/routes/billing.ts → container.ts',
+  'http/routes/export-files.ts → container.ts',
+  'http/routes/file-operations.ts → container.ts',
+  'http/routes/files.ts → container.ts',
+  'http/routes/folders.ts → container.ts',
+  'http/routes/history-exports.ts → container.ts',
+  'http/routes/history.ts → container.ts',
+  'http/routes/permissions.ts → container.ts',
+  'http/routes/sessions.ts → container.ts',
+  'http/routes/transfers.ts → container.ts',
+  'http/routes/users.ts → container.ts',
+  'http/routes/webhook-delivery.ts → container.ts',
+  'http/routes/webhook-settings.ts → container.ts',
+  // Services read their settings as the `Config` type of config.ts: each should declare the
+  // slice it takes (or the slices move below the entry points), so config.ts only assembles them.
+  'http/slow-clients.ts → config.ts',
+  'modules/api-keys/api-key-service.ts → config.ts',
+  'modules/apps/app-catalog.ts → config.ts',
+  'modules/auth/auth-service.ts → config.ts',
+  'modules/billing/billing-service.ts → config.ts',
+  'modules/files/download-service.ts → config.ts',
+  'modules/files/upload-parts.ts → config.ts',
+  'modules/sessions/session-service.ts → config.ts',
+  'modules/sites/site-service.ts → config.ts',
+  // List queries (per_page, cursor, sort and filter) are parsed and turned into SQL in
+  // http/pagination.ts: they belong in api/ (the values) and the repositories (the SQL).
+  'modules/api-keys/api-key-service.ts → http/pagination.ts',
+  'modules/apps/app-service.ts → http/in-memory-list.ts',
+  'modules/apps/app-service.ts → http/pagination.ts',
+  'modules/billing/billing-service.ts → http/pagination.ts',
+  'modules/exports/export-service.ts → http/pagination.ts',
+  'modules/files/folder-service.ts → http/pagination.ts',
+  'modules/history/history-service.ts → http/pagination.ts',
+  'modules/permissions/permission-service.ts → http/pagination.ts',
+  'modules/users/user-model.ts → http/pagination.ts',
+  'modules/users/user-service.ts → http/pagination.ts',
+  // The path rules (normalizePath, isWithin) are contract and belong in api/; moving them
+  // touches every module that checks a path.
+  'exports/query-fields.ts → modules/paths.ts',
+])
+
+const SRC = path.resolve(import.meta.dirname, '../src')
+
+function sourceFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const full = path.join(dir, e.name)
+    if (e.isDirectory()) return sourceFiles(full)
+    return /\.tsx?$/.test(e.name) && !e.name.endsWith('.d.ts') ? [full] : []
+  })
+}
+
+/** The project files a file imports (static, type-only, re-exports and dynamic `import()`). */
+function importsOf(file: string): string[] {
+  const { importedFiles } = ts.preProcessFile(fs.readFileSync(file, 'utf8'), true, true)
+  return importedFiles
+    .map((i) => i.fileName)
+    .filter((spec) => spec.startsWith('.'))
+    .map((spec) => {
+      const target = path.resolve(path.dirname(file), spec)
+      const asTs = target.replace(/\.js$/, '.ts')
+      if (fs.existsSync(asTs)) return asTs
+      if (fs.existsSync(target)) return target
+      throw new Error(`${rel(file)} imports ${spec}, which does not exist`)
+    })
+    .filter((target) => target.startsWith(SRC + path.sep) && /\.tsx?$/.test(target))
+}
+
+const rel = (file: string) => path.relative(SRC, file).split(path.sep).join('/')
+
+function floorOf(file: string): { floor: number; name: string } {
+  const found = FLOORS.find((f) => f.match(file))
+  if (!found) throw new Error(`src/${file} lies on no floor: add its folder to FLOORS`)
+  return found
+}
+
+const graph = new Map<string, string[]>(
+  sourceFiles(SRC).map((file) => [rel(file), [...new Set(importsOf(file).map(rel))]]),
+)
+
+/** Every cycle's files once, found by a depth-first walk (Tarjan's strongly connected components). */
+function cycles(g: Map<string, string[]>): string[][] {
+  let index = 0
+  const stack: string[] = []
+  const on = new Set<string>()
+  const idx = new Map<string, number>()
+  const low = new Map<string, number>()
+  const out: string[][] = []
+  const visit = (v: string) => {
+    idx.set(v, index)
+    low.set(v, index)
+    index++
+    stack.push(v)
+    on.add(v)
+    for (const w of g.get(v) ?? []) {
+      if (!idx.has(w)) {
+        visit(w)
+        low.set(v, Math.min(low.get(v)!, low.get(w)!))
+      } else if (on.has(w)) low.set(v, Math.min(low.get(v)!, idx.get(w)!))
+    }
+    if (low.get(v) === idx.get(v)) {
+      const component: string[] = []
+      let w: string
+      do {
+        w = stack.pop()!
+        on.delete(w)
+        component.push(w)
+      } while (w !== v)
+      if (component.length > 1 || (g.get(v) ?? []).includes(v)) out.push(component.sort())
+    }
+  }
+  for (const v of [...g.keys()].sort()) if (!idx.has(v)) visit(v)
+  return out
+}
+
+describe('the import graph of src/', () => {
+  it('reads every file and finds the imports (the check below cannot pass on an empty graph)', () => {
+    expect(graph.size).toBeGreaterThan(50)
+    expect(graph.get('container.ts')).toContain('db/database.ts')
+  })
+
+  it('has no import circle', () => {
+    expect(cycles(graph)).toEqual([])
+  })
+
+  it('imports only from the same floor or one below, apart from the listed exceptions', () => {
+    const upward: string[] = []
+    for (const [from, targets] of graph) {
+      const a = floorOf(from)
+      for (const to of targets) {
+        const b = floorOf(to)
+        if (b.floor > a.floor) upward.push(`${from} → ${to}`)
+      }
+    }
+    expect(upward.filter((u) => !ALLOWED_UPWARD.has(u)).sort()).toEqual([])
+  })
+
+  it('lists no exception that no longer exists (the list only shrinks)', () => {
+    const edges = new Set([...graph].flatMap(([from, targets]) => targets.map((to) => `${from} → ${to}`)))
+    expect([...ALLOWED_UPWARD].filter((e) => !edges.has(e))).toEqual([])
+  })
+
+  it('finds a circle and an upward import when there is one (the checks can fail)', () => {
+    const g = new Map([
+      ['a.ts', ['b.ts']],
+      ['b.ts', ['a.ts']],
+    ])
+    expect(cycles(g)).toEqual([['a.ts', 'b.ts']])
+    expect(floorOf('db/x.ts').floor).toBeLessThan(floorOf('modules/x/y.ts').floor)
+  })
+})
