@@ -58,18 +58,6 @@ const ALLOWED_UPWARD = new Set<string>([
   'modules/files/upload-parts.ts → config.ts',
   'modules/sessions/session-service.ts → config.ts',
   'modules/sites/site-service.ts → config.ts',
-  // List queries (per_page, cursor, sort and filter) are parsed and turned into SQL in
-  // http/pagination.ts: they belong in api/ (the values) and the repositories (the SQL).
-  'modules/api-keys/api-key-service.ts → http/pagination.ts',
-  'modules/apps/app-service.ts → http/in-memory-list.ts',
-  'modules/apps/app-service.ts → http/pagination.ts',
-  'modules/billing/billing-service.ts → http/pagination.ts',
-  'modules/exports/export-service.ts → http/pagination.ts',
-  'modules/files/folder-service.ts → http/pagination.ts',
-  'modules/history/history-service.ts → http/pagination.ts',
-  'modules/permissions/permission-service.ts → http/pagination.ts',
-  'modules/users/user-model.ts → http/pagination.ts',
-  'modules/users/user-service.ts → http/pagination.ts',
   // The path rules (normalizePath, isWithin) are contract and belong in api/; moving them
   // touches every module that checks a path.
   'exports/query-fields.ts → modules/paths.ts',
