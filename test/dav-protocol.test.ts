@@ -1,0 +1,171 @@
+import crypto from 'node:crypto'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadConfig } from '../src/config.js'
+import { basic, dav, davType, rawDav } from './helpers/dav.js'
+import { dialects, grant, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'
+
+const PROPFIND_ETAG =
+  '<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:getetag/><D:resourcetype/><x:nope xmlns:x="urn:x"/></D:prop></D:propfind>'
+
+describe('WebDAV settings', () => {
+  it('serves /dav by default and takes another prefix, but not / or one the API or web interface uses', () => {
+    expect(loadConfig({}).dav).toEqual({ enabled: true, prefix: '/dav', authCacheSeconds: 60 })
+    expect(loadConfig({ DAV_PREFIX: '/files/dav/', DAV_ENABLED: 'false' }).dav).toMatchObject({
+      enabled: false,
+      prefix: '/files/dav',
+    })
+    for (const bad of ['/', 'dav', '/api/dav', '/assets', '/a b', '/../x']) {
+      expect(() => loadConfig({ DAV_PREFIX: bad }), bad).toThrow(/DAV_PREFIX/)
+    }
+  })
+
+  it('is not served when turned off', async () => {
+    const off = await startServer('sqlite', { DAV_ENABLED: 'false' })
+    try {
+      expect((await dav(off, 'OPTIONS', '/', { auth: null })).headers.get('dav')).toBeNull()
+      expect((await dav(off, 'GET', '/x', { auth: basic('admin', 'admin-password-1') })).status).toBe(404)
+    } finally {
+      await off.close()
+    }
+  })
+})
+
+describe.each(dialects)('WebDAV protocol (%s)', (dialect) => {
+  let s: TestServer
+  let alice: string
+
+  beforeAll(async () => {
+    s = await startServer(dialect)
+    const u = await makeUser(s, { username: 'alice' })
+    alice = basic('alice', u.password)
+    await grant(s, u.id, 'home', 'full')
+    expect((await dav(s, 'MKCOL', '/home', { auth: basic('admin', 'admin-password-1') })).status).toBe(201)
+  })
+  afterAll(async () => {
+    await s?.close()
+  })
+
+  it('answers OPTIONS with the DAV classes, without credentials', async () => {
+    const r = await dav(s, 'OPTIONS', '/', { auth: null })
+    expect(r.status).toBe(200)
+    expect(r.headers.get('dav')).toBe('1, 2')
+    expect(r.headers.get('allow')).toContain('PROPFIND')
+  })
+
+  it('asks for Basic credentials, and refuses wrong ones', async () => {
+    const r = await dav(s, 'PROPFIND', '/', { auth: null, headers: { Depth: '0' } })
+    expect(r.status).toBe(401)
+    expect(r.headers.get('www-authenticate')).toBe('Basic realm="Wharf", charset="UTF-8"')
+    expect(davType(r)).toBe('not-authenticated/authentication-required')
+    const bad = await dav(s, 'PROPFIND', '/', { auth: basic('alice', 'wrong'), headers: { Depth: '0' } })
+    expect(bad.status).toBe(401)
+  })
+
+  it('puts, lists, reads ranges, moves and deletes', async () => {
+    const data = crypto.randomBytes(70_000)
+    expect((await dav(s, 'PUT', '/home/a.bin', { auth: alice, body: data })).status).toBe(201)
+    expect((await dav(s, 'PUT', '/home/a.bin', { auth: alice, body: data })).status).toBe(204)
+    const list = await dav(s, 'PROPFIND', '/home/', {
+      auth: alice,
+      headers: { Depth: '1' },
+      body: PROPFIND_ETAG,
+    })
+    expect(list.status).toBe(207)
+    expect(list.text).toContain('<D:href>/dav/home/a.bin</D:href>')
+    expect(list.text).toContain('HTTP/1.1 404 Not Found')
+    const part = await dav(s, 'GET', '/home/a.bin', { auth: alice, headers: { Range: 'bytes=10-19' } })
+    expect(part.status).toBe(206)
+    expect(part.headers.get('content-range')).toBe(`bytes 10-19/${data.length}`)
+    const out = await dav(s, 'GET', '/home/a.bin', { auth: alice, headers: { Range: 'bytes=99999999-' } })
+    expect(out.status).toBe(416)
+    const moved = await dav(s, 'MOVE', '/home/a.bin', {
+      auth: alice,
+      headers: { Destination: `${s.url}/dav/home/b.bin` },
+    })
+    expect(moved.status).toBe(201)
+    expect((await dav(s, 'DELETE', '/home/b.bin', { auth: alice })).status).toBe(204)
+    expect((await dav(s, 'DELETE', '/home/b.bin', { auth: alice })).status).toBe(404)
+  })
+
+  it('answers bad input with exact statuses', async () => {
+    const propfind = (headers: Record<string, string>, body?: string) =>
+      dav(s, 'PROPFIND', '/home/', { auth: alice, headers, ...(body !== undefined ? { body } : {}) })
+    expect((await propfind({ Depth: '2' })).status).toBe(400)
+    const inf = await propfind({ Depth: 'infinity' })
+    expect(inf.status).toBe(403)
+    expect(inf.text).toContain('<D:propfind-finite-depth/>')
+    expect((await propfind({ Depth: '0' }, '<D:propfind xmlns:D="DAV:"><D:prop>')).status).toBe(400)
+    expect((await propfind({ Depth: '0' }, '<!DOCTYPE x [<!ENTITY a "b">]><x/>')).status).toBe(400)
+    expect((await dav(s, 'MOVE', '/home/', { auth: alice })).status).toBe(400)
+    expect(
+      (
+        await dav(s, 'MOVE', '/home/x', {
+          auth: alice,
+          headers: { Destination: 'http://elsewhere.example/dav/y' },
+        })
+      ).status,
+    ).toBe(502)
+    expect(await rawDav(s, 'GET', '/home/%2e%2e/x', alice)).toBe(400)
+    expect(await rawDav(s, 'GET', '/home/../x', alice)).toBe(400)
+    expect(await rawDav(s, 'GET', '/home/a%2Fb', alice)).toBe(400)
+    expect(await rawDav(s, 'GET', '/home/%E0%A4%A', alice)).toBe(400)
+    expect((await dav(s, 'GET', '/home/a%01b', { auth: alice })).status).toBe(400)
+    expect((await dav(s, 'GET', `/home/${'a'.repeat(5001)}`, { auth: alice })).status).toBe(400)
+    expect((await dav(s, 'MKCOL', '/home/new', { auth: alice, body: 'x' })).status).toBe(415)
+    expect((await dav(s, 'MKCOL', '/home', { auth: alice })).status).toBe(405)
+    expect((await dav(s, 'MKCOL', '/home/no/such', { auth: alice })).status).toBe(409)
+    expect((await dav(s, 'PUT', '/home/no/such.txt', { auth: alice, body: 'x' })).status).toBe(409)
+  })
+
+  it('locks a path where nothing is by creating an empty file, and takes the token in a tagged If list', async () => {
+    const lockinfo =
+      '<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>'
+    const r = await dav(s, 'LOCK', '/home/new.txt', {
+      auth: alice,
+      body: lockinfo,
+      headers: { Timeout: 'Infinite' },
+    })
+    expect(r.status).toBe(201)
+    expect(r.text).toContain('<D:timeout>Second-3600</D:timeout>')
+    const token = /<(opaquelocktoken:[^>]+)>/.exec(r.headers.get('lock-token') ?? '')![1]!
+    const again = await dav(s, 'LOCK', '/home/new.txt', { auth: alice, body: lockinfo })
+    expect(again.status).toBe(423)
+    expect(again.text).toContain('<D:no-conflicting-lock/>')
+    const shared = lockinfo.replace('<D:exclusive/>', '<D:shared/>')
+    expect((await dav(s, 'LOCK', '/home/other.txt', { auth: alice, body: shared })).status).toBe(501)
+    const head = await dav(s, 'HEAD', '/home/new.txt', { auth: alice })
+    expect(head.headers.get('content-length')).toBe('0')
+    const tagged = `<${s.url}/dav/home/new.txt> (<${token}>)`
+    expect(
+      (await dav(s, 'PUT', '/home/new.txt', { auth: alice, body: 'now', headers: { If: tagged } })).status,
+    ).toBe(204)
+    const refresh = await dav(s, 'LOCK', '/home/new.txt', {
+      auth: alice,
+      headers: { If: `(<${token}>)`, Timeout: 'Second-30' },
+    })
+    expect(refresh.status).toBe(200)
+    expect(refresh.text).toContain('<D:timeout>Second-30</D:timeout>')
+    expect(
+      (await dav(s, 'PUT', '/home/new.txt', { auth: alice, body: 'x', headers: { If: '(<broken' } })).status,
+    ).toBe(400)
+    // A folder locked at depth 0 guards its list of members.
+    const folder = await dav(s, 'LOCK', '/home/', { auth: alice, body: lockinfo, headers: { Depth: '0' } })
+    expect(folder.status).toBe(200)
+    expect((await dav(s, 'PUT', '/home/added.txt', { auth: alice, body: 'x' })).status).toBe(423)
+    const folderToken = /<(opaquelocktoken:[^>]+)>/.exec(folder.headers.get('lock-token') ?? '')![1]!
+    expect(
+      (await dav(s, 'UNLOCK', '/home/', { auth: alice, headers: { 'Lock-Token': `<${folderToken}>` } }))
+        .status,
+    ).toBe(204)
+    expect((await dav(s, 'PUT', '/home/added.txt', { auth: alice, body: 'x' })).status).toBe(201)
+  })
+
+  it('refuses outside the folder permissions, and for a key with permission set none', async () => {
+    const r = await dav(s, 'PUT', '/elsewhere.txt', { auth: alice, body: 'x' })
+    expect(r.status).toBe(403)
+    expect(davType(r)).toBe('not-authorized/write-permission-required')
+    const key = await makeKey(s, (await makeUser(s, { username: 'carol' })).id, { permission_set: 'none' })
+    const k = await dav(s, 'PROPFIND', '/', { auth: basic('carol', key.key), headers: { Depth: '0' } })
+    expect(k.status).toBe(403)
+  })
+})
