@@ -67,7 +67,7 @@ export interface Config {
     enabled: boolean
     /** URL path the tree is served under, without a trailing slash (e.g. `/dav`). */
     prefix: string
-    /** How long a verified Basic login is reused before the password is checked again. */
+    /** How long a verified Basic login stays reusable without a request (at most an hour in all). */
     authCacheSeconds: number
   }
   exports: {
@@ -209,7 +209,7 @@ export function loadConfig(env: Env = process.env): Config {
     dav: {
       enabled: bool('DAV_ENABLED', true),
       prefix: parseDavPrefix(env['DAV_PREFIX'], problems),
-      authCacheSeconds: int('DAV_AUTH_CACHE_SECONDS', 60, 0, 3600),
+      authCacheSeconds: int('DAV_AUTH_CACHE_SECONDS', 300, 0, 3600),
     },
     exports: {
       retentionDays: int('EXPORT_RETENTION_DAYS', 7, 1, 36500),

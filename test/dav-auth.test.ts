@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { hashPassword } from '../src/security/secrets.js'
 import { basic, dav, davType } from './helpers/dav.js'
 import { call, dialects, grant, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'
 
@@ -67,6 +68,17 @@ describe.each(dialects)('WebDAV authentication (%s)', (dialect) => {
     expect(changed.status, changed.text).toBe(200)
     expect((await look(basic('pia', pw.password))).status).toBe(401)
     expect((await look(basic('pia', 'a-new-password-9'))).status).toBe(207)
+
+    // Changed by the user themselves, which ends no session: the reuse ends all the same.
+    const own = await makeUser(s, { username: 'ida' })
+    expect((await look(basic('ida', own.password))).status).toBe(207)
+    await s.container.db
+      .updateTable('users')
+      .set({ password_hash: await hashPassword('ida-new-password'), password_set_at: Date.now() + 1 })
+      .where('id', '=', own.id)
+      .execute()
+    expect((await look(basic('ida', own.password))).status).toBe(401)
+    expect((await look(basic('ida', 'ida-new-password'))).status).toBe(207)
   })
 
   it('answers POST and PATCH with 405 and a compressed body with 415, in WebDAV error bodies', async () => {

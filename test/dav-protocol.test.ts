@@ -1,4 +1,5 @@
 import crypto from 'node:crypto'
+import net from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../src/config.js'
 import { basic, dav, davType, rawDav } from './helpers/dav.js'
@@ -9,7 +10,7 @@ const PROPFIND_ETAG =
 
 describe('WebDAV settings', () => {
   it('serves /dav by default and takes another prefix, but not / or one the API or web interface uses', () => {
-    expect(loadConfig({}).dav).toEqual({ enabled: true, prefix: '/dav', authCacheSeconds: 60 })
+    expect(loadConfig({}).dav).toEqual({ enabled: true, prefix: '/dav', authCacheSeconds: 300 })
     expect(loadConfig({ DAV_PREFIX: '/files/dav/', DAV_ENABLED: 'false' }).dav).toMatchObject({
       enabled: false,
       prefix: '/files/dav',
@@ -158,6 +159,49 @@ describe.each(dialects)('WebDAV protocol (%s)', (dialect) => {
         .status,
     ).toBe(204)
     expect((await dav(s, 'PUT', '/home/added.txt', { auth: alice, body: 'x' })).status).toBe(201)
+  })
+
+  it('publishes nothing of a PUT whose connection drops halfway', async () => {
+    const fsys = s.container.services.fileSystem
+    const as = fsys.as.bind(fsys)
+    let created!: () => void
+    const opened = new Promise<void>((r) => {
+      created = r
+    })
+    const aborted = new Promise<string>((resolve) => {
+      // Watches the writer the facade hands out, to know when the server has given up on it.
+      fsys.as = (p, iface) => {
+        const files = as(p, iface)
+        const create = files.createWriter.bind(files)
+        files.createWriter = async (path, opts) => {
+          const w = await create(path, opts)
+          created()
+          const abort = w.abort.bind(w)
+          w.abort = async () => {
+            await abort()
+            resolve(w.path)
+          }
+          return w
+        }
+        return files
+      }
+    })
+    try {
+      const socket = net.connect(Number(new URL(s.url).port), '127.0.0.1')
+      await new Promise<void>((r) => socket.once('connect', () => r()))
+      socket.write(
+        `PUT /dav/home/half.bin HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${alice}\r\nContent-Length: 100000\r\n\r\n`,
+      )
+      await opened
+      socket.write(Buffer.alloc(50_000, 7))
+      socket.destroy()
+      expect(await aborted).toBe('home/half.bin')
+    } finally {
+      fsys.as = as
+    }
+    expect(
+      (await dav(s, 'PROPFIND', '/home/half.bin', { auth: alice, headers: { Depth: '0' } })).status,
+    ).toBe(404)
   })
 
   it('refuses outside the folder permissions, and for a key with permission set none', async () => {

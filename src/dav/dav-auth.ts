@@ -5,18 +5,27 @@ import type { ProtocolLogin, ProtocolSession } from '../modules/auth/protocol-lo
 
 interface Verified {
   session: ProtocolSession
-  until: number
+  createdAt: number
+  usedAt: number
+  /** The user's password as it was when checked: a change (even by the user) ends the reuse. */
+  passwordSetAt: number | null
 }
+
+/** However busy the client, its password is checked again after this long. */
+export const MAX_REUSE_MS = 3600_000
 
 /**
  * HTTP Basic for WebDAV. A WebDAV client sends its password with every request (a folder
  * listing in Windows is dozens of them), so a successful login (ProtocolLogin: the throttle,
- * lockout and `login` Action of POST /sessions) is remembered for `ttlMs`, keyed by an HMAC of the
- * name and password under a secret of this process: the password itself is never kept, and an
- * entry is found only by sending the very same credentials. A remembered login is still read
- * again on every request (`refresh`: an ended session, a disabled user, an expired key is refused
- * at once). Failures are never remembered: each one goes through the login rules, so lockout and
- * the per-IP throttle stay whole.
+ * lockout and `login` Action of POST /sessions) is remembered while the client keeps using it
+ * (no pause longer than `idleMs`, and at most MAX_REUSE_MS in all), keyed by an HMAC of the name
+ * and password under a secret of this process: the password itself is never kept, and an entry
+ * is found only by sending the very same credentials. Remembering must be long enough that busy
+ * clients do not spend the per-IP login budget (which counts successful logins too). A
+ * remembered login is still read again on every request (`refresh`: an ended session, a disabled
+ * user, an expired key, a changed password is refused or checked again at once). Failures are
+ * never remembered: each one goes through the login rules, so lockout and the per-IP throttle
+ * stay whole.
  */
 export class DavAuthenticator {
   private readonly verified = new Map<string, Verified>()
@@ -26,7 +35,7 @@ export class DavAuthenticator {
   constructor(
     private readonly login: ProtocolLogin,
     private readonly siteId: number,
-    private readonly ttlMs: number,
+    private readonly idleMs: number,
     private readonly now: () => number,
     private readonly max = 10_000,
   ) {}
@@ -43,11 +52,13 @@ export class DavAuthenticator {
       .update(`${creds.username}\0${creds.password}`)
       .digest('hex')
     const hit = this.verified.get(id)
-    if (hit && hit.until > this.now()) {
-      try {
-        return { ...(await hit.session.refresh()), ip }
-      } catch {
-        // Ended, expired or disabled since: the credentials are checked again below.
+    const now = this.now()
+    if (hit && now - hit.usedAt < this.idleMs && now - hit.createdAt < MAX_REUSE_MS) {
+      const fresh = await hit.session.refresh().catch(() => null)
+      // Null: ended, expired or disabled since; either way the credentials are checked again below.
+      if (fresh && (fresh.user?.password_set_at ?? null) === hit.passwordSetAt) {
+        hit.usedAt = now
+        return { ...fresh, ip }
       }
     }
     if (hit) this.forget(id, hit)
@@ -69,7 +80,7 @@ export class DavAuthenticator {
       p = this.login
         .password(this.siteId, { ...creds, ip, interface: 'dav' })
         .then((session) => {
-          if (this.ttlMs > 0) this.remember(id, session)
+          if (this.idleMs > 0) this.remember(id, session)
           else void session.end().catch(() => undefined)
           return session
         })
@@ -84,7 +95,13 @@ export class DavAuthenticator {
       const [oldId, old] = this.verified.entries().next().value!
       this.forget(oldId, old)
     }
-    this.verified.set(id, { session, until: this.now() + this.ttlMs })
+    const now = this.now()
+    this.verified.set(id, {
+      session,
+      createdAt: now,
+      usedAt: now,
+      passwordSetAt: session.principal.user?.password_set_at ?? null,
+    })
   }
 
   private forget(id: string, v: Verified): void {
