@@ -51,6 +51,10 @@ describe.each(dialects)('WebDAV protocol (%s)', (dialect) => {
     expect(r.status).toBe(200)
     expect(r.headers.get('dav')).toBe('1, 2')
     expect(r.headers.get('allow')).toContain('PROPFIND')
+    // Office asks the server's root, wherever the tree is.
+    const root = await fetch(`${s.url}/`, { method: 'OPTIONS' })
+    expect(root.status).toBe(200)
+    expect(root.headers.get('ms-author-via')).toBe('DAV')
   })
 
   it('asks for Basic credentials, and refuses wrong ones', async () => {
@@ -208,6 +212,21 @@ describe.each(dialects)('WebDAV protocol (%s)', (dialect) => {
     const r = await dav(s, 'PUT', '/elsewhere.txt', { auth: alice, body: 'x' })
     expect(r.status).toBe(403)
     expect(davType(r)).toBe('not-authorized/write-permission-required')
+    // A key restricted to a folder, as the password of its user, reaches that folder only.
+    const dora = await makeUser(s, { username: 'dora' })
+    await grant(s, dora.id, 'home', 'full')
+    await grant(s, dora.id, 'other', 'full')
+    const admin = basic('admin', 'admin-password-1')
+    expect((await dav(s, 'MKCOL', '/other', { auth: admin })).status).toBe(201)
+    expect((await dav(s, 'MKCOL', '/home/sub', { auth: admin })).status).toBe(201)
+    const narrow = await makeKey(s, dora.id, { path: 'home/sub' })
+    const byKey = basic('dora', narrow.key)
+    expect((await dav(s, 'PUT', '/home/sub/k.txt', { auth: byKey, body: 'k' })).status).toBe(201)
+    const outside = await dav(s, 'PUT', '/other/k.txt', { auth: byKey, body: 'k' })
+    expect(outside.status).toBe(403)
+    expect(
+      (await dav(s, 'PUT', '/other/k.txt', { auth: basic('dora', dora.password), body: 'k' })).status,
+    ).toBe(201)
     const key = await makeKey(s, (await makeUser(s, { username: 'carol' })).id, { permission_set: 'none' })
     const k = await dav(s, 'PROPFIND', '/', { auth: basic('carol', key.key), headers: { Depth: '0' } })
     expect(k.status).toBe(403)

@@ -39,6 +39,13 @@ export async function registerDav(app: FastifyInstance, container: Container): P
     bodyLimit: config.bodyLimitBytes,
   }
   app.addHook('onClose', async () => ctx.auth.close())
+  // Microsoft Office asks OPTIONS of the server's root, wherever the tree is mounted, and opens
+  // documents read-only unless the answer names WebDAV authoring.
+  app.options('/', { schema: { hide: true } }, async (_request, reply) =>
+    reply
+      .headers({ DAV: '1, 2', 'MS-Author-Via': 'DAV', Allow: 'GET, HEAD, OPTIONS', 'Content-Length': '0' })
+      .send(),
+  )
 
   await app.register(
     async (dav) => {
