@@ -3,11 +3,11 @@ import type { Container } from '../container.js'
 import { refuseEncodedBody } from '../http/content-encoding.js'
 import { DavAuthenticator } from './dav-auth.js'
 import type { DavContext } from './dav-context.js'
-import { DavError, handleDavError } from './dav-errors.js'
+import { handleDavError } from './dav-errors.js'
 import { DavPaths } from './dav-paths.js'
 import { copyOrMove } from './handlers/copy-move.js'
 import { lock, unlock } from './handlers/lock.js'
-import { DAV_METHODS, get, head, options, propfind } from './handlers/read.js'
+import { get, head, options, propfind } from './handlers/read.js'
 import { mkcol, proppatch, put, remove } from './handlers/write.js'
 import { LockTable } from './locks.js'
 
@@ -76,16 +76,10 @@ export async function registerDav(app: FastifyInstance, container: Container): P
         ['LOCK', lock(ctx)],
         ['UNLOCK', unlock(ctx)],
       ]
-      const refuse: Handler = async (request) => {
-        throw new DavError(405, `${request.method} is not a WebDAV method here`, undefined, {
-          Allow: DAV_METHODS.join(', '),
-        })
-      }
       for (const url of ['/', '/*']) {
         for (const [method, handler] of routes) {
           dav.route({ method, url, handler, exposeHeadRoute: false, schema: { hide: true } })
         }
-        dav.route({ method: ['POST', 'PATCH'], url, handler: refuse, schema: { hide: true } })
       }
     },
     { prefix: config.dav.prefix },
