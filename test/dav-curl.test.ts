@@ -68,6 +68,12 @@ describe.each(dialects)('WebDAV with curl (%s)', (dialect) => {
       (await fs.readFile(path.join(dir, 'part.bin'))).equals((await fs.readFile(file)).subarray(1000, 2000)),
     ).toBe(true)
     expect((await curl(['-r', '200000-', url('work/file.bin')])).status).toBe(416)
+    // As davfs2 writes: create only if absent, update only the version it has.
+    expect((await curl(['-T', file, '-H', 'If-None-Match: *', url('work/file.bin')])).status).toBe(412)
+    expect((await curl(['-T', file, '-H', 'If-Match: "0123"', url('work/file.bin')])).status).toBe(412)
+    const etag = `"${md5(await fs.readFile(file))}"`
+    expect((await curl(['-T', file, '-H', `If-Match: ${etag}`, url('work/file.bin')])).status).toBe(204)
+    expect((await curl(['-T', file, '-H', 'If-None-Match: *', url('work/fresh.bin')])).status).toBe(201)
     const head = await curl(['-I', url('work/file.bin')])
     expect(head.status).toBe(200)
     expect(head.body).toMatch(/content-length: 100000/i)
@@ -89,7 +95,7 @@ describe.each(dialects)('WebDAV with curl (%s)', (dialect) => {
     expect(list.body).toContain('<D:href>/dav/work/file.bin</D:href>')
     expect(list.body).toContain('<D:getcontentlength>100000</D:getcontentlength>')
 
-    await expect.poll(() => uploadsOf(listener, 'work/file.bin').length, { timeout: 10_000 }).toBe(2)
+    await expect.poll(() => uploadsOf(listener, 'work/file.bin').length, { timeout: 10_000 }).toBe(3)
     expect(uploadsOf(listener, 'work/file.bin')[0]!.json).toMatchObject({ protocol: 'dav', username: 'curt' })
     expect(await historyInterfaces(s, 'work/file.bin')).toContain('dav')
   })

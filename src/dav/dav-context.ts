@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { Container } from '../container.js'
 import type { Principal } from '../modules/auth/principal.js'
-import type { UserFileSystem } from '../modules/files/vfs/file-system.js'
+import type { FsEntry, UserFileSystem } from '../modules/files/vfs/file-system.js'
 import type { DavAuthenticator } from './dav-auth.js'
 import { DavError } from './dav-errors.js'
 import type { DavPaths } from './dav-paths.js'
@@ -97,5 +97,26 @@ export async function guardWrite(
       `${blocking.path || '/'} is locked: send its lock token in an If header`,
       `<D:lock-token-submitted><D:href>${xmlEscape(ctx.paths.href(blocking.path, false))}</D:href></D:lock-token-submitted>`,
     )
+  }
+}
+
+/**
+ * `If-Match` and `If-None-Match` before a write (RFC 9110 §13.1): davfs2 creates files with
+ * `If-None-Match: *` and updates them with `If-Match: <etag>`, so that two writers never silently
+ * overwrite each other. 412 when they do not hold.
+ */
+export function checkEntityTags(request: FastifyRequest, entry: FsEntry | null): void {
+  const etag = entry && entry.type === 'file' ? etagOf(entry) : null
+  const listed = (header: string) => header.split(',').map((t) => t.trim().replace(/^W\//, ''))
+  const ifMatch = request.headers['if-match']
+  if (ifMatch !== undefined) {
+    const holds = ifMatch.trim() === '*' ? entry !== null : etag !== null && listed(ifMatch).includes(etag)
+    if (!holds) throw new DavError(412, 'If-Match does not hold: the resource has changed or is not there')
+  }
+  const ifNoneMatch = request.headers['if-none-match']
+  if (ifNoneMatch !== undefined) {
+    const matches =
+      ifNoneMatch.trim() === '*' ? entry !== null : etag !== null && listed(ifNoneMatch).includes(etag)
+    if (matches) throw new DavError(412, 'If-None-Match does not hold: the resource is already there')
   }
 }

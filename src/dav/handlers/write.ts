@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { hasBody } from '../../http/content-encoding.js'
 import type { FsEntry } from '../../modules/files/vfs/file-system.js'
-import { type DavContext, depthOf, filesOf, guardWrite } from '../dav-context.js'
+import { checkEntityTags, type DavContext, depthOf, filesOf, guardWrite } from '../dav-context.js'
 import { DavError, isApiError } from '../dav-errors.js'
 import { child, DAV_NS, isDav, parseDavXml, propTag, readBody, xmlEscape } from '../dav-xml.js'
 import { etagOf, LIVE_PROPS, MULTISTATUS_HEAD, MULTISTATUS_TAIL, propstat } from '../properties.js'
@@ -34,6 +34,7 @@ export function put(ctx: DavContext) {
     }
     const before = await existingForWrite(ctx, request, path)
     if (before?.type === 'directory') throw new DavError(405, `${before.path} is a folder`)
+    checkEntityTags(request, before)
     await guardWrite(ctx, request, path, { membership: before === null })
     const writer = await filesOf(ctx, request).createWriter(path, { overwrite: true })
     try {
@@ -77,7 +78,7 @@ export function remove(ctx: DavContext) {
       throw new DavError(400, 'DELETE takes Depth infinity only')
     if (path === '') throw new DavError(403, 'The root folder cannot be deleted')
     const files = filesOf(ctx, request)
-    await files.stat(path)
+    checkEntityTags(request, await files.stat(path))
     await guardWrite(ctx, request, path, { deep: true, membership: true })
     await files.delete(path, { recursive: true })
     ctx.locks.removeUnder(path)
