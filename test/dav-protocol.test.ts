@@ -92,6 +92,33 @@ describe.each(dialects)('WebDAV protocol (%s)', (dialect) => {
     expect((await dav(s, 'DELETE', '/home/b.bin', { auth: alice })).status).toBe(404)
   })
 
+  it('replaces a folder on MOVE with Overwrite T instead of merging, copies a folder alone at Depth 0, renames case only', async () => {
+    const to = (p: string) => ({ Destination: `${s.url}/dav/home/${p}` })
+    for (const p of ['/home/f1', '/home/f2'])
+      expect((await dav(s, 'MKCOL', p, { auth: alice })).status).toBe(201)
+    expect((await dav(s, 'PUT', '/home/f1/one.txt', { auth: alice, body: '1' })).status).toBe(201)
+    expect((await dav(s, 'PUT', '/home/f2/two.txt', { auth: alice, body: '2' })).status).toBe(201)
+    expect(
+      (await dav(s, 'MOVE', '/home/f1/', { auth: alice, headers: { ...to('f2/'), Overwrite: 'F' } })).status,
+    ).toBe(412)
+    expect((await dav(s, 'MOVE', '/home/f1/', { auth: alice, headers: to('f2/') })).status).toBe(204)
+    expect((await dav(s, 'GET', '/home/f2/two.txt', { auth: alice })).status).toBe(404)
+    expect((await dav(s, 'GET', '/home/f2/one.txt', { auth: alice })).text).toBe('1')
+    expect(
+      (await dav(s, 'COPY', '/home/f2/', { auth: alice, headers: { ...to('f3/'), Depth: '0' } })).status,
+    ).toBe(201)
+    const f3 = await dav(s, 'PROPFIND', '/home/f3/', { auth: alice, headers: { Depth: '1' } })
+    expect(f3.text.match(/<D:href>/g)).toHaveLength(1)
+    expect(
+      (await dav(s, 'COPY', '/home/f2/', { auth: alice, headers: { ...to('f2/inside/') } })).status,
+    ).toBe(403)
+    expect(
+      (await dav(s, 'MOVE', '/home/f2/one.txt', { auth: alice, headers: to('f2/ONE.txt') })).status,
+    ).toBe(201)
+    const listed = await dav(s, 'PROPFIND', '/home/f2/', { auth: alice, headers: { Depth: '1' } })
+    expect(listed.text).toContain('<D:href>/dav/home/f2/ONE.txt</D:href>')
+  })
+
   it('answers bad input with exact statuses', async () => {
     const propfind = (headers: Record<string, string>, body?: string) =>
       dav(s, 'PROPFIND', '/home/', { auth: alice, headers, ...(body !== undefined ? { body } : {}) })
