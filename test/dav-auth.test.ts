@@ -28,6 +28,8 @@ describe.each(dialects)('WebDAV authentication (%s)', (dialect) => {
     expect(results.map((r) => r.status)).toEqual([207, 207, 207, 207, 207])
     expect((await look(basic('remy', u.password))).status).toBe(207)
     expect(await actions('remy', 'login')).toEqual([{ interface: 'dav' }])
+    // Windows puts its domain before the name.
+    expect((await look(basic('WORKGROUP\\remy', u.password))).status).toBe(207)
   })
 
   it('takes an API key as the password of its own user only', async () => {

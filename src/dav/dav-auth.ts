@@ -116,8 +116,9 @@ export function basicCredentials(header: string | undefined): { username: string
   const decoded = Buffer.from(header.replace(/^basic\s+/i, '').trim(), 'base64').toString('utf8')
   const colon = decoded.indexOf(':')
   if (colon <= 0) return null
-  const username = decoded.slice(0, colon)
+  // Windows may send `DOMAIN\name`; a backslash is never part of a Wharf user name.
+  const username = decoded.slice(decoded.lastIndexOf('\\', colon) + 1, colon)
   const password = decoded.slice(colon + 1)
-  if (username.length > 128 || password.length > 1024 || password === '') return null
+  if (username === '' || username.length > 128 || password.length > 1024 || password === '') return null
   return { username, password }
 }
