@@ -119,6 +119,30 @@ describe.each(dialects)('WebDAV protocol (%s)', (dialect) => {
     expect(listed.text).toContain('<D:href>/dav/home/f2/ONE.txt</D:href>')
   })
 
+  it('lists every live property for allprop (or no body), their names for propname, and answers 304 to a current copy', async () => {
+    expect((await dav(s, 'PUT', '/home/p.txt', { auth: alice, body: 'props' })).status).toBe(201)
+    const all = await dav(s, 'PROPFIND', '/home/p.txt', { auth: alice, headers: { Depth: '0' } })
+    expect(all.status).toBe(207)
+    for (const p of ['resourcetype', 'displayname', 'getlastmodified', 'creationdate', 'supportedlock']) {
+      expect(all.text).toContain(`<D:${p}`)
+    }
+    expect(all.text).toContain('<D:getcontentlength>5</D:getcontentlength>')
+    expect(all.text).toContain('<D:getcontenttype>text/plain</D:getcontenttype>')
+    const etag = /<D:getetag>([^<]*)<\/D:getetag>/.exec(all.text)![1]!.replace(/&quot;/g, '"')
+    const names = await dav(s, 'PROPFIND', '/home/p.txt', {
+      auth: alice,
+      headers: { Depth: '0' },
+      body: '<propfind xmlns="DAV:"><propname/></propfind>',
+    })
+    expect(names.text).toContain('<D:getetag/>')
+    expect(names.text).not.toContain('<D:getcontentlength>5')
+    const cached = await dav(s, 'GET', '/home/p.txt', { auth: alice, headers: { 'If-None-Match': etag } })
+    expect(cached.status).toBe(304)
+    expect(
+      (await dav(s, 'GET', '/home/p.txt', { auth: alice, headers: { 'If-None-Match': '"other"' } })).text,
+    ).toBe('props')
+  })
+
   it('answers bad input with exact statuses', async () => {
     const propfind = (headers: Record<string, string>, body?: string) =>
       dav(s, 'PROPFIND', '/home/', { auth: alice, headers, ...(body !== undefined ? { body } : {}) })
