@@ -278,6 +278,13 @@ describe.each(dialects)('WebDAV protocol (%s)', (dialect) => {
     expect(
       (await dav(s, 'PUT', '/other/k.txt', { auth: basic('dora', dora.password), body: 'k' })).status,
     ).toBe(201)
+    // A write-only inbox: uploads go in, nothing comes out.
+    const ivy = await makeUser(s, { username: 'ivy' })
+    await grant(s, ivy.id, 'home/inbox', 'writeonly')
+    expect((await dav(s, 'MKCOL', '/home/inbox', { auth: admin })).status).toBe(201)
+    const inbox = basic('ivy', ivy.password)
+    expect((await dav(s, 'PUT', '/home/inbox/in.txt', { auth: inbox, body: 'in' })).status).toBe(201)
+    expect((await dav(s, 'GET', '/home/inbox/in.txt', { auth: inbox })).status).toBe(403)
     const key = await makeKey(s, (await makeUser(s, { username: 'carol' })).id, { permission_set: 'none' })
     const k = await dav(s, 'PROPFIND', '/', { auth: basic('carol', key.key), headers: { Depth: '0' } })
     expect(k.status).toBe(403)
