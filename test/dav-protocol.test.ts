@@ -62,6 +62,13 @@ describe.each(dialects)('WebDAV protocol (%s)', (dialect) => {
     expect(r.status).toBe(401)
     expect(r.headers.get('www-authenticate')).toBe('Basic realm="Wharf", charset="UTF-8"')
     expect(davType(r)).toBe('not-authenticated/authentication-required')
+    // The tree's own URL without its slash, as Windows maps it.
+    const bare = await fetch(`${s.url}/dav`, {
+      method: 'PROPFIND',
+      headers: { Depth: '0', Authorization: alice },
+    })
+    expect(bare.status).toBe(207)
+    expect(await bare.text()).toContain('<D:href>/dav/</D:href>')
     const bad = await dav(s, 'PROPFIND', '/', { auth: basic('alice', 'wrong'), headers: { Depth: '0' } })
     expect(bad.status).toBe(401)
   })
