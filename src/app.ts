@@ -34,6 +34,7 @@ import { registerWebUi } from './http/web-ui.js'
 import { redactUrl } from './logger.js'
 import './http/request-context.js'
 import { ERRORS } from './api/error-factories.js'
+import { registerDav } from './dav/dav-plugin.js'
 
 const FORMAT = Symbol('wharf.format')
 const BAD_SUFFIX = Symbol('wharf.badSuffix')
@@ -229,6 +230,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     { prefix: API_PREFIX },
   )
 
+  if (config.dav.enabled) await registerDav(app, container)
   await registerWebUi(app, config.webDir)
 
   // A path without the request's method: 405 with Allow, or 404 when no method has it. Decided at

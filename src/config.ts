@@ -62,6 +62,14 @@ export interface Config {
     /** How long delivery-log records (and finished notifications) are kept. */
     logRetentionDays: number
   }
+  /** WebDAV under the HTTP server (decisions.md, "WebDAV"). */
+  dav: {
+    enabled: boolean
+    /** URL path the tree is served under, without a trailing slash (e.g. `/dav`). */
+    prefix: string
+    /** How long a verified Basic login stays reusable without a request (at most an hour in all). */
+    authCacheSeconds: number
+  }
   exports: {
     /** Exports (and their CSV files) are deleted this long after they were created. */
     retentionDays: number
@@ -198,6 +206,11 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency: int('WEBHOOK_CONCURRENCY', 64, 1, 1024),
       logRetentionDays: int('WEBHOOK_LOG_RETENTION_DAYS', 90, 1, 36500),
     },
+    dav: {
+      enabled: bool('DAV_ENABLED', true),
+      prefix: parseDavPrefix(env['DAV_PREFIX'], problems),
+      authCacheSeconds: int('DAV_AUTH_CACHE_SECONDS', 300, 0, 3600),
+    },
     exports: {
       retentionDays: int('EXPORT_RETENTION_DAYS', 7, 1, 36500),
       concurrency: int('EXPORT_CONCURRENCY', 2, 1, 64),
@@ -222,6 +235,25 @@ function parseRetrySchedule(raw: string | undefined, problems: string[]): number
     return DEFAULT_RETRY_SCHEDULE
   }
   return parts.map(Number)
+}
+
+/** Paths the rest of the server already answers: WebDAV cannot take them over. */
+const RESERVED_PREFIXES = ['/api', '/assets']
+
+function parseDavPrefix(raw: string | undefined, problems: string[]): string {
+  if (raw === undefined || raw.trim() === '') return '/dav'
+  const prefix = raw.trim().replace(/\/+$/, '')
+  const taken = RESERVED_PREFIXES.some(
+    (r) => prefix.toLowerCase() === r || prefix.toLowerCase().startsWith(`${r}/`),
+  )
+  const dots = prefix.split('/').some((seg) => seg === '.' || seg === '..')
+  if (!/^(\/[A-Za-z0-9._~-]+)+$/.test(prefix) || taken || dots) {
+    problems.push(
+      `DAV_PREFIX must be a URL path such as /dav (letters, digits and ._~- between slashes), not / or under /api or /assets (got "${raw}")`,
+    )
+    return '/dav'
+  }
+  return prefix
 }
 
 function parseCidrs(raw: string | undefined, problems: string[]): string[] {

@@ -22,6 +22,7 @@ import { loadAppCatalog } from './modules/apps/app-catalog.js'
 import { AppService } from './modules/apps/app-service.js'
 import { AuthService } from './modules/auth/auth-service.js'
 import { IdentityCache } from './modules/auth/identity-cache.js'
+import { ProtocolLogin } from './modules/auth/protocol-login.js'
 import { BillingLedger } from './modules/billing/billing-ledger.js'
 import { BillingService } from './modules/billing/billing-service.js'
 import { ExportService } from './modules/exports/export-service.js'
@@ -31,6 +32,7 @@ import { FileOperations } from './modules/files/file-operations.js'
 import { FolderService } from './modules/files/folder-service.js'
 import { UploadParts } from './modules/files/upload-parts.js'
 import { UploadService } from './modules/files/upload-service.js'
+import { FileSystem } from './modules/files/vfs/file-system.js'
 import { HistoryService } from './modules/history/history-service.js'
 import { PermissionService } from './modules/permissions/permission-service.js'
 import { createRepositories } from './modules/repositories.js'
@@ -62,6 +64,10 @@ export interface Services {
   folders: FolderService
   /** Delete, copy and move of files and folders. */
   fileOps: FileOperations
+  /** The file tree as the transfer protocols (SFTP, FTP, WebDAV) see it, over the services above. */
+  fileSystem: FileSystem
+  /** Password (or API key) logins of the transfer protocols, with the rules of POST /sessions. */
+  protocolLogin: ProtocolLogin
   /** The /history endpoints: recent actions. */
   history: HistoryService
   /** GET/PATCH /webhook_settings: the site's listener, read fresh by the dispatcher. */
@@ -184,24 +190,31 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       },
     )
     const exportRetention = new ExportRetention(db, config.exports.retentionDays, now, opts.logger)
+    const auth = new AuthService(repos.apiKeys, repos.users, repos.sessions, config, now, identities)
+    const uploads = new UploadService(
+      db,
+      database.dialect,
+      blobs,
+      new UploadParts(db, blobs, secrets, config, now),
+      fileAccess,
+      now,
+    )
+    const downloads = new DownloadService(db, blobs, secrets, fileAccess, config, now, heldReads)
+    const folders = new FolderService(db, database.dialect, fileAccess, secrets, now)
+    const fileOps = new FileOperations(db, database.dialect, blobs, fileAccess, now)
     const services: Services = {
-      auth: new AuthService(repos.apiKeys, repos.users, repos.sessions, config, now, identities),
+      auth,
       apiKeys: new ApiKeyService(repos.apiKeys, repos.users, config, secrets, now, identities),
       sessions,
       users: new UserService(repos.users, sessions, secrets, now, identities),
       permissions: new PermissionService(repos.permissions, repos.users, secrets, now),
-      uploads: new UploadService(
-        db,
-        database.dialect,
-        blobs,
-        new UploadParts(db, blobs, secrets, config, now),
-        fileAccess,
-        now,
-      ),
-      downloads: new DownloadService(db, blobs, secrets, fileAccess, config, now, heldReads),
+      uploads,
+      downloads,
       fileAccess,
-      folders: new FolderService(db, database.dialect, fileAccess, secrets, now),
-      fileOps: new FileOperations(db, database.dialect, blobs, fileAccess, now),
+      folders,
+      fileOps,
+      fileSystem: new FileSystem({ folders, downloads, uploads, fileOps, fileAccess, blobs, now }),
+      protocolLogin: new ProtocolLogin(db, auth, sessions, now),
       history: new HistoryService(repos.history, fileAccess, secrets, now),
       webhookSettings: new WebhookSettingsService(db, new AddressGuard(hooks.allowedCidrs), now),
       webhooks: new WebhookService(db, dispatcher, retryPolicy, leaseMs, now),

@@ -48,4 +48,5 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     { url: config.baseUrl, database: container.database.dialect.name, dataDir: config.dataDir },
     'Wharf is listening',
   )
+  if (config.dav.enabled) logger.info({ url: `${config.baseUrl}${config.dav.prefix}/` }, 'WebDAV is served')
 }

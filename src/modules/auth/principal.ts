@@ -9,7 +9,10 @@ export type ApiKeyRow = Selectable<ApiKeysTable>
 export { PERMISSION_SETS, type PermissionSet } from './permission-sets.js'
 
 /** Interfaces an Action can record (api-spec.md, Action.interface). */
-export type Interface = 'web' | 'restapi' | 'robot'
+export type Interface = 'web' | 'restapi' | 'robot' | ProtocolInterface
+
+/** The file-transfer front ends; their Actions and webhooks carry these names. */
+export type ProtocolInterface = 'sftp' | 'ftp' | 'dav'
 
 /** Who is calling, and through what: every module takes one of these, never a request. */
 export interface Principal {

@@ -1,0 +1,109 @@
+import type { Kysely } from 'kysely'
+import { ERRORS } from '../../api/error-factories.js'
+import { ApiError } from '../../api/errors.js'
+import type { Database } from '../../db/schema.js'
+import { contextOf, recordAction } from '../actions/action-recorder.js'
+import type { SessionService } from '../sessions/session-service.js'
+import type { AuthService } from './auth-service.js'
+import type { Principal, ProtocolInterface, UserRow } from './principal.js'
+
+/** A protocol connection's login: who it is, kept fresh, and ended with the connection. */
+export interface ProtocolSession {
+  readonly principal: Principal
+  /**
+   * The principal read again (a disabled user, an expired key or an ended session is refused
+   * with 401 from here on). Front ends call it now and then, not on every command.
+   */
+  refresh(): Promise<Principal>
+  /** The connection has closed. */
+  end(): Promise<void>
+}
+
+const API_KEY = /^[0-9a-f]{64}$/i
+
+/**
+ * Password logins for the transfer protocols, with exactly the rules of `POST /sessions`: the
+ * same per-IP throttle, the same lockout, a `login` or `failedlogin` Action with the protocol's
+ * interface. The connection holds a Wharf session for as long as it lasts.
+ *
+ * An API key also works as the password, with the name of its user (as Files.com allows for
+ * FTP, SFTP and WebDAV): scripts then need no password, and the key's folder restriction and
+ * permission set apply. A key that is not the user's falls through to the password check, so
+ * it counts as a failed login.
+ */
+export class ProtocolLogin {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly auth: AuthService,
+    private readonly sessions: SessionService,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async password(
+    siteId: number,
+    input: { username: string; password: string; ip: string; interface: ProtocolInterface },
+  ): Promise<ProtocolSession> {
+    const { ip, interface: iface } = input
+    if (API_KEY.test(input.password)) {
+      const byKey = await this.auth.authenticate({ apiKey: input.password }, ip, iface).catch(() => null)
+      if (byKey?.user && byKey.user.username_lower === input.username.toLowerCase()) {
+        await this.recordLogin(byKey, 'with an API key')
+        return {
+          principal: byKey,
+          refresh: () => this.auth.authenticate({ apiKey: input.password }, ip, iface),
+          end: async () => undefined,
+        }
+      }
+    }
+    const { id } = await this.sessions.login(siteId, {
+      username: input.username,
+      password: input.password,
+      ip,
+      interface: iface,
+    })
+    const principal = await this.auth.authenticate({ sessionId: id }, ip, iface)
+    return {
+      principal,
+      refresh: () => this.auth.authenticate({ sessionId: id }, ip, iface),
+      end: () => this.sessions.logout(id),
+    }
+  }
+
+  /**
+   * A user the front end has authenticated itself (an SSH public key of theirs): a principal
+   * with the user's own permissions, and a `login` Action. A disabled user is refused.
+   */
+  async trusted(user: UserRow, ip: string, iface: ProtocolInterface, how: string): Promise<ProtocolSession> {
+    if (user.disabled) throw ERRORS.authenticationRequired('The user is disabled')
+    const principal: Principal = {
+      siteId: user.site_id,
+      user,
+      apiKey: null,
+      sessionHash: null,
+      permissionSet: 'full',
+      ip,
+      interface: iface,
+    }
+    await this.recordLogin(principal, how)
+    const refresh = async () => {
+      const fresh = await this.db.selectFrom('users').selectAll().where('id', '=', user.id).executeTakeFirst()
+      if (!fresh || fresh.disabled) throw ERRORS.authenticationRequired('The user is disabled or deleted')
+      return { ...principal, user: fresh }
+    }
+    return { principal, refresh, end: async () => undefined }
+  }
+
+  private async recordLogin(p: Principal, how: string): Promise<void> {
+    const name = p.user?.username ?? ''
+    await this.db
+      .transaction()
+      .execute((trx) =>
+        recordAction(trx, contextOf(p), { action: 'login', display: `${name} logged in ${how}` }, this.now()),
+      )
+  }
+}
+
+/** Refusals a login answers with "wrong credentials" (or a lock): the rest are server faults. */
+export function isLoginRefusal(err: unknown): err is ApiError {
+  return err instanceof ApiError && (err.status === 401 || err.status === 429 || err.status === 403)
+}

@@ -1,0 +1,210 @@
+import { Readable } from 'node:stream'
+import { ERRORS } from '../../../api/error-factories.js'
+import { ApiError } from '../../../api/errors.js'
+import type { BlobStore } from '../../../blobs/blob-store.js'
+import type { Principal, ProtocolInterface } from '../../auth/principal.js'
+import { normalizePath } from '../../paths.js'
+import type { DownloadService } from '../download-service.js'
+import type { FileAccess } from '../file-access.js'
+import type { FileOperations } from '../file-operations.js'
+import type { FolderService } from '../folder-service.js'
+import { normalizeNewPath } from '../new-paths.js'
+import type { UploadService } from '../upload-service.js'
+import { entryOfJson, entryOfRow, type FsEntry, rootEntry } from './fs-entry.js'
+import { type FileWriter, UploadWriter } from './upload-writer.js'
+
+export type { FsEntry } from './fs-entry.js'
+export type { FileWriter } from './upload-writer.js'
+
+export interface FileSystemDeps {
+  folders: FolderService
+  downloads: DownloadService
+  uploads: UploadService
+  fileOps: FileOperations
+  fileAccess: FileAccess
+  blobs: BlobStore
+  now: () => number
+  /** Bytes per upload part of a writer (tests make it small to cross part boundaries). */
+  writerPartBytes?: number
+}
+
+/** Inclusive byte range; `end` past the file's end is cut to it. */
+export interface ReadRange {
+  start?: number
+  end?: number
+}
+
+/** A file opened for reading: its metadata now, its bytes on demand, at any offset. */
+export interface ReadableFile {
+  readonly entry: FsEntry
+  /**
+   * The bytes from `start` (default 0) to `end` (inclusive, default the last). A read from byte
+   * 0 records the `read` Action and the Download webhook, once per opened file: one download is
+   * one read however the client splits it, as for a ranged REST download.
+   */
+  read(range?: ReadRange): Promise<Readable>
+}
+
+const LIST_PAGE = 1000
+
+/**
+ * The file-system facade every transfer protocol (SFTP, FTP, WebDAV) stands on. It calls the
+ * services the REST API uses, so a protocol gets the same folder permissions, API-key folder
+ * restrictions and permission sets, the same Actions (with its interface) and the same webhooks
+ * (with its protocol), and throws the same ApiErrors. Protocol code never reaches SQL or the
+ * blob store but through it.
+ */
+export class FileSystem {
+  constructor(private readonly deps: FileSystemDeps) {}
+
+  /** The file tree as `principal` sees it through `iface`: every Action records that interface. */
+  as(principal: Principal, iface: ProtocolInterface): UserFileSystem {
+    return new UserFileSystem(this.deps, { ...principal, interface: iface })
+  }
+}
+
+export class UserFileSystem {
+  constructor(
+    private readonly d: FileSystemDeps,
+    readonly principal: Principal,
+  ) {}
+
+  /** A file or folder; the root is always a folder. */
+  async stat(rawPath: string): Promise<FsEntry> {
+    this.allowed()
+    const path = normalizePath(rawPath)
+    if (path === '') return rootEntry(this.d.now())
+    try {
+      return entryOfJson(await this.d.downloads.metadata(this.principal, path))
+    } catch (err) {
+      // A folder above the caller's permissions may be entered to reach them (as REST lists it).
+      if (!isRefusal(err) || !(await this.d.fileAccess.of(this.principal)).leadsTo(path)) throw err
+      const name = path.slice(path.lastIndexOf('/') + 1).toLowerCase()
+      const parent = path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : ''
+      for await (const e of this.list(parent)) if (e.name.toLowerCase() === name) return e
+      throw err
+    }
+  }
+
+  /** Every entry of a folder, read a page at a time (folders first is the client's business). */
+  async *list(rawPath: string): AsyncGenerator<FsEntry> {
+    this.allowed()
+    const path = normalizePath(rawPath)
+    let cursor: string | null = null
+    do {
+      const page = await this.d.folders.list(this.principal, path, {
+        per_page: LIST_PAGE,
+        ...(cursor ? { cursor } : {}),
+      })
+      for (const f of page.items) yield entryOfJson(f)
+      cursor = page.next
+    } while (cursor)
+  }
+
+  /** Opens a file for reading (read permission checked now). A folder is bad-request/cannot-download-directory. */
+  async openFile(rawPath: string): Promise<ReadableFile> {
+    this.allowed()
+    const download = await this.d.downloads.forCaller(this.principal, { path: rawPath })
+    const { downloads } = this.d
+    const ip = this.principal.ip
+    let recorded = false
+    return {
+      entry: entryOfRow(download.row),
+      async read(range: ReadRange = {}) {
+        const size = download.row.size
+        const start = range.start ?? 0
+        const end = Math.min(range.end ?? size - 1, size - 1)
+        const stream = start > end ? Readable.from([]) : await downloads.open(download.row, { start, end })
+        if (start === 0 && !recorded) {
+          recorded = true
+          try {
+            await downloads.recordRead(download, ip)
+          } catch (err) {
+            stream.destroy()
+            throw err
+          }
+        }
+        return stream
+      },
+    }
+  }
+
+  /** `openFile(path)` then `read(range)`: the bytes of one file (or a range of them). */
+  async openRead(rawPath: string, range: ReadRange = {}): Promise<Readable> {
+    return (await this.openFile(rawPath)).read(range)
+  }
+
+  /**
+   * A new file's content (or a file's new content, with `overwrite`), streamed into storage as
+   * it arrives and published on `commit()`. Permission, a missing parent folder (unless
+   * `mkdirParents`) and a folder in the way are refused now, before any byte is sent.
+   */
+  async createWriter(
+    rawPath: string,
+    opts: { overwrite?: boolean; mkdirParents?: boolean } = {},
+  ): Promise<FileWriter> {
+    this.allowed()
+    const path = normalizeNewPath(rawPath, 'path')
+    if (opts.overwrite === false) {
+      const there = await this.exists(path)
+      if (there) throw ERRORS.destinationExists(`${there.path} already exists`)
+    }
+    const [first] = await this.d.uploads.begin(this.principal, path, {
+      mkdirParents: opts.mkdirParents ?? false,
+    })
+    return new UploadWriter(
+      this.d.uploads,
+      this.d.blobs,
+      this.principal,
+      path,
+      first!,
+      this.d.writerPartBytes,
+    )
+  }
+
+  /** Creates a folder; its parent must exist unless `mkdirParents`. */
+  async mkdir(rawPath: string, opts: { mkdirParents?: boolean } = {}): Promise<FsEntry> {
+    this.allowed()
+    return entryOfJson(
+      await this.d.folders.mkdir(this.principal, rawPath, { mkdir_parents: opts.mkdirParents === true }),
+    )
+  }
+
+  /** Deletes a file, or a folder (which must be empty unless `recursive`). */
+  async delete(rawPath: string, opts: { recursive?: boolean } = {}): Promise<void> {
+    this.allowed()
+    await this.d.fileOps.delete(this.principal, rawPath, { recursive: opts.recursive === true })
+  }
+
+  /** Renames or moves (webhook `Rename` within a folder, `Move` across folders). */
+  async rename(from: string, to: string, opts: { overwrite?: boolean } = {}): Promise<void> {
+    this.allowed()
+    await this.d.fileOps.move(this.principal, from, { destination: to, overwrite: opts.overwrite === true })
+  }
+
+  async copy(from: string, to: string, opts: { overwrite?: boolean } = {}): Promise<void> {
+    this.allowed()
+    await this.d.fileOps.copy(this.principal, from, { destination: to, overwrite: opts.overwrite === true })
+  }
+
+  /** The entry at a path, or null; refusals still throw. */
+  async exists(rawPath: string): Promise<FsEntry | null> {
+    try {
+      return await this.stat(rawPath)
+    } catch (err) {
+      if (err instanceof ApiError && err.type === 'not-found/file-not-found') return null
+      throw err
+    }
+  }
+
+  /** A key with permission set `none` reaches no file, whatever the protocol (as in REST). */
+  private allowed(): void {
+    if (this.principal.permissionSet === 'none') {
+      throw ERRORS.fullPermissionRequired('This API key has permission set "none": it can only read itself')
+    }
+  }
+}
+
+function isRefusal(err: unknown): boolean {
+  return err instanceof ApiError && err.type.startsWith('not-authorized/')
+}

@@ -1,0 +1,154 @@
+import { PassThrough } from 'node:stream'
+import { ERRORS } from '../../../api/error-factories.js'
+import type { BlobStore } from '../../../blobs/blob-store.js'
+import type { Principal } from '../../auth/principal.js'
+import type { FileUploadPartJson } from '../upload-parts.js'
+import type { UploadService } from '../upload-service.js'
+import { entryOfJson, type FsEntry } from './fs-entry.js'
+
+/**
+ * Bytes per upload part. A protocol client sends one stream of unknown length; it is cut into
+ * parts of this size (Files.com allows 5 GiB per part and 10,000 parts), each streamed into
+ * the blob store as it arrives, so nothing is ever held in memory beyond a stream buffer.
+ */
+export const WRITER_PART_BYTES = 1024 ** 3
+
+/** A file being written by a protocol client: invisible until `commit`, nothing after `abort`. */
+export interface FileWriter {
+  /** The path the file will have. */
+  readonly path: string
+  /** Bytes accepted so far. */
+  readonly written: number
+  /** Appends bytes; resolves once they are accepted (the store keeps up: back-pressure). */
+  write(chunk: Buffer): Promise<void>
+  /**
+   * The client closed the file: publishes it in one transaction (file row, Action with the
+   * interface, Upload webhook with the protocol), as the REST upload's `end` does.
+   */
+  commit(): Promise<FsEntry>
+  /** The client went away: the bytes are dropped; only staging the janitor clears is left. */
+  abort(): Promise<void>
+}
+
+/**
+ * A protocol upload through the very flow of the REST API (UploadService): `begin` opens an
+ * upload, the bytes go to its parts exactly as a signed `PUT upload_uri` would send them, and
+ * `end` assembles and publishes. The REST rules (paths, permissions, parents, overwrite of a
+ * file, never of a folder) hold because they are the same code.
+ */
+export class UploadWriter implements FileWriter {
+  written = 0
+  private part: { number: number; stream: PassThrough; done: Promise<void>; bytes: number } | null = null
+  private partsSent = 0
+  private failure: unknown = null
+  private finished = false
+
+  constructor(
+    private readonly uploads: UploadService,
+    private readonly blobs: BlobStore,
+    private readonly principal: Principal,
+    readonly path: string,
+    private readonly first: FileUploadPartJson,
+    private readonly partBytes = WRITER_PART_BYTES,
+  ) {}
+
+  async write(chunk: Buffer): Promise<void> {
+    this.checkOpen()
+    let rest = chunk
+    while (rest.length > 0) {
+      const part = this.part ?? (await this.nextPart())
+      const room = this.partBytes - part.bytes
+      const piece = rest.length > room ? rest.subarray(0, room) : rest
+      rest = rest.subarray(piece.length)
+      part.bytes += piece.length
+      this.written += piece.length
+      if (!part.stream.write(piece)) await drained(part.stream)
+      if (this.failure) throw this.failure
+      if (part.bytes >= this.partBytes) await this.closePart()
+    }
+  }
+
+  async commit(): Promise<FsEntry> {
+    this.checkOpen()
+    this.finished = true
+    try {
+      await this.closePart()
+      const file = await this.uploads.end(this.principal, this.path, this.first.ref, {})
+      return entryOfJson(file)
+    } catch (err) {
+      await this.discard()
+      throw err
+    }
+  }
+
+  async abort(): Promise<void> {
+    if (this.finished) return
+    this.finished = true
+    this.failure ??= ERRORS.invalidBody('The upload was abandoned')
+    await this.discard()
+  }
+
+  private checkOpen(): void {
+    if (this.failure) throw this.failure
+    if (this.finished) throw ERRORS.fileUploadNotFound('This upload is already finished')
+  }
+
+  private async discard(): Promise<void> {
+    const part = this.part
+    this.part = null
+    if (part) {
+      part.stream.destroy()
+      await part.done.catch(() => undefined)
+    }
+    await this.blobs.discardUpload(this.first.ref).catch(() => undefined)
+  }
+
+  /** Starts the next part: its bytes flow into the blob store while the client sends them. */
+  private async nextPart() {
+    const number = this.partsSent + 1
+    const described =
+      number === 1
+        ? this.first
+        : (await this.uploads.continue(this.principal, this.path, this.first.ref, { part: number }))[0]!
+    const link = new URL(described.upload_uri).searchParams
+    const stream = new PassThrough({ highWaterMark: 256 * 1024 })
+    // Its failures reach `done`; the store may not be reading it yet when it is destroyed.
+    stream.on('error', () => undefined)
+    const done = this.uploads.parts.receive(
+      described.ref,
+      number,
+      { expires: link.get('expires') ?? undefined, signature: link.get('signature') ?? undefined },
+      stream,
+      undefined,
+    )
+    // Remembered, so that a write waiting for room stops at once rather than waiting forever.
+    done.catch((err: unknown) => {
+      this.failure ??= err
+      stream.destroy()
+    })
+    this.partsSent = number
+    this.part = { number, stream, done, bytes: 0 }
+    return this.part
+  }
+
+  private async closePart(): Promise<void> {
+    const part = this.part
+    if (!part) return
+    this.part = null
+    part.stream.end()
+    await part.done
+  }
+}
+
+/** Room in the stream again, or the stream is gone (its consumer failed). */
+function drained(stream: PassThrough): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      stream.off('drain', done)
+      stream.off('close', done)
+      resolve()
+    }
+    stream.on('drain', done)
+    stream.on('close', done)
+  })
+}

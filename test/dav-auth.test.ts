@@ -1,0 +1,98 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { hashPassword } from '../src/security/secrets.js'
+import { basic, dav, davType } from './helpers/dav.js'
+import { call, dialects, grant, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'
+
+describe.each(dialects)('WebDAV authentication (%s)', (dialect) => {
+  let s: TestServer
+
+  beforeAll(async () => {
+    s = await startServer(dialect, { LOGIN_MAX_FAILURES: '3' })
+  })
+  afterAll(async () => {
+    await s?.close()
+  })
+
+  const actions = (username: string, action: string) =>
+    s.container.db
+      .selectFrom('actions')
+      .select(['interface'])
+      .where('username', '=', username)
+      .where('action', '=', action)
+      .execute()
+  const look = (auth: string) => dav(s, 'PROPFIND', '/', { auth, headers: { Depth: '0' } })
+
+  it('checks the password once and remembers the login for the next requests', async () => {
+    const u = await makeUser(s, { username: 'remy' })
+    const results = await Promise.all([1, 2, 3, 4, 5].map(() => look(basic('remy', u.password))))
+    expect(results.map((r) => r.status)).toEqual([207, 207, 207, 207, 207])
+    expect((await look(basic('remy', u.password))).status).toBe(207)
+    expect(await actions('remy', 'login')).toEqual([{ interface: 'dav' }])
+    // Windows puts its domain before the name.
+    expect((await look(basic('WORKGROUP\\remy', u.password))).status).toBe(207)
+  })
+
+  it('takes an API key as the password of its own user only', async () => {
+    const u = await makeUser(s, { username: 'kim' })
+    await grant(s, u.id, 'k', 'full')
+    const key = await makeKey(s, u.id)
+    expect((await look(basic('kim', key.key))).status).toBe(207)
+    const other = await makeUser(s, { username: 'ola' })
+    const r = await look(basic('ola', key.key))
+    expect(r.status).toBe(401)
+    expect(r.headers.get('www-authenticate')).toMatch(/^Basic realm="Wharf"/)
+    expect(other.id).toBeGreaterThan(0)
+  })
+
+  it('counts every wrong password, and locks the user out as POST /sessions does', async () => {
+    const u = await makeUser(s, { username: 'lou' })
+    for (let i = 0; i < 3; i++) expect((await look(basic('lou', `wrong-${i}`))).status).toBe(401)
+    expect(await actions('lou', 'failedlogin')).toHaveLength(3)
+    const locked = await look(basic('lou', u.password))
+    expect(locked.status).toBe(401)
+    expect(davType(locked)).toBe('not-authenticated/locked-out')
+    expect(locked.headers.get('retry-after')).not.toBeNull()
+  })
+
+  it('refuses a remembered login at once when the user is disabled or the password changes', async () => {
+    const dis = await makeUser(s, { username: 'dan' })
+    expect((await look(basic('dan', dis.password))).status).toBe(207)
+    const off = await call(s, 'PATCH', `/users/${dis.id}`, { key: s.adminKey, body: { disabled: true } })
+    expect(off.status, off.text).toBe(200)
+    expect((await look(basic('dan', dis.password))).status).toBe(401)
+
+    const pw = await makeUser(s, { username: 'pia' })
+    expect((await look(basic('pia', pw.password))).status).toBe(207)
+    const changed = await call(s, 'PATCH', `/users/${pw.id}`, {
+      key: s.adminKey,
+      body: { password: 'a-new-password-9' },
+    })
+    expect(changed.status, changed.text).toBe(200)
+    expect((await look(basic('pia', pw.password))).status).toBe(401)
+    expect((await look(basic('pia', 'a-new-password-9'))).status).toBe(207)
+
+    // Changed by the user themselves, which ends no session: the reuse ends all the same.
+    const own = await makeUser(s, { username: 'ida' })
+    expect((await look(basic('ida', own.password))).status).toBe(207)
+    await s.container.db
+      .updateTable('users')
+      .set({ password_hash: await hashPassword('ida-new-password'), password_set_at: Date.now() + 1 })
+      .where('id', '=', own.id)
+      .execute()
+    expect((await look(basic('ida', own.password))).status).toBe(401)
+    expect((await look(basic('ida', 'ida-new-password'))).status).toBe(207)
+  })
+
+  it('answers other methods with 405 naming the WebDAV ones, and a compressed body with 415', async () => {
+    const u = await makeUser(s, { username: 'pat' })
+    const auth = basic('pat', u.password)
+    const post = await dav(s, 'POST', '/x', { auth, body: 'x' })
+    expect(post.status).toBe(405)
+    expect(post.headers.get('allow')).toBe(
+      'COPY, DELETE, GET, HEAD, LOCK, MKCOL, MOVE, OPTIONS, PROPFIND, PROPPATCH, PUT, UNLOCK',
+    )
+    const gz = await dav(s, 'PUT', '/x.txt', { auth, body: 'x', headers: { 'Content-Encoding': 'gzip' } })
+    expect(gz.status).toBe(415)
+    expect(gz.text).toContain('<D:error')
+  })
+})

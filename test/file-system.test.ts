@@ -1,0 +1,153 @@
+import crypto from 'node:crypto'
+import { text } from 'node:stream/consumers'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { ApiError } from '../src/api/errors.js'
+import type { Principal } from '../src/modules/auth/principal.js'
+import { FileSystem } from '../src/modules/files/vfs/file-system.js'
+import { startListener, type TestListener } from './helpers/listener.js'
+import { call, dialects, grant, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'
+
+async function refusal(p: Promise<unknown>): Promise<string> {
+  const err = (await p.then(
+    () => null,
+    (e: unknown) => e,
+  )) as ApiError | null
+  if (!err) throw new Error('expected a refusal')
+  return err.type
+}
+
+describe.each(dialects)('file-system facade (%s)', (dialect) => {
+  let s: TestServer
+  let listener: TestListener
+  let alice: Principal
+
+  beforeAll(async () => {
+    s = await startServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
+    listener = await startListener()
+    const r = await call(s, 'PATCH', '/webhook_settings', {
+      key: s.adminKey,
+      body: { url: listener.url, triggers: ['Upload', 'Download', 'Rename', 'Move'], enabled: true },
+    })
+    expect(r.status).toBe(200)
+    const u = await makeUser(s, { username: 'alice' })
+    await grant(s, u.id, 'shared', 'full')
+    await s.container.services.folders.mkdir(
+      (
+        await s.container.services.protocolLogin.password(s.container.site.id, {
+          username: 'admin',
+          password: 'admin-password-1',
+          ip: '127.0.0.1',
+          interface: 'sftp',
+        })
+      ).principal,
+      'shared',
+      {},
+    )
+    const session = await s.container.services.protocolLogin.password(s.container.site.id, {
+      username: 'alice',
+      password: u.password,
+      ip: '127.0.0.9',
+      interface: 'sftp',
+    })
+    alice = session.principal
+  })
+  afterAll(async () => {
+    await listener?.close()
+    await s?.close()
+  })
+
+  const fsOf = (p: Principal) => s.container.services.fileSystem.as(p, 'sftp')
+
+  it('streams a file in, publishes it on commit with interface sftp, and reads it back at offsets', async () => {
+    const files = fsOf(alice)
+    const w = await files.createWriter('shared/a.bin', { overwrite: true })
+    const data = crypto.randomBytes(300_000)
+    for (let i = 0; i < data.length; i += 32_768) await w.write(data.subarray(i, i + 32_768))
+    // Not visible before the client closes the file.
+    expect(await files.exists('shared/a.bin')).toBeNull()
+    const entry = await w.commit()
+    expect(entry).toMatchObject({ path: 'shared/a.bin', type: 'file', size: data.length })
+    expect(entry.md5).toBe(crypto.createHash('md5').update(data).digest('hex'))
+
+    const f = await files.openFile('shared/a.bin')
+    const tail = await text(await f.read({ start: 299_990 }))
+    expect(Buffer.from(tail, 'latin1').length).toBeGreaterThan(0)
+    const chunks: Buffer[] = []
+    for await (const c of await f.read({ start: 0 })) chunks.push(c as Buffer)
+    expect(Buffer.concat(chunks).equals(data)).toBe(true)
+
+    const names: string[] = []
+    for await (const e of files.list('shared')) names.push(e.name)
+    expect(names).toContain('a.bin')
+
+    const [upload, download] = await listener.waitFor(2)
+    expect(upload!.json).toMatchObject({ operation: 'Upload', protocol: 'sftp', path: 'shared/a.bin' })
+    expect(download!.json).toMatchObject({ operation: 'Download', protocol: 'sftp', path: 'shared/a.bin' })
+    const actions = await s.container.db
+      .selectFrom('actions')
+      .select(['action', 'interface', 'username'])
+      .where('path', '=', 'shared/a.bin')
+      .orderBy('id')
+      .execute()
+    expect(actions).toEqual([
+      { action: 'create', interface: 'sftp', username: 'alice' },
+      { action: 'read', interface: 'sftp', username: 'alice' },
+    ])
+  })
+
+  it('cuts a long stream into upload parts without losing a byte', async () => {
+    const c = s.container
+    const small = new FileSystem({
+      ...c.services,
+      blobs: c.blobs,
+      now: c.now,
+      writerPartBytes: 50_000,
+    }).as(alice, 'sftp')
+    const data = crypto.randomBytes(180_001)
+    const w = await small.createWriter('shared/parts.bin')
+    for (let i = 0; i < data.length; i += 70_000) await w.write(data.subarray(i, i + 70_000))
+    const entry = await w.commit()
+    expect(entry.size).toBe(data.length)
+    expect(entry.md5).toBe(crypto.createHash('md5').update(data).digest('hex'))
+  })
+
+  it('leaves nothing visible when a writer is aborted', async () => {
+    const files = fsOf(alice)
+    const w = await files.createWriter('shared/dropped.bin')
+    await w.write(Buffer.alloc(10_000, 1))
+    await w.abort()
+    expect(await files.exists('shared/dropped.bin')).toBeNull()
+  })
+
+  it('renames, copies, makes folders and deletes with the REST rules', async () => {
+    const files = fsOf(alice)
+    await files.mkdir('shared/sub')
+    expect(await refusal(files.mkdir('shared/sub'))).toBe('processing-failure/destination-exists')
+    const w = await files.createWriter('shared/sub/x.txt')
+    await w.write(Buffer.from('hello'))
+    await w.commit()
+    expect(await refusal(files.createWriter('shared/sub/x.txt', { overwrite: false }))).toBe(
+      'processing-failure/destination-exists',
+    )
+    await files.rename('shared/sub/x.txt', 'shared/sub/y.txt')
+    await files.copy('shared/sub/y.txt', 'shared/z.txt')
+    expect(await text(await files.openRead('shared/z.txt'))).toBe('hello')
+    expect(await refusal(files.delete('shared/sub'))).toBe('processing-failure/folder-not-empty')
+    await files.delete('shared/sub', { recursive: true })
+    expect(await files.exists('shared/sub')).toBeNull()
+  })
+
+  it('refuses outside the folder permissions and for a key with permission set none', async () => {
+    const files = fsOf(alice)
+    expect(await refusal(files.createWriter('elsewhere.txt'))).toBe(
+      'not-authorized/write-permission-required',
+    )
+    const root: string[] = []
+    for await (const e of files.list('')) root.push(e.path)
+    expect(root).toEqual(['shared'])
+    const key = await makeKey(s, alice.user!.id, { permission_set: 'none' })
+    const byKey = await s.container.services.auth.authenticate({ apiKey: key.key }, '127.0.0.1', 'sftp')
+    expect(await refusal(fsOf(byKey).stat('shared'))).toBe('not-authorized/full-permission-required')
+    expect(await refusal(files.stat('shared/../x'))).toBe('bad-request/invalid-path')
+  })
+})
