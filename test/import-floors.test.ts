@@ -47,6 +47,8 @@ const ALLOWED_UPWARD = new Set<string>([
   'http/routes/users.ts → container.ts',
   'http/routes/webhook-delivery.ts → container.ts',
   'http/routes/webhook-settings.ts → container.ts',
+  'dav/dav-context.ts → container.ts',
+  'dav/dav-plugin.ts → container.ts',
   // Services read their settings as the `Config` type of config.ts: each should declare the
   // slice it takes (or the slices move below the entry points), so config.ts only assembles them.
   'http/slow-clients.ts → config.ts',

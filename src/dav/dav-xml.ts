@@ -1,9 +1,12 @@
+export { xmlEscape } from './xml-escape.js'
+
 import { createRequire } from 'node:module'
 import type { XMLParser, XMLValidator } from 'fast-xml-parser'
 import type { FastifyRequest } from 'fastify'
 import { ApiError } from '../api/errors.js'
 import { decodeXmlReferences } from '../http/format.js'
 import { DavError } from './dav-errors.js'
+import { xmlEscape } from './xml-escape.js'
 
 export const DAV_NS = 'DAV:'
 
@@ -13,21 +16,6 @@ export interface XmlElement {
   name: string
   children: XmlElement[]
   text: string
-}
-
-// XML 1.0 cannot carry most control characters even escaped: they are dropped, never emitted.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: that is the point
-const INVALID_XML_CHARS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g
-const LONE_SURROGATES = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
-
-export function xmlEscape(s: string): string {
-  return s
-    .replace(INVALID_XML_CHARS, '')
-    .replace(LONE_SURROGATES, '')
-    .replace(
-      /[&<>"']/g,
-      (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!,
-    )
 }
 
 const ENTITY_DECODER = {
