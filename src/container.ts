@@ -214,7 +214,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       folders,
       fileOps,
       fileSystem: new FileSystem({ folders, downloads, uploads, fileOps, fileAccess, blobs, now }),
-      protocolLogin: new ProtocolLogin(db, auth, sessions, now),
+      protocolLogin: new ProtocolLogin(repos.users, auth, sessions, now),
       history: new HistoryService(repos.history, fileAccess, secrets, now),
       webhookSettings: new WebhookSettingsService(db, new AddressGuard(hooks.allowedCidrs), now),
       webhooks: new WebhookService(db, dispatcher, retryPolicy, leaseMs, now),

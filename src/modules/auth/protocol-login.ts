@@ -1,9 +1,8 @@
-import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
-import type { Database } from '../../db/schema.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import type { SessionService } from '../sessions/session-service.js'
+import type { UserRepository } from '../users/user-repository.js'
 import type { AuthService } from './auth-service.js'
 import type { Principal, ProtocolInterface, UserRow } from './principal.js'
 
@@ -33,7 +32,7 @@ const API_KEY = /^[0-9a-f]{64}$/i
  */
 export class ProtocolLogin {
   constructor(
-    private readonly db: Kysely<Database>,
+    private readonly users: UserRepository,
     private readonly auth: AuthService,
     private readonly sessions: SessionService,
     private readonly now: () => number = Date.now,
@@ -86,7 +85,7 @@ export class ProtocolLogin {
     }
     await this.recordLogin(principal, how)
     const refresh = async () => {
-      const fresh = await this.db.selectFrom('users').selectAll().where('id', '=', user.id).executeTakeFirst()
+      const fresh = await this.users.findById(user.id)
       if (!fresh || fresh.disabled) throw ERRORS.authenticationRequired('The user is disabled or deleted')
       return { ...principal, user: fresh }
     }
@@ -95,11 +94,9 @@ export class ProtocolLogin {
 
   private async recordLogin(p: Principal, how: string): Promise<void> {
     const name = p.user?.username ?? ''
-    await this.db
-      .transaction()
-      .execute((trx) =>
-        recordAction(trx, contextOf(p), { action: 'login', display: `${name} logged in ${how}` }, this.now()),
-      )
+    await this.users.transaction((tx) =>
+      recordAction(tx.db, contextOf(p), { action: 'login', display: `${name} logged in ${how}` }, this.now()),
+    )
   }
 }
 
