@@ -1,3 +1,4 @@
+import net from 'node:net'
 import ssh2 from 'ssh2'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { call, dialects, grant, makeUser, type TestUser } from './helpers/server.js'
@@ -31,7 +32,12 @@ describe.each(dialects)('SFTP limits and refusals (%s)', (dialect) => {
   let alice: TestUser
 
   beforeAll(async () => {
-    s = await startSftpServer(dialect, { LOGIN_MAX_FAILURES: '3', SFTP_MAX_SESSIONS_PER_USER: '2' })
+    s = await startSftpServer(dialect, {
+      LOGIN_MAX_FAILURES: '3',
+      SFTP_MAX_SESSIONS_PER_USER: '2',
+      SFTP_LOGIN_TIMEOUT_MS: '3000',
+      SFTP_IDLE_TIMEOUT_MS: '3000',
+    })
     alice = await makeUser(s, { username: 'alice' })
     expect((await call(s, 'POST', '/folders/inbox', { key: s.adminKey, body: {} })).status).toBe(201)
     await grant(s, alice.id, 'inbox', 'full')
@@ -171,5 +177,28 @@ describe.each(dialects)('SFTP limits and refusals (%s)', (dialect) => {
         ['sftp', 'locked_out'],
       ]),
     )
+  })
+
+  it('closes a connection that does not log in in time, and one left idle', async () => {
+    const socket = net.connect(s.sftp.port, '127.0.0.1')
+    let banner = ''
+    let closed = false
+    socket.on('data', (d) => {
+      banner += d.toString('latin1')
+    })
+    socket.on('close', () => {
+      closed = true
+    })
+    socket.on('error', () => undefined)
+    await expect.poll(() => banner, { timeout: 5000 }).toMatch(/^SSH-2\.0-Wharf/)
+    await expect.poll(() => closed, { timeout: 10_000 }).toBe(true)
+
+    const { client } = await connect(s.sftp.port, 'alice', alice.password)
+    let idleClosed = false
+    client.on('close', () => {
+      idleClosed = true
+    })
+    client.on('error', () => undefined)
+    await expect.poll(() => idleClosed, { timeout: 10_000 }).toBe(true)
   })
 })

@@ -1,4 +1,4 @@
-import type { AddressInfo } from 'node:net'
+import net, { type AddressInfo } from 'node:net'
 import type { Logger } from 'pino'
 import ssh2, { type Connection } from 'ssh2'
 import type { Container } from '../container.js'
@@ -47,29 +47,31 @@ export async function startSftp(c: Container, logger: Logger): Promise<SftpServe
   const byIp = new Tally()
   const byUser = new Tally()
   const connections = new Set<Connection>()
+  /** Sockets by `address:port`, from accept until close, with their login deadline. */
+  const sockets = new Map<string, { socket: net.Socket; loginTimer: NodeJS.Timeout }>()
   /** Clean-ups of closed connections (aborted uploads, ended sessions) still running. */
   const cleanups = new Set<Promise<unknown>>()
 
-  const server = new ssh2.Server(
+  const ssh = new ssh2.Server(
     { hostKeys: hostKeys.map((k) => k.privateKey), ident: 'Wharf' },
     (client, info) => {
       const ip = info.ip
       connections.add(client)
-      const releases: (() => void)[] = [byIp.add(ip)]
+      const releases: (() => void)[] = []
+      const tcp = sockets.get(`${ip}:${info.port}`)
       const log = logger.child({ sftp: { ip, port: info.port } })
       let session: ProtocolSession | null = null
       let closeChannels: (() => Promise<void>)[] = []
       let failures = 0
       let closed = false
       let idle: NodeJS.Timeout | undefined
-      const end = () => client.end()
+      const end = () => {
+        client.end()
+        // A client that does not hang up when told to is cut off.
+        setTimeout(() => tcp?.socket.destroy(), 1000).unref()
+      }
 
       client.on('error', (err) => log.debug({ err }, 'SFTP connection error'))
-      if (byIp.get(ip) > cfg.maxSessionsPerIp) {
-        log.warn('SFTP connection refused: too many connections from this address')
-        end()
-      }
-      const loginTimer = setTimeout(end, cfg.loginTimeoutMs)
       const activity = () => {
         clearTimeout(idle)
         idle = setTimeout(() => {
@@ -106,7 +108,7 @@ export async function startSftp(c: Container, logger: Logger): Promise<SftpServe
       })
 
       client.on('ready', () => {
-        clearTimeout(loginTimer)
+        clearTimeout(tcp?.loginTimer)
         activity()
         const s = session!
         let files: UserFileSystem = c.services.fileSystem.as(s.principal, 'sftp')
@@ -146,7 +148,6 @@ export async function startSftp(c: Container, logger: Logger): Promise<SftpServe
       client.on('close', () => {
         closed = true
         connections.delete(client)
-        clearTimeout(loginTimer)
         clearTimeout(idle)
         for (const r of releases) r()
         const channels = closeChannels
@@ -159,6 +160,27 @@ export async function startSftp(c: Container, logger: Logger): Promise<SftpServe
       })
     },
   )
+
+  // Sockets are accepted here, not by ssh2, so that the login deadline and the per-address cap
+  // hold from the first byte: ssh2 tells of a connection only once the client has spoken.
+  const server = net.createServer((socket) => {
+    const ip = socket.remoteAddress ?? ''
+    const key = `${ip}:${socket.remotePort}`
+    const release = byIp.add(ip)
+    const loginTimer = setTimeout(() => socket.destroy(), cfg.loginTimeoutMs)
+    sockets.set(key, { socket, loginTimer })
+    socket.once('close', () => {
+      release()
+      clearTimeout(loginTimer)
+      sockets.delete(key)
+    })
+    if (byIp.get(ip) > cfg.maxSessionsPerIp) {
+      logger.warn({ sftp: { ip } }, 'SFTP connection refused: too many connections from this address')
+      socket.destroy()
+      return
+    }
+    ssh.injectSocket(socket)
+  })
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
@@ -176,6 +198,7 @@ export async function startSftp(c: Container, logger: Logger): Promise<SftpServe
       await new Promise<void>((resolve) => {
         server.close(() => resolve())
         for (const conn of connections) conn.end()
+        for (const { socket } of sockets.values()) if (!socket.destroyed) socket.end()
       })
       // Half-written files are dropped and sessions ended before the database closes.
       await Promise.all([...cleanups])
