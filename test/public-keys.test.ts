@@ -77,6 +77,20 @@ describe.each(dialects)('PublicKey API (%s)', (dialect) => {
     })
     expect(renamed.status).toBe(200)
     expect(renamed.body.title).toBe('desk')
+    // What the SDK's save() sends back: the record as shown passes, a changed read-only field does not.
+    const echoed = await call(s, 'PATCH', `/public_keys/${id}`, {
+      session: aliceSession,
+      body: { ...renamed.body, title: 'desk 2' },
+    })
+    expect(echoed.status, echoed.text).toBe(200)
+    expectError(
+      await call(s, 'PATCH', `/public_keys/${id}`, {
+        session: aliceSession,
+        body: { title: 'x', user_id: alice.id + 1 },
+      }),
+      400,
+      'bad-request/request-params-invalid',
+    )
     const deleted = await call(s, 'DELETE', `/public_keys/${id}`, { session: aliceSession })
     expect(deleted.status).toBe(204)
     expectError(await call(s, 'GET', `/public_keys/${id}`, { session: aliceSession }), 404, 'not-found')

@@ -111,7 +111,7 @@ export function publicKeyRoutes(c: Container) {
           response: one,
         },
       },
-      async (request) => svc.update(request.principal, request.params.id, { title: request.body.title }),
+      async (request) => svc.update(request.principal, request.params.id, request.body),
     )
 
     app.delete<{ Params: Static<typeof IdParams> }>(

@@ -2,6 +2,7 @@ import type { Kysely, Selectable } from 'kysely'
 import { formatDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
+import { refuseChangedReadOnly } from '../../api/read-only-fields.js'
 import { isUniqueViolation } from '../../db/errors.js'
 import type { Database, UsersTable } from '../../db/schema.js'
 import { type Page, parseListQuery, toPage } from '../../http/pagination.js'
@@ -22,6 +23,16 @@ export interface PublicKeyJson {
   user_id: number
   public_key: string
 }
+
+const READ_ONLY_FIELDS = [
+  'created_at',
+  'fingerprint',
+  'fingerprint_sha256',
+  'last_login_at',
+  'username',
+  'user_id',
+  'public_key',
+]
 
 export interface CreatePublicKeyInput {
   title: string
@@ -95,8 +106,14 @@ export class PublicKeyService {
     return toJson((await this.repo.find(p.siteId, id))!)
   }
 
-  async update(p: Principal, id: number, input: { title?: string }): Promise<PublicKeyJson> {
+  /** Only `title` changes; the other fields (what the SDK's `save()` sends back) must be as shown. */
+  async update(
+    p: Principal,
+    id: number,
+    input: { title?: string; [echo: string]: unknown },
+  ): Promise<PublicKeyJson> {
     const row = await this.visible(p, id)
+    refuseChangedReadOnly(input, toJson(row), READ_ONLY_FIELDS)
     if (input.title !== undefined) {
       const title = input.title.trim()
       if (title === '') throw ApiError.modelSave({ title: ['must not be blank'] })
