@@ -81,30 +81,36 @@ export async function startSftp(c: Container, logger: Logger): Promise<SftpServe
       }
 
       client.on('authentication', (ctx) => {
-        void authenticate(c, ctx, ip, log).then(
-          async (s) => {
-            if (s === null) {
-              if (ctx.method !== 'none' && ctx.method !== 'publickey' && ++failures >= MAX_AUTH_TRIES) end()
-              return
-            }
-            if (closed) {
-              await s.end()
-              return
-            }
-            const userKey = `u${s.principal.user?.id ?? `k${s.principal.apiKey?.id}`}`
-            if (byUser.get(userKey) >= cfg.maxSessionsPerUser) {
-              log.warn({ user: s.principal.user?.username }, 'SFTP login refused: too many sessions')
-              ctx.reject([])
-              end()
-              await s.end()
-              return
-            }
-            releases.push(byUser.add(userKey))
-            session = s
-            ctx.accept()
-          },
-          (err: unknown) => log.error({ err }, 'SFTP authentication failed'),
-        )
+        void authenticate(c, ctx, ip, log)
+          .then(
+            async (s) => {
+              if (s === null) {
+                if (ctx.method !== 'none' && ctx.method !== 'publickey' && ++failures >= MAX_AUTH_TRIES) end()
+                return
+              }
+              if (closed) {
+                await s.end()
+                return
+              }
+              const userKey = `u${s.principal.user?.id ?? `k${s.principal.apiKey?.id}`}`
+              if (byUser.get(userKey) >= cfg.maxSessionsPerUser) {
+                log.warn({ user: s.principal.user?.username }, 'SFTP login refused: too many sessions')
+                ctx.reject([])
+                end()
+                await s.end()
+                return
+              }
+              releases.push(byUser.add(userKey))
+              session = s
+              ctx.accept()
+            },
+            (err: unknown) => log.error({ err }, 'SFTP authentication failed'),
+          )
+          .catch((err: unknown) => {
+            // The client went away while its login was checked.
+            log.debug({ err }, 'SFTP login could not be answered')
+            end()
+          })
       })
 
       client.on('ready', () => {

@@ -35,7 +35,13 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SftpContext): { close(): Promi
   /** Runs a request's work, answering with its status (or the failure). */
   const handle = (reqid: number, work: () => Promise<void>) => {
     ctx.activity()
-    work().catch((err: unknown) => fail(reqid, err))
+    work().catch((err: unknown) => {
+      try {
+        fail(reqid, err)
+      } catch {
+        // The channel is gone: there is no one left to answer.
+      }
+    })
   }
   const ok = (reqid: number) => sftp.status(reqid, STATUS.OK)
   const newHandle = (h: Handle): Buffer => {
