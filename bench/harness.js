@@ -55,7 +55,9 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.once(sig, () => abort
 /** A Node child process; with `ipc`, it also has the IPC channel (`child.send`, `process.send`). */
 export function startChild(name, args, env, { ipc = false } = {}) {
   const stdio = ['ignore', 'pipe', 'pipe', ...(ipc ? ['ipc'] : [])]
-  const child = spawn(process.execPath, args, { cwd: root, env, stdio })
+  // SFTP stays off unless a benchmark asks for it: its fixed port would clash between runs, and
+  // the HTTP measurements are of a server doing nothing else.
+  const child = spawn(process.execPath, args, { cwd: root, env: { SFTP_ENABLED: 'false', ...env }, stdio })
   children.add(child)
   let log = ''
   const keep = (d) => {

@@ -21,7 +21,9 @@ import { folderRoutes } from './http/routes/folders.js'
 import { historyRoutes } from './http/routes/history.js'
 import { historyExportRoutes } from './http/routes/history-exports.js'
 import { permissionRoutes } from './http/routes/permissions.js'
+import { publicKeyRoutes } from './http/routes/public-keys.js'
 import { sessionRoutes } from './http/routes/sessions.js'
+import { sftpHostKeyRoutes } from './http/routes/sftp-host-keys.js'
 import { swaggerRoutes } from './http/routes/swagger.js'
 import { transferRoutes } from './http/routes/transfers.js'
 import { userRoutes } from './http/routes/users.js'
@@ -225,6 +227,8 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       await api.register(exportFileRoutes(container))
       await api.register(billingRoutes(container))
       await api.register(appRoutes(container))
+      await api.register(publicKeyRoutes(container))
+      await api.register(sftpHostKeyRoutes(container))
       await api.register(swaggerRoutes())
     },
     { prefix: API_PREFIX },

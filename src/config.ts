@@ -70,6 +70,21 @@ export interface Config {
     /** How long a verified Basic login stays reusable without a request (at most an hour in all). */
     authCacheSeconds: number
   }
+  /** The SFTP front end (docs/decisions.md, "SFTP"). */
+  sftp: {
+    enabled: boolean
+    host: string
+    /** 0: any free port (tests). */
+    port: number
+    /** Private host key files; empty: ed25519 and RSA keys generated once under DATA_DIR/sftp. */
+    hostKeyFiles: string[]
+    /** A connection must have logged in within this long. */
+    loginTimeoutMs: number
+    /** A connection with no SFTP request for this long is closed. */
+    idleTimeoutMs: number
+    maxSessionsPerUser: number
+    maxSessionsPerIp: number
+  }
   exports: {
     /** Exports (and their CSV files) are deleted this long after they were created. */
     retentionDays: number
@@ -210,6 +225,20 @@ export function loadConfig(env: Env = process.env): Config {
       enabled: bool('DAV_ENABLED', true),
       prefix: parseDavPrefix(env['DAV_PREFIX'], problems),
       authCacheSeconds: int('DAV_AUTH_CACHE_SECONDS', 300, 0, 3600),
+    },
+    sftp: {
+      enabled: bool('SFTP_ENABLED', true),
+      host: str('SFTP_HOST', host),
+      port: int('SFTP_PORT', 2022, 0, 65535),
+      hostKeyFiles: (env['SFTP_HOST_KEY_FILES'] ?? '')
+        .split(',')
+        .map((f) => f.trim())
+        .filter((f) => f !== '')
+        .map((f) => path.resolve(f)),
+      loginTimeoutMs: int('SFTP_LOGIN_TIMEOUT_MS', 30_000, 100, 600_000),
+      idleTimeoutMs: int('SFTP_IDLE_TIMEOUT_MS', 600_000, 100, 86_400_000),
+      maxSessionsPerUser: int('SFTP_MAX_SESSIONS_PER_USER', 20, 1, 10_000),
+      maxSessionsPerIp: int('SFTP_MAX_SESSIONS_PER_IP', 50, 1, 100_000),
     },
     exports: {
       retentionDays: int('EXPORT_RETENTION_DAYS', 7, 1, 36500),

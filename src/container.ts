@@ -35,10 +35,13 @@ import { UploadService } from './modules/files/upload-service.js'
 import { FileSystem } from './modules/files/vfs/file-system.js'
 import { HistoryService } from './modules/history/history-service.js'
 import { PermissionService } from './modules/permissions/permission-service.js'
+import { PublicKeyService } from './modules/public-keys/public-key-service.js'
 import { createRepositories } from './modules/repositories.js'
 import { SessionService } from './modules/sessions/session-service.js'
 import { SiteSecrets } from './modules/sites/site-secrets.js'
 import { type BootstrapResult, bootstrapSite, type SiteRow } from './modules/sites/site-service.js'
+import { HostKeyService } from './modules/ssh/host-key-service.js'
+import { HostKeys } from './modules/ssh/host-keys.js'
 import { UserService } from './modules/users/user-service.js'
 import { WebhookService } from './modules/webhooks/webhook-service.js'
 import { WebhookSettingsService } from './modules/webhooks/webhook-settings.js'
@@ -68,6 +71,10 @@ export interface Services {
   fileSystem: FileSystem
   /** Password (or API key) logins of the transfer protocols, with the rules of POST /sessions. */
   protocolLogin: ProtocolLogin
+  /** Users' SSH public keys (GET/POST /public_keys), for SFTP logins by key. */
+  publicKeys: PublicKeyService
+  /** The SFTP server's host keys, generated on first use (GET /sftp_host_keys). */
+  hostKeys: HostKeyService
   /** The /history endpoints: recent actions. */
   history: HistoryService
   /** GET/PATCH /webhook_settings: the site's listener, read fresh by the dispatcher. */
@@ -97,6 +104,8 @@ export interface Container {
   bootstrap: BootstrapResult
   services: Services
   rateLimiter: RateLimiter
+  /** The SFTP server's host keys (private keys included, for the SSH server). */
+  hostKeys: HostKeys
   /** Outbound webhooks: the outbox's dispatcher and the log's retention job. */
   webhooks: { dispatcher: WebhookDispatcher; retention: WebhookLogRetention; sender: WebhookSender }
   /** Export builds (claimed with a lease) and the deletion of old exports. */
@@ -202,6 +211,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const downloads = new DownloadService(db, blobs, secrets, fileAccess, config, now, heldReads)
     const folders = new FolderService(db, database.dialect, fileAccess, secrets, now)
     const fileOps = new FileOperations(db, database.dialect, blobs, fileAccess, now)
+    const hostKeys = new HostKeys(path.join(config.dataDir, 'sftp'), config.sftp.hostKeyFiles)
     const services: Services = {
       auth,
       apiKeys: new ApiKeyService(repos.apiKeys, repos.users, config, secrets, now, identities),
@@ -215,6 +225,8 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       fileOps,
       fileSystem: new FileSystem({ folders, downloads, uploads, fileOps, fileAccess, blobs, now }),
       protocolLogin: new ProtocolLogin(repos.users, auth, sessions, now),
+      publicKeys: new PublicKeyService(repos.publicKeys, secrets, now),
+      hostKeys: new HostKeyService(hostKeys),
       history: new HistoryService(repos.history, fileAccess, secrets, now),
       webhookSettings: new WebhookSettingsService(db, new AddressGuard(hooks.allowedCidrs), now),
       webhooks: new WebhookService(db, dispatcher, retryPolicy, leaseMs, now),
@@ -233,6 +245,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       bootstrap,
       services,
       rateLimiter: new RateLimiter(config.rateLimit, now),
+      hostKeys,
       webhooks: { dispatcher, retention, sender },
       exports: { worker: exportWorker, retention: exportRetention },
       now,

@@ -3,6 +3,7 @@ import { buildApp } from './app.js'
 import type { Config } from './config.js'
 import { createContainer } from './container.js'
 import { createLogger } from './logger.js'
+import { type SftpServer, startSftp } from './sftp/sftp-server.js'
 
 /** Starts the HTTP server and stops it gracefully on SIGTERM/SIGINT. */
 export async function serve(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<void> {
@@ -18,6 +19,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     }
   }
   const app = await buildApp(container, { logger })
+  let sftp: SftpServer | null = null
   let stopping = false
   const stop = async (signal: string) => {
     if (stopping) return
@@ -28,7 +30,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     // whole keep-alive timeout (72 s). Sweeping idle connections until closed ends those too.
     const sweep = setInterval(() => app.server.closeIdleConnections(), 100)
     try {
-      await app.close()
+      await Promise.all([app.close(), sftp?.close()])
       clearInterval(sweep)
       logger.info('HTTP server closed; closing the database')
       await container.close()
@@ -43,6 +45,11 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   process.once('SIGTERM', () => void stop('SIGTERM'))
   process.once('SIGINT', () => void stop('SIGINT'))
   await app.listen({ host: config.host, port: config.port })
+  if (config.sftp.enabled) {
+    sftp = await startSftp(container, logger)
+    const hostKeys = sftp.hostKeys.map((k) => `${k.type} SHA256:${k.fingerprintSha256}`)
+    logger.info({ address: `${sftp.host}:${sftp.port}`, hostKeys }, 'SFTP is listening')
+  }
   await container.startBackground()
   logger.info(
     { url: config.baseUrl, database: container.database.dialect.name, dataDir: config.dataDir },

@@ -49,6 +49,10 @@ const ALLOWED_UPWARD = new Set<string>([
   'http/routes/webhook-settings.ts → container.ts',
   'dav/dav-context.ts → container.ts',
   'dav/dav-plugin.ts → container.ts',
+  'http/routes/public-keys.ts → container.ts',
+  'http/routes/sftp-host-keys.ts → container.ts',
+  'sftp/sftp-login.ts → container.ts',
+  'sftp/sftp-server.ts → container.ts',
   // Services read their settings as the `Config` type of config.ts: each should declare the
   // slice it takes (or the slices move below the entry points), so config.ts only assembles them.
   'http/slow-clients.ts → config.ts',

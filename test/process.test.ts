@@ -63,7 +63,7 @@ interface Served {
 async function serve(env: NodeJS.ProcessEnv): Promise<Served> {
   const port = await freePort()
   const child = spawn(process.execPath, [cli, 'serve'], {
-    env: { ...env, PORT: String(port), LOG_LEVEL: 'info' },
+    env: { SFTP_PORT: '0', ...env, PORT: String(port), LOG_LEVEL: 'info' },
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
   })

@@ -1,3 +1,4 @@
+import ssh2 from 'ssh2'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { operatorPrincipal } from '../src/modules/auth/principal.js'
 import { makeFile, makeFolder } from './helpers/file-rows.js'
@@ -124,6 +125,17 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       permission: 'full',
     })
     const admin = await makeKey(s, adminId)
+    // A key registers once per site: each request gets its own, and one already on the user.
+    const sshKey = (): string => {
+      // ssh2 writes about one ed25519 key in 256 a byte short: draw again.
+      const { public: pub } = ssh2.utils.generateKeyPairSync('ed25519')
+      return ssh2.utils.parseKey(pub) instanceof Error ? sshKey() : pub
+    }
+    const publicKey = await s.container.services.publicKeys.create(operatorPrincipal(s.container.site.id), {
+      title: 'fixture',
+      public_key: sshKey(),
+      user_id: user.id,
+    })
     const upload = `${folder}/up.txt`
     const ids: Record<string, number | string> = {
       api_keys: key.id,
@@ -134,6 +146,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       action_notification_exports: exports['action_notification_export_id']!,
       history_exports: exports['history_export_id']!,
       export_files: exports['export_file_id']!,
+      public_keys: publicKey.id,
     }
     const first = op.path.split('/')[1]!
     const refs: Refs = {
@@ -142,6 +155,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       user_id: /export/.test(op.path) ? adminId : user.id,
       history_export_id: exports['history_export_id']!,
       action_notification_export_id: exports['action_notification_export_id']!,
+      public_key: sshKey(),
     }
     // Folders for the folder routes, copies and moves (so structure=true has one to copy) and
     // the records that name a folder; the file for the others; a new path for creations.
@@ -233,7 +247,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     expect(failures).toEqual([])
     // The state answers did occur (which ones depends on the values drawn).
     expect(seen.size).toBeGreaterThanOrEqual(5)
-    expect(ops.length).toBe(54)
+    expect(ops.length).toBe(61)
     expect(sent).toBeGreaterThan(ops.length * VARIANTS)
   })
 })

@@ -286,4 +286,18 @@ export interface Database {
   invoice_line_items: InvoiceLineItemsTable
   payment_line_items: PaymentLineItemsTable
   exports: ExportsTable
+  public_keys: PublicKeysTable
+}
+
+/** SSH public keys of users, for SFTP logins (the PublicKey resource). */
+export interface PublicKeysTable {
+  id: Generated<number>
+  site_id: number
+  user_id: number
+  title: string
+  public_key: string
+  fingerprint_md5: string
+  fingerprint_sha256: string
+  created_at: number
+  last_login_at: number | null
 }

@@ -5,6 +5,7 @@ import { ApiKeyRepository } from './api-keys/api-key-repository.js'
 import { BillingRepository } from './billing/billing-repository.js'
 import { HistoryRepository } from './history/history-repository.js'
 import { PermissionRepository } from './permissions/permission-repository.js'
+import { PublicKeyRepository } from './public-keys/public-key-repository.js'
 import { SessionRepository } from './sessions/session-repository.js'
 import { SiteRepository } from './sites/site-repository.js'
 import { UserRepository } from './users/user-repository.js'
@@ -18,6 +19,7 @@ export interface Repositories {
   permissions: PermissionRepository
   billing: BillingRepository
   history: HistoryRepository
+  publicKeys: PublicKeyRepository
 }
 
 export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): Repositories {
@@ -29,5 +31,6 @@ export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): R
     permissions: new PermissionRepository(db, dialect),
     billing: new BillingRepository(db, dialect),
     history: new HistoryRepository(db, dialect),
+    publicKeys: new PublicKeyRepository(db, dialect),
   }
 }

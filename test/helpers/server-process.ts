@@ -81,7 +81,7 @@ export function serverProcesses(cli: string): ServerProcesses {
     const port = await freePort()
     // Info level: the server says "Wharf is listening" once it accepts requests and runs its workers.
     const child = spawn(process.execPath, [cli, 'serve'], {
-      env: { ...env, PORT: String(port), LOG_LEVEL: 'info' },
+      env: { SFTP_PORT: '0', ...env, PORT: String(port), LOG_LEVEL: 'info' },
       cwd: projectRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
     })

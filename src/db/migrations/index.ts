@@ -5,6 +5,7 @@ import * as m003 from './003-files.js'
 import * as m004 from './004-webhooks.js'
 import * as m005 from './005-billing.js'
 import * as m006 from './006-exports.js'
+import * as m007 from './007-public-keys.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '004-webhooks': m004,
   '005-billing': m005,
   '006-exports': m006,
+  '007-public-keys': m007,
 }

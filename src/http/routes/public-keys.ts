@@ -1,0 +1,134 @@
+import { type Static, Type } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import type { Container } from '../../container.js'
+import { sendPage } from '../pagination.js'
+import { DateTime, EchoId, errorResponses, IdParams, listQuery, UserIdParam } from '../schemas.js'
+
+export const PublicKeySchema = Type.Object(
+  {
+    id: Type.Integer(),
+    title: Type.String(),
+    created_at: Type.String({ format: 'date-time' }),
+    fingerprint: Type.String({ description: 'MD5 of the key, colon-separated hex' }),
+    fingerprint_sha256: Type.String({
+      description: 'SHA-256 of the key, unpadded base64 (as ssh-keygen -l shows it after "SHA256:")',
+    }),
+    last_login_at: DateTime('Last SFTP login with this key'),
+    username: Type.String(),
+    user_id: Type.Integer(),
+    public_key: Type.String({ description: 'The key in OpenSSH form, without its comment' }),
+  },
+  { $id: 'PublicKey', title: 'PublicKey' },
+)
+
+const CreateBody = Type.Object(
+  {
+    title: Type.String({ minLength: 1, maxLength: 255, description: 'A name for the key' }),
+    public_key: Type.String({
+      minLength: 1,
+      maxLength: 16384,
+      description: 'An SSH public key: a line of a .pub file (OpenSSH), RFC 4716 or PEM',
+    }),
+    user_id: Type.Optional(UserIdParam),
+  },
+  { additionalProperties: false, title: 'PublicKeyCreate' },
+)
+
+/** What the SDK's `save()` sends back: only `title` may change; the rest must match or be left out. */
+const Echo = Type.Optional(Type.Unknown({ readOnly: true }))
+const UpdateBody = Type.Object(
+  {
+    id: EchoId,
+    title: Type.String({ minLength: 1, maxLength: 255 }),
+    created_at: Echo,
+    fingerprint: Echo,
+    fingerprint_sha256: Echo,
+    last_login_at: Echo,
+    username: Echo,
+    user_id: Echo,
+    public_key: Echo,
+  },
+  { additionalProperties: false, title: 'PublicKeyUpdate' },
+)
+
+const DeleteBody = Type.Object({ id: EchoId }, { additionalProperties: false })
+
+const ListQuery = listQuery({ user_id: Type.Optional(UserIdParam) })
+
+const tags = ['public_keys']
+const one = { 200: PublicKeySchema, ...errorResponses }
+
+/** The PublicKey resource: users' SSH keys for SFTP logins. */
+export function publicKeyRoutes(c: Container) {
+  const svc = c.services.publicKeys
+  return async (app: FastifyInstance) => {
+    app.get<{ Querystring: Static<typeof ListQuery> }>(
+      '/public_keys',
+      {
+        config: { xml: ['public-keys', 'public-key'] },
+        schema: {
+          summary: 'List SSH public keys (site admins: every user’s; others: their own)',
+          tags,
+          querystring: ListQuery,
+          response: { 200: Type.Array(PublicKeySchema), ...errorResponses },
+        },
+      },
+      async (request, reply) => sendPage(reply, await svc.list(request.principal, request.query)),
+    )
+
+    app.get<{ Params: Static<typeof IdParams> }>(
+      '/public_keys/:id',
+      {
+        config: { xml: 'public-key' },
+        schema: { summary: 'Show an SSH public key', tags, params: IdParams, response: one },
+      },
+      async (request) => svc.get(request.principal, request.params.id),
+    )
+
+    app.post<{ Body: Static<typeof CreateBody> }>(
+      '/public_keys',
+      {
+        config: { xml: 'public-key' },
+        schema: {
+          summary: 'Add an SSH public key for SFTP logins',
+          tags,
+          body: CreateBody,
+          response: { 201: PublicKeySchema, ...errorResponses },
+        },
+      },
+      async (request, reply) => reply.code(201).send(await svc.create(request.principal, request.body)),
+    )
+
+    app.patch<{ Params: Static<typeof IdParams>; Body: Static<typeof UpdateBody> }>(
+      '/public_keys/:id',
+      {
+        config: { xml: 'public-key' },
+        schema: {
+          summary: 'Rename an SSH public key',
+          tags,
+          params: IdParams,
+          body: UpdateBody,
+          response: one,
+        },
+      },
+      async (request) => svc.update(request.principal, request.params.id, request.body),
+    )
+
+    app.delete<{ Params: Static<typeof IdParams> }>(
+      '/public_keys/:id',
+      {
+        schema: {
+          summary: 'Delete an SSH public key',
+          tags,
+          params: IdParams,
+          body: DeleteBody,
+          response: { 204: Type.Null(), ...errorResponses },
+        },
+      },
+      async (request, reply) => {
+        await svc.remove(request.principal, request.params.id)
+        return reply.code(204).send()
+      },
+    )
+  }
+}

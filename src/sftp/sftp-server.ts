@@ -1,0 +1,213 @@
+import net, { type AddressInfo } from 'node:net'
+import type { Logger } from 'pino'
+import ssh2, { type Connection } from 'ssh2'
+import type { Container } from '../container.js'
+import type { ProtocolSession } from '../modules/auth/protocol-login.js'
+import type { UserFileSystem } from '../modules/files/vfs/file-system.js'
+import type { HostKey } from '../modules/ssh/host-keys.js'
+import { authenticate, MAX_AUTH_TRIES } from './sftp-login.js'
+import { serveSftp } from './sftp-session.js'
+
+/** How often a connection reads its user (and key or session) again: a disabled user is cut off. */
+const REFRESH_MS = 60_000
+
+export interface SftpServer {
+  host: string
+  port: number
+  hostKeys: HostKey[]
+  close(): Promise<void>
+}
+
+/** Counts of open connections, per address and per user. */
+class Tally {
+  private readonly counts = new Map<string, number>()
+  get(k: string): number {
+    return this.counts.get(k) ?? 0
+  }
+  add(k: string): () => void {
+    this.counts.set(k, this.get(k) + 1)
+    let done = false
+    return () => {
+      if (done) return
+      done = true
+      const n = this.get(k) - 1
+      if (n <= 0) this.counts.delete(k)
+      else this.counts.set(k, n)
+    }
+  }
+}
+
+/**
+ * The SFTP front end: an SSH server (ssh2) that offers the `sftp` subsystem and nothing else,
+ * over the file-system facade. Logins are those of POST /sessions, or a registered public key.
+ */
+export async function startSftp(c: Container, logger: Logger): Promise<SftpServer> {
+  const cfg = c.config.sftp
+  const hostKeys = await c.hostKeys.all()
+  const byIp = new Tally()
+  const byUser = new Tally()
+  const connections = new Set<Connection>()
+  /** Sockets by `address:port`, from accept until close, with their login deadline. */
+  const sockets = new Map<string, { socket: net.Socket; loginTimer: NodeJS.Timeout }>()
+  /** Clean-ups of closed connections (aborted uploads, ended sessions) still running. */
+  const cleanups = new Set<Promise<unknown>>()
+
+  const ssh = new ssh2.Server(
+    { hostKeys: hostKeys.map((k) => k.privateKey), ident: 'Wharf' },
+    (client, info) => {
+      const ip = info.ip
+      connections.add(client)
+      const releases: (() => void)[] = []
+      const tcp = sockets.get(`${ip}:${info.port}`)
+      const log = logger.child({ sftp: { ip, port: info.port } })
+      let session: ProtocolSession | null = null
+      let closeChannels: (() => Promise<void>)[] = []
+      let failures = 0
+      let closed = false
+      let idle: NodeJS.Timeout | undefined
+      const end = () => {
+        client.end()
+        // A client that does not hang up when told to is cut off.
+        setTimeout(() => tcp?.socket.destroy(), 1000).unref()
+      }
+
+      client.on('error', (err) => log.debug({ err }, 'SFTP connection error'))
+      const activity = () => {
+        clearTimeout(idle)
+        idle = setTimeout(() => {
+          log.info('SFTP connection idle for too long: closed')
+          end()
+        }, cfg.idleTimeoutMs)
+      }
+
+      client.on('authentication', (ctx) => {
+        void authenticate(c, ctx, ip, log)
+          .then(
+            async (s) => {
+              if (s === null) {
+                if (ctx.method !== 'none' && ctx.method !== 'publickey' && ++failures >= MAX_AUTH_TRIES) end()
+                return
+              }
+              if (closed) {
+                await s.end()
+                return
+              }
+              const userKey = `u${s.principal.user?.id ?? `k${s.principal.apiKey?.id}`}`
+              if (byUser.get(userKey) >= cfg.maxSessionsPerUser) {
+                log.warn({ user: s.principal.user?.username }, 'SFTP login refused: too many sessions')
+                ctx.reject([])
+                end()
+                await s.end()
+                return
+              }
+              releases.push(byUser.add(userKey))
+              session = s
+              ctx.accept()
+            },
+            (err: unknown) => log.error({ err }, 'SFTP authentication failed'),
+          )
+          .catch((err: unknown) => {
+            // The client went away while its login was checked.
+            log.debug({ err }, 'SFTP login could not be answered')
+            end()
+          })
+      })
+
+      client.on('ready', () => {
+        clearTimeout(tcp?.loginTimer)
+        activity()
+        const s = session!
+        let files: UserFileSystem = c.services.fileSystem.as(s.principal, 'sftp')
+        let refreshedAt = c.now()
+        const current = async () => {
+          if (c.now() - refreshedAt >= REFRESH_MS) {
+            try {
+              files = c.services.fileSystem.as(await s.refresh(), 'sftp')
+              refreshedAt = c.now()
+            } catch (err) {
+              end()
+              throw err
+            }
+          }
+          return files
+        }
+        client.on('session', (accept) => {
+          const sess = accept()
+          sess.on('sftp', (acceptSftp) => {
+            const sftp = acceptSftp()
+            const served = serveSftp(sftp, { files: current, activity, logger: log, now: c.now })
+            closeChannels.push(served.close)
+            // The client is done sending: the channel closes (half-written files are dropped).
+            sftp.on('end', () => sftp.end())
+            sftp.on('close', () => void served.close())
+          })
+          for (const refused of ['shell', 'exec', 'pty', 'env', 'x11', 'auth-agent', 'signal'] as const) {
+            sess.on(refused, (_accept: unknown, reject?: () => void) => reject?.())
+          }
+          sess.on('subsystem', (_accept, reject) => reject())
+        })
+        client.on('tcpip', (_accept, reject) => reject())
+        client.on('openssh.streamlocal', (_accept, reject) => reject())
+        client.on('request', (_accept, reject) => reject?.())
+      })
+
+      client.on('close', () => {
+        closed = true
+        connections.delete(client)
+        clearTimeout(idle)
+        for (const r of releases) r()
+        const channels = closeChannels
+        closeChannels = []
+        const cleanup = Promise.all(channels.map((f) => f()))
+          .then(() => session?.end())
+          .catch((err: unknown) => log.error({ err }, 'SFTP clean-up failed'))
+        cleanups.add(cleanup)
+        void cleanup.finally(() => cleanups.delete(cleanup))
+      })
+    },
+  )
+
+  // Sockets are accepted here, not by ssh2, so that the login deadline and the per-address cap
+  // hold from the first byte: ssh2 tells of a connection only once the client has spoken.
+  const server = net.createServer((socket) => {
+    const ip = socket.remoteAddress ?? ''
+    const key = `${ip}:${socket.remotePort}`
+    const release = byIp.add(ip)
+    const loginTimer = setTimeout(() => socket.destroy(), cfg.loginTimeoutMs)
+    sockets.set(key, { socket, loginTimer })
+    socket.once('close', () => {
+      release()
+      clearTimeout(loginTimer)
+      sockets.delete(key)
+    })
+    if (byIp.get(ip) > cfg.maxSessionsPerIp) {
+      logger.warn({ sftp: { ip } }, 'SFTP connection refused: too many connections from this address')
+      socket.destroy()
+      return
+    }
+    ssh.injectSocket(socket)
+  })
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(cfg.port, cfg.host, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  const addr = server.address() as AddressInfo
+  return {
+    host: addr.address,
+    port: addr.port,
+    hostKeys,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        for (const conn of connections) conn.end()
+        for (const { socket } of sockets.values()) if (!socket.destroyed) socket.end()
+      })
+      // Half-written files are dropped and sessions ended before the database closes.
+      await Promise.all([...cleanups])
+    },
+  }
+}

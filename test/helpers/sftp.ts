@@ -1,0 +1,125 @@
+import { execFile } from 'node:child_process'
+import pino from 'pino'
+import { type SftpServer, startSftp } from '../../src/sftp/sftp-server.js'
+import { type DialectName, startServer, type TestServer } from './server.js'
+
+export interface SftpTestServer extends TestServer {
+  sftp: SftpServer
+}
+
+/** A test server with its SFTP front end on a free loopback port. */
+export async function startSftpServer(
+  dialect: DialectName,
+  env: Record<string, string> = {},
+): Promise<SftpTestServer> {
+  const s = await startServer(dialect, { SFTP_PORT: '0', SFTP_HOST: '127.0.0.1', ...env })
+  const sftp = await startSftp(
+    s.container,
+    pino({ level: process.env['SFTP_TEST_LOG'] ?? 'silent' }, process.stderr),
+  )
+  const close = s.close
+  return {
+    ...s,
+    sftp,
+    async close() {
+      await sftp.close()
+      await close()
+    },
+  }
+}
+
+export interface RunResult {
+  code: number
+  stdout: string
+  stderr: string
+}
+
+/** Runs a client program with a time limit; never throws for a non-zero exit. */
+export function run(
+  cmd: string,
+  args: string[],
+  opts: { input?: string; timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
+) {
+  return new Promise<RunResult>((resolve) => {
+    const child = execFile(
+      cmd,
+      args,
+      {
+        timeout: opts.timeoutMs ?? 30_000,
+        env: { ...process.env, ...opts.env },
+        maxBuffer: 16 * 1024 * 1024,
+      },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 255) : 0
+        resolve({ code, stdout: String(stdout), stderr: String(stderr) })
+      },
+    )
+    if (opts.input !== undefined) child.stdin?.end(opts.input)
+  })
+}
+
+/** Options every OpenSSH client call takes: no host-key prompts, no stored keys, no agent. */
+export function sshOptions(port: number): string[] {
+  return [
+    '-o',
+    'StrictHostKeyChecking=no',
+    '-o',
+    'UserKnownHostsFile=/dev/null',
+    '-o',
+    'LogLevel=ERROR',
+    '-o',
+    'ConnectTimeout=10',
+    '-o',
+    'IdentityAgent=none',
+    '-P',
+    String(port),
+  ]
+}
+
+/**
+ * OpenSSH's `sftp` in batch mode with a password (through sshpass): commands are read from
+ * standard input; the exit status is that of the batch (a failing command stops it).
+ */
+export function sftpBatch(port: number, user: string, password: string, commands: string[]) {
+  return run(
+    'sshpass',
+    [
+      '-e',
+      'sftp',
+      ...sshOptions(port),
+      '-o',
+      'PubkeyAuthentication=no',
+      '-o',
+      'PreferredAuthentications=password',
+      // Before -b, which would otherwise turn password prompts off (the first value wins).
+      '-o',
+      'BatchMode=no',
+      '-b',
+      '-',
+      `${user}@127.0.0.1`,
+    ],
+    { input: `${commands.join('\n')}\n`, env: { SSHPASS: password } },
+  )
+}
+
+/** The same with a private key file and no password. */
+export function sftpBatchWithKey(port: number, user: string, keyFile: string, commands: string[]) {
+  return run(
+    'sftp',
+    [
+      ...sshOptions(port),
+      '-o',
+      'PasswordAuthentication=no',
+      '-o',
+      'BatchMode=yes',
+      '-o',
+      'IdentitiesOnly=yes',
+      '-i',
+      keyFile,
+      '-b',
+      '-',
+      `${user}@127.0.0.1`,
+    ],
+    { input: `${commands.join('\n')}\n` },
+  )
+}

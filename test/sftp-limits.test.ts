@@ -1,0 +1,204 @@
+import net from 'node:net'
+import ssh2 from 'ssh2'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { call, dialects, grant, makeUser, type TestUser } from './helpers/server.js'
+import { run, type SftpTestServer, sftpBatch, sshOptions, startSftpServer } from './helpers/sftp.js'
+
+/** An ssh2 client logged in with a password, for what OpenSSH's sftp cannot be made to send. */
+async function connect(port: number, username: string, password: string) {
+  const client = new ssh2.Client()
+  await new Promise<void>((resolve, reject) => {
+    client.once('ready', resolve).once('error', reject)
+    client.once('close', () => reject(new Error('connection closed before login')))
+    client.connect({ host: '127.0.0.1', port, username, password, readyTimeout: 10_000 })
+  })
+  const sftp = await new Promise<ssh2.SFTPWrapper>((resolve, reject) =>
+    client.sftp((err, s) => (err ? reject(err) : resolve(s))),
+  )
+  return { client, sftp }
+}
+
+/** The SFTP status code and message an operation failed with. */
+function failure(start: (cb: (err: (Error & { code?: number }) | null | undefined) => void) => void) {
+  return new Promise<{ code: number | undefined; message: string }>((resolve, reject) =>
+    start((err) =>
+      err ? resolve({ code: err.code, message: err.message }) : reject(new Error('it succeeded')),
+    ),
+  )
+}
+
+describe.each(dialects)('SFTP limits and refusals (%s)', (dialect) => {
+  let s: SftpTestServer
+  let alice: TestUser
+
+  beforeAll(async () => {
+    s = await startSftpServer(dialect, {
+      LOGIN_MAX_FAILURES: '3',
+      SFTP_MAX_SESSIONS_PER_USER: '2',
+      SFTP_LOGIN_TIMEOUT_MS: '3000',
+      SFTP_IDLE_TIMEOUT_MS: '3000',
+    })
+    alice = await makeUser(s, { username: 'alice' })
+    expect((await call(s, 'POST', '/folders/inbox', { key: s.adminKey, body: {} })).status).toBe(201)
+    await grant(s, alice.id, 'inbox', 'full')
+  })
+  afterAll(async () => {
+    await s?.close()
+  })
+
+  it('shows host keys whose fingerprints are those ssh-keyscan sees', async () => {
+    const scan = await run('ssh-keyscan', ['-T', '10', '-p', String(s.sftp.port), '127.0.0.1'])
+    expect(scan.code).toBe(0)
+    const lines = await run('ssh-keygen', ['-l', '-f', '-'], { input: scan.stdout })
+    const seen = lines.stdout
+      .trim()
+      .split('\n')
+      .map((l) => l.split(' ')[1]!.replace(/^SHA256:/, ''))
+      .sort()
+    const api = await call(s, 'GET', '/sftp_host_keys', { key: s.adminKey })
+    expect(seen).toEqual(api.body.map((k: { fingerprint_sha256: string }) => k.fingerprint_sha256).sort())
+    expect(seen).toHaveLength(2)
+  })
+
+  it('refuses a shell and commands: only the sftp subsystem is served', async () => {
+    const ssh = (extra: string[]) =>
+      run(
+        'sshpass',
+        [
+          '-e',
+          'ssh',
+          ...sshOptions(s.sftp.port).map((o) => (o === '-P' ? '-p' : o)),
+          '-o',
+          'PubkeyAuthentication=no',
+          ...extra,
+        ],
+        { env: { SSHPASS: alice.password }, timeoutMs: 20_000 },
+      )
+    const exec = await ssh(['alice@127.0.0.1', 'ls'])
+    expect(exec.code).not.toBe(0)
+    expect(exec.stdout).toBe('')
+    const subsystem = await ssh(['-s', 'alice@127.0.0.1', 'netconf'])
+    expect(subsystem.code).not.toBe(0)
+    const forward = await ssh([
+      '-N',
+      '-o',
+      'ExitOnForwardFailure=yes',
+      '-L',
+      '0:127.0.0.1:22',
+      'alice@127.0.0.1',
+    ])
+    expect(forward.code).not.toBe(0)
+  })
+
+  it('answers bad paths with the protocol’s error and keeps serving', async () => {
+    const { client, sftp } = await connect(s.sftp.port, 'alice', alice.password)
+    try {
+      const dotdot = await failure((cb) => sftp.stat('/inbox/../etc', cb))
+      expect(dotdot).toEqual({ code: 4, message: 'path must not contain empty, "." or ".." segments' })
+      const control = await failure((cb) => sftp.mkdir('/inbox/a\u0001b', cb))
+      expect(control).toEqual({ code: 4, message: 'path must not contain control characters' })
+      const long = await failure((cb) => sftp.stat(`/inbox/${'x'.repeat(6000)}`, cb))
+      expect(long.code).toBe(4)
+      expect(long.message).toMatch(/longer than 5000/)
+      const missing = await failure((cb) => sftp.stat('/inbox/none', cb))
+      expect(missing.code).toBe(2)
+      const denied = await failure((cb) => sftp.open('/elsewhere.txt', 'w', cb))
+      expect(denied.code).toBe(3)
+      // Files are written front to back: going back (a rewrite, a resume) is refused, and the
+      // file is not stored.
+      const handle = await new Promise<Buffer>((resolve, reject) =>
+        sftp.open('/inbox/seek.bin', 'w', (err, h) => (err ? reject(err) : resolve(h))),
+      )
+      await new Promise<void>((resolve, reject) =>
+        sftp.write(handle, Buffer.from('abc'), 0, 3, 0, (err) => (err ? reject(err) : resolve())),
+      )
+      const backwards = await failure((cb) => sftp.write(handle, Buffer.from('xyz'), 0, 3, 0, cb))
+      expect(backwards.code).toBe(4)
+      expect(backwards.message).toMatch(/front to back/)
+      expect((await failure((cb) => sftp.close(handle, cb))).code).toBe(4)
+      const still = await new Promise<string[]>((resolve, reject) =>
+        sftp.readdir('/inbox', (err, list) => (err ? reject(err) : resolve(list.map((e) => e.filename)))),
+      )
+      expect(still).toEqual([])
+    } finally {
+      client.end()
+    }
+  })
+
+  it('drops a file whose connection goes away before it is closed', async () => {
+    const { client, sftp } = await connect(s.sftp.port, 'alice', alice.password)
+    await new Promise<void>((resolve, reject) =>
+      sftp.open('/inbox/half.bin', 'w', (err, handle) => {
+        if (err) return reject(err)
+        sftp.write(handle, Buffer.alloc(64 * 1024, 7), 0, 64 * 1024, 0, (e) => (e ? reject(e) : resolve()))
+      }),
+    )
+    client.destroy()
+    await expect
+      .poll(async () => (await call(s, 'GET', '/folders/inbox', { key: s.adminKey })).body.length, {
+        timeout: 5000,
+      })
+      .toBe(0)
+    expect((await call(s, 'GET', '/files/inbox/half.bin', { key: s.adminKey })).status).toBe(404)
+  })
+
+  it('caps sessions per user', async () => {
+    const one = await connect(s.sftp.port, 'alice', alice.password)
+    const two = await connect(s.sftp.port, 'alice', alice.password)
+    try {
+      await expect(connect(s.sftp.port, 'alice', alice.password)).rejects.toThrow()
+    } finally {
+      one.client.end()
+      two.client.end()
+    }
+  })
+
+  it('locks a user out after failed passwords, as POST /sessions does, and records them', async () => {
+    const bob = await makeUser(s, { username: 'bob' })
+    for (let i = 0; i < 3; i++) {
+      const r = await sftpBatch(s.sftp.port, 'bob', 'wrong-password', ['ls'])
+      expect(r.code).not.toBe(0)
+    }
+    const locked = await sftpBatch(s.sftp.port, 'bob', bob.password, ['ls'])
+    expect(locked.code).not.toBe(0)
+    expect(locked.stderr).toMatch(/Permission denied/)
+    const rest = await call(s, 'POST', '/sessions', { body: { username: 'bob', password: bob.password } })
+    expect(rest.status).toBe(401)
+    expect(rest.body.type).toBe('not-authenticated/locked-out')
+    const history = await call(s, 'GET', '/history/login', { key: s.adminKey })
+    const failed = history.body.filter(
+      (a: { action: string; username: string }) => a.action === 'failedlogin' && a.username === 'bob',
+    )
+    expect(
+      failed.map((a: { interface: string; failure_type: string }) => [a.interface, a.failure_type]),
+    ).toEqual(
+      expect.arrayContaining([
+        ['sftp', 'password_mismatch'],
+        ['sftp', 'locked_out'],
+      ]),
+    )
+  })
+
+  it('closes a connection that does not log in in time, and one left idle', async () => {
+    const socket = net.connect(s.sftp.port, '127.0.0.1')
+    let banner = ''
+    let closed = false
+    socket.on('data', (d) => {
+      banner += d.toString('latin1')
+    })
+    socket.on('close', () => {
+      closed = true
+    })
+    socket.on('error', () => undefined)
+    await expect.poll(() => banner, { timeout: 5000 }).toMatch(/^SSH-2\.0-Wharf/)
+    await expect.poll(() => closed, { timeout: 10_000 }).toBe(true)
+
+    const { client } = await connect(s.sftp.port, 'alice', alice.password)
+    let idleClosed = false
+    client.on('close', () => {
+      idleClosed = true
+    })
+    client.on('error', () => undefined)
+    await expect.poll(() => idleClosed, { timeout: 10_000 }).toBe(true)
+  })
+})
