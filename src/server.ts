@@ -2,6 +2,7 @@ import type { Logger } from 'pino'
 import { buildApp } from './app.js'
 import type { Config } from './config.js'
 import { createContainer } from './container.js'
+import { FtpServer } from './ftp/ftp-server.js'
 import { createLogger } from './logger.js'
 
 /** Starts the HTTP server and stops it gracefully on SIGTERM/SIGINT. */
@@ -18,6 +19,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     }
   }
   const app = await buildApp(container, { logger })
+  let ftp: FtpServer | null = null
   let stopping = false
   const stop = async (signal: string) => {
     if (stopping) return
@@ -28,6 +30,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     // whole keep-alive timeout (72 s). Sweeping idle connections until closed ends those too.
     const sweep = setInterval(() => app.server.closeIdleConnections(), 100)
     try {
+      await ftp?.close()
       await app.close()
       clearInterval(sweep)
       logger.info('HTTP server closed; closing the database')
@@ -43,6 +46,20 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   process.once('SIGTERM', () => void stop('SIGTERM'))
   process.once('SIGINT', () => void stop('SIGINT'))
   await app.listen({ host: config.host, port: config.port })
+  if (config.ftp.enabled) {
+    ftp = await FtpServer.start({
+      config: config.ftp,
+      siteId: container.site.id,
+      fileSystem: container.services.fileSystem,
+      protocolLogin: container.services.protocolLogin,
+      logger,
+    })
+    const { host, port } = ftp.address()
+    logger.info(
+      { address: `${host}:${port}`, tls: 'explicit (AUTH TLS)', certificateSha256: ftp.fingerprint },
+      'FTP is listening',
+    )
+  }
   await container.startBackground()
   logger.info(
     { url: config.baseUrl, database: container.database.dialect.name, dataDir: config.dataDir },
