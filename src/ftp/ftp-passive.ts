@@ -79,6 +79,10 @@ export class PassiveListener {
       })
       socket.once('error', fail)
     })
+    // TLS 1.3 session tickets go out once the 'secure' handlers have returned; data written before
+    // them reaches clients ahead of the tickets, and OpenSSL clients (Python's ftplib) then fail
+    // their TLS shutdown with "shutdown while in init". One turn of the event loop lets them out.
+    await new Promise((resolve) => setImmediate(resolve))
     return socket
   }
 
