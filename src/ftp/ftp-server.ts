@@ -24,6 +24,8 @@ export class FtpServer {
   private readonly sessions = new Set<FtpSession>()
   private readonly perIp = new Map<string, number>()
   private readonly perUser = new Map<number, number>()
+  /** Commands of closed sessions still finishing (an upload being aborted). */
+  private readonly closing = new Set<Promise<void>>()
 
   private constructor(
     private readonly server: net.Server,
@@ -64,7 +66,11 @@ export class FtpServer {
           },
           releaseUser: (userId) => decrement(ftp.perUser, userId),
           ended: (s) => {
-            if (ftp.sessions.delete(s)) decrement(ftp.perIp, s.ip)
+            if (!ftp.sessions.delete(s)) return
+            decrement(ftp.perIp, s.ip)
+            const settled = s.settled()
+            ftp.closing.add(settled)
+            void settled.finally(() => ftp.closing.delete(settled))
           },
         },
         socket,
@@ -92,11 +98,16 @@ export class FtpServer {
     return this.sessions.size
   }
 
+  /** Resolves once every closed session's last command has finished (tests wait for aborts). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.closing])
+  }
+
   /** Stops listening and ends every session: transfers in progress are aborted, nothing half-written is kept. */
   async close(): Promise<void> {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()))
     for (const s of [...this.sessions]) s.close('Server shutting down')
-    await closed
+    await Promise.all([closed, this.settled()])
   }
 }
 

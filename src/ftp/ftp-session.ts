@@ -32,6 +32,7 @@ export interface Transfer {
 const MAX_LINE_BYTES = 8192
 const MAX_QUEUED_LINES = 64
 const REFRESH_MS = 30_000
+const TRANSFERS = new Set(['RETR', 'STOR', 'APPE', 'LIST', 'NLST', 'MLSD'])
 
 /** One control connection: reads commands a line at a time, runs them in order, replies. */
 export class FtpSession {
@@ -56,6 +57,7 @@ export class FtpSession {
   private upgrading = false
   private queue: string[] = []
   private running = false
+  private idle: Promise<void> = Promise.resolve()
   private closed = false
   private timer: NodeJS.Timeout | null = null
 
@@ -174,6 +176,10 @@ export class FtpSession {
         this.discarding = false
         continue
       }
+      if (line.length > MAX_LINE_BYTES) {
+        this.reply(500, 'Command line too long')
+        continue
+      }
       this.enqueue(decodeLine(line))
       // After AUTH TLS the rest of this plain-text chunk is not the client's to send.
       if (this.closed || this.upgrading) return
@@ -198,19 +204,26 @@ export class FtpSession {
     } else {
       this.queue.push(line)
     }
-    void this.drain()
+    this.drain()
   }
 
-  private async drain(): Promise<void> {
+  private drain(): void {
     if (this.running) return
     this.running = true
-    try {
-      for (let line = this.queue.shift(); line !== undefined && !this.closed; line = this.queue.shift()) {
-        await this.run(line)
+    this.idle = (async () => {
+      try {
+        for (let line = this.queue.shift(); line !== undefined && !this.closed; line = this.queue.shift()) {
+          await this.run(line)
+        }
+      } finally {
+        this.running = false
       }
-    } finally {
-      this.running = false
-    }
+    })()
+  }
+
+  /** Resolves once the command running now (an upload's commit or abort included) has finished. */
+  settled(): Promise<void> {
+    return this.idle
   }
 
   private async run(line: string): Promise<void> {
@@ -229,7 +242,8 @@ export class FtpSession {
       this.reply(530, 'Please log in with USER and PASS first')
       return
     }
-    // RNTO must follow RNFR at once, and a transfer may only follow REST at once (RFC 959).
+    // RNTO must follow RNFR at once (RFC 959). REST lasts until the next transfer, as clients
+    // send PASV or TYPE between the two.
     if (verb !== 'RNTO') this.renameFrom = null
     if (command.login && !(await this.refresh())) return
     try {
@@ -239,7 +253,7 @@ export class FtpSession {
       if (r.fault) this.ctx.logger?.error({ err, command: verb }, 'FTP command failed')
       this.reply(r.code, r.text)
     } finally {
-      if (verb !== 'REST') this.restOffset = 0
+      if (TRANSFERS.has(verb)) this.restOffset = 0
       if (this.login) this.arm(this.ctx.config.idleTimeoutMs, 'Idle timeout')
     }
   }

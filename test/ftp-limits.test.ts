@@ -1,0 +1,128 @@
+import fs from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadConfig } from '../src/config.js'
+import { FtpControl, type FtpWorld, ftpWorld, run } from './helpers/ftp.js'
+import { dialects } from './helpers/server.js'
+
+describe.each(dialects)('FTP_REQUIRE_TLS (%s)', (dialect) => {
+  let w: FtpWorld
+  let file: string
+
+  beforeAll(async () => {
+    w = await ftpWorld(dialect, { FTP_REQUIRE_TLS: 'true' })
+    file = path.join(await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-ftp-tls-')), 'a.txt')
+    await fs.writeFile(file, 'secret\n')
+  })
+  afterAll(async () => {
+    await w?.listener.close()
+    await w?.s.close()
+    if (file) await fs.rm(path.dirname(file), { recursive: true, force: true })
+  })
+
+  it('refuses a plain-text login with 530 and a message saying to use TLS', async () => {
+    const c = await FtpControl.connect(w.s.ftpPort)
+    try {
+      const user = await c.send(`USER ${w.user.username}`)
+      expect(user.code).toBe(530)
+      expect(user.text).toContain('requires TLS')
+      expect((await c.send(`PASS ${w.user.password}`)).code).toBe(530)
+      expect((await c.send('LIST')).code).toBe(530)
+    } finally {
+      c.close()
+    }
+    const plain = await run('curl', [
+      '-sS',
+      '-u',
+      `${w.user.username}:${w.user.password}`,
+      `ftp://127.0.0.1:${w.s.ftpPort}/`,
+    ])
+    expect(plain.code).toBe(67)
+  })
+
+  it('logs in over explicit TLS, and refuses clear-text data connections', async () => {
+    const u = `${w.user.username}:${w.user.password}`
+    const url = `ftp://127.0.0.1:${w.s.ftpPort}/partner/a.txt`
+    expect(await run('curl', ['-sS', '--ssl-reqd', '-k', '-u', u, '-T', file, url])).toMatchObject({
+      code: 0,
+    })
+    expect((await run('curl', ['-sS', '--ssl-reqd', '-k', '-u', u, url])).stdout).toBe('secret\n')
+    // PROT C is refused, and so is a transfer without PROT P.
+    const script = `
+import ftplib, ssl
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+f = ftplib.FTP_TLS(context=ctx, timeout=20); f.connect('127.0.0.1', ${w.s.ftpPort})
+f.login(${JSON.stringify(w.user.username)}, ${JSON.stringify(w.user.password)})
+for step in (f.prot_c, lambda: f.nlst('/partner')):
+    try:
+        step(); print('accepted')
+    except ftplib.error_perm as e:
+        print(str(e)[:3])
+`
+    const r = await run('python3', ['-c', script])
+    expect(r.stdout.split('\n')).toEqual(['534', '521', ''])
+  })
+})
+
+describe.each(dialects)('FTP limits (%s)', (dialect) => {
+  let w: FtpWorld
+  const open: FtpControl[] = []
+  const connect = async () => {
+    const c = await FtpControl.connect(w.s.ftpPort)
+    open.push(c)
+    return c
+  }
+
+  beforeAll(async () => {
+    w = await ftpWorld(dialect, {
+      FTP_MAX_SESSIONS_PER_IP: '3',
+      FTP_MAX_SESSIONS_PER_USER: '1',
+      FTP_LOGIN_TIMEOUT_SECONDS: '1',
+      FTP_IDLE_TIMEOUT_SECONDS: '2',
+    })
+  })
+  afterAll(async () => {
+    for (const c of open) c.close()
+    await w?.listener.close()
+    await w?.s.close()
+  })
+
+  it('closes a connection that does not log in in time, and one left idle', async () => {
+    const c = await connect()
+    const r = await c.next()
+    expect(r).toEqual({ code: 421, text: '421 Login timed out\r\n' })
+    const d = await connect()
+    await d.login(w.user.username, w.user.password)
+    expect(await d.next()).toEqual({ code: 421, text: '421 Idle timeout\r\n' })
+    await expect.poll(() => w.s.ftp.sessionCount).toBe(0)
+  })
+
+  it('caps sessions per user at login and per address at connection', async () => {
+    const a = await connect()
+    await a.login(w.user.username, w.user.password)
+    const b = await connect()
+    expect((await b.send(`USER ${w.user.username}`)).code).toBe(331)
+    const refused = await b.send(`PASS ${w.user.password}`)
+    expect(refused.code).toBe(530)
+    expect(refused.text).toContain('too many FTP sessions')
+    await connect()
+    const socket = await import('node:net').then((net) =>
+      net.connect({ host: '127.0.0.1', port: w.s.ftpPort }),
+    )
+    const greeting = await new Promise<string>((resolve) => socket.once('data', (d) => resolve(String(d))))
+    socket.destroy()
+    expect(greeting).toBe('421 Too many connections from your address; try again later\r\n')
+  })
+
+  it('refuses bad FTP settings at start-up', () => {
+    expect(() => loadConfig({ FTP_PASV_PORTS: '60000-50000' })).toThrow(/FTP_PASV_PORTS must be a range/)
+    expect(() => loadConfig({ FTP_PASV_ADDRESS: 'example.com' })).toThrow(/FTP_PASV_ADDRESS must be an IPv4/)
+    expect(() => loadConfig({ FTP_TLS_CERT: '/x.pem' })).toThrow(/FTP_TLS_CERT and FTP_TLS_KEY go together/)
+    expect(loadConfig({ FTP_PASV_PORTS: '50000-50100' }).ftp).toMatchObject({
+      enabled: false,
+      port: 2121,
+      passivePorts: { min: 50000, max: 50100 },
+    })
+  })
+})
