@@ -1,6 +1,8 @@
+import crypto from 'node:crypto'
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
+import selfsigned from 'selfsigned'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../src/config.js'
 import { FtpControl, type FtpWorld, ftpWorld, run } from './helpers/ftp.js'
@@ -124,5 +126,40 @@ describe.each(dialects)('FTP limits (%s)', (dialect) => {
       port: 2121,
       passivePorts: { min: 50000, max: 50100 },
     })
+  })
+})
+
+describe.each(dialects)('FTP certificate from FTP_TLS_CERT and FTP_TLS_KEY (%s)', (dialect) => {
+  it('serves the given certificate and generates none', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-ftp-cert-'))
+    const pair = await selfsigned.generate([{ name: 'commonName', value: 'ftp.example.test' }], {
+      keySize: 2048,
+    })
+    await fs.writeFile(path.join(dir, 'cert.pem'), pair.cert)
+    await fs.writeFile(path.join(dir, 'key.pem'), pair.private)
+    const w = await ftpWorld(dialect, {
+      FTP_TLS_CERT: path.join(dir, 'cert.pem'),
+      FTP_TLS_KEY: path.join(dir, 'key.pem'),
+    })
+    try {
+      expect(w.s.ftp.fingerprint).toBe(new crypto.X509Certificate(pair.cert).fingerprint256)
+      const u = `${w.user.username}:${w.user.password}`
+      const r = await run('curl', [
+        '-sS',
+        '-v',
+        '--ssl-reqd',
+        '-k',
+        '-u',
+        u,
+        `ftp://127.0.0.1:${w.s.ftpPort}/partner/`,
+      ])
+      expect(r.code).toBe(0)
+      expect(r.stderr).toContain('subject: CN=ftp.example.test')
+      await expect(fs.access(w.s.container.config.ftp.tlsDir)).rejects.toThrow()
+    } finally {
+      await w.listener.close()
+      await w.s.close()
+      await fs.rm(dir, { recursive: true, force: true })
+    }
   })
 })

@@ -156,6 +156,19 @@ describe.each(dialects)('FTP protocol (%s)', (dialect) => {
     expect((await e.send('NOOP')).code).toBe(200)
   })
 
+  it('stops an upload on ABOR (sent after Telnet IP and Synch, as ftplib does) and keeps nothing', async () => {
+    const c = await loggedIn()
+    const data = await c.passive()
+    expect((await c.send('STOR /partner/aborted.bin')).code).toBe(150)
+    data.write(crypto.randomBytes(50_000))
+    const aborted = await c.send(Buffer.from('\xff\xf4\xff\xf2ABOR\r\n', 'latin1'))
+    expect(aborted.code).toBe(426)
+    expect((await c.next()).code).toBe(226)
+    await w.s.ftp.settled()
+    expect(await exists('partner/aborted.bin')).toBeNull()
+    expect((await c.send('ABOR')).code).toBe(226)
+  })
+
   it('takes an API key as the password of its own user', async () => {
     const key = await makeKey(w.s, w.user.id)
     const c = await connect()
