@@ -5,8 +5,9 @@ import path from 'node:path'
 import selfsigned from 'selfsigned'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../src/config.js'
+import { FtpServer } from '../src/ftp/ftp-server.js'
 import { FtpControl, type FtpWorld, ftpWorld, run } from './helpers/ftp.js'
-import { dialects } from './helpers/server.js'
+import { dialects, makeUser } from './helpers/server.js'
 
 describe.each(dialects)('FTP_REQUIRE_TLS (%s)', (dialect) => {
   let w: FtpWorld
@@ -115,6 +116,37 @@ describe.each(dialects)('FTP limits (%s)', (dialect) => {
     const greeting = await new Promise<string>((resolve) => socket.once('data', (d) => resolve(String(d))))
     socket.destroy()
     expect(greeting).toBe('421 Too many connections from your address; try again later\r\n')
+  })
+
+  it('ends a session once its user is disabled, when it reads the login again', async () => {
+    let clock = Date.now()
+    const c0 = w.s.container
+    const ftp = await FtpServer.start({
+      config: {
+        ...c0.config.ftp,
+        port: 0,
+        maxSessionsPerIp: 5,
+        loginTimeoutMs: 20_000,
+        idleTimeoutMs: 20_000,
+      },
+      siteId: c0.site.id,
+      fileSystem: c0.services.fileSystem,
+      protocolLogin: c0.services.protocolLogin,
+      now: () => clock,
+    })
+    try {
+      const user = await makeUser(w.s)
+      const c = await FtpControl.connect(ftp.address().port)
+      open.push(c)
+      await c.login(user.username, user.password)
+      await c0.db.updateTable('users').set({ disabled: 1 }).where('id', '=', user.id).execute()
+      // Read again every 30 s, not on every command.
+      expect((await c.send('PWD')).code).toBe(257)
+      clock += 31_000
+      expect(await c.send('PWD')).toEqual({ code: 421, text: '421 Your login is no longer valid\r\n' })
+    } finally {
+      await ftp.close()
+    }
   })
 
   it('refuses bad FTP settings at start-up', () => {

@@ -53,6 +53,9 @@ describe.each(dialects)('FTP protocol (%s)', (dialect) => {
     expect(feat.text).toContain(' AUTH TLS\r\n')
     expect(feat.text).toContain(' MLST type*;size*;modify*;\r\n')
     expect((await c.send('SYST')).text).toBe('215 UNIX Type: L8\r\n')
+    expect((await c.send('HELP')).text).toMatch(
+      /^214-Commands:\r\n .*\bEPSV\b.*\bMLSD\b.*\r\n214 Help OK\r\n$/,
+    )
     // The server takes new connections and logins after all that.
     const d = await loggedIn()
     expect((await d.send('PWD')).text).toBe('257 "/" is the current folder\r\n')
@@ -122,7 +125,7 @@ describe.each(dialects)('FTP protocol (%s)', (dialect) => {
     const own = netConnect({ host: '127.0.0.1', port, localAddress: '127.0.0.1' })
     const listing: Buffer[] = []
     own.on('data', (b: Buffer) => listing.push(b))
-    expect((await c.send('NLST /partner')).code).toBe(150)
+    expect((await c.send('NLST -a /partner')).code).toBe(150)
     expect((await c.next()).code).toBe(226)
     await vi_waitClosed(own)
     expect(Buffer.concat(listing).toString()).toContain('raw.bin\r\n')

@@ -106,6 +106,10 @@ const SESSION_COMMANDS: Record<string, FtpCommand> = {
     },
   },
   SYST: { login: false, run: (s) => s.reply(215, 'UNIX Type: L8') },
+  HELP: {
+    login: false,
+    run: (s) => s.reply(214, ['Commands:', Object.keys(COMMANDS).sort().join(' '), 'Help OK']),
+  },
   NOOP: { login: false, run: (s) => s.reply(200, 'OK') },
   QUIT: {
     login: false,

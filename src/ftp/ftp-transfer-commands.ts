@@ -72,7 +72,7 @@ async function sendLines(socket: net.Socket, lines: AsyncIterable<string>): Prom
   await once(socket, 'finish')
 }
 
-/** LIST's arguments may start with ls options (`LIST -la`), which are ignored. */
+/** LIST's and NLST's arguments may start with ls options (`LIST -la`), which are ignored. */
 function listTarget(arg: string): string {
   return arg.replace(/^(\s*-[a-zA-Z]+)+\s*/, '').trim()
 }
@@ -90,7 +90,7 @@ function listing(kind: 'LIST' | 'NLST' | 'MLSD'): FtpCommand {
   return {
     login: true,
     async run(s, arg) {
-      const path = s.path(kind === 'LIST' ? listTarget(arg) : arg.trim())
+      const path = s.path(kind === 'MLSD' ? arg.trim() : listTarget(arg))
       const entry = await s.files.stat(path)
       if (kind === 'MLSD' && entry.type !== 'directory')
         throw reply(501, `${ftpPathOf(path)} is not a folder`)
