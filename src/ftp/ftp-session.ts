@@ -6,6 +6,7 @@ import type { FileSystem, UserFileSystem } from '../modules/files/vfs/file-syste
 import { COMMANDS } from './ftp-commands.js'
 import type { FtpConfig } from './ftp-config.js'
 import { oneLine, replyOf } from './ftp-errors.js'
+import { decodeLine, printable, verbOf } from './ftp-lines.js'
 import { PassiveListener, plainAddress } from './ftp-passive.js'
 import { resolveFtpPath } from './ftp-paths.js'
 import type { FtpTls } from './ftp-tls.js'
@@ -282,31 +283,4 @@ export class FtpSession {
     }, ms)
     this.timer.unref()
   }
-}
-
-/** Telnet commands (IAC …, which some clients send before ABOR) are dropped; the rest is UTF-8. */
-function decodeLine(raw: Buffer): string {
-  const bytes: number[] = []
-  for (let i = 0; i < raw.length; i++) {
-    const b = raw[i]!
-    if (b === 0xff) {
-      const next = raw[i + 1]
-      i += next !== undefined && next >= 0xfb && next <= 0xfe ? 2 : 1
-      continue
-    }
-    bytes.push(b)
-  }
-  let text = Buffer.from(bytes).toString('utf8')
-  if (text.endsWith('\r')) text = text.slice(0, -1)
-  return text
-}
-
-function verbOf(line: string): string {
-  const space = line.indexOf(' ')
-  return (space < 0 ? line : line.slice(0, space)).toUpperCase()
-}
-
-/** A command word echoed back: printable and short. */
-function printable(verb: string): string {
-  return verb.replace(/[^\x21-\x7e]/g, '?').slice(0, 20)
 }
