@@ -172,6 +172,22 @@ describe.each(dialects)('FTP protocol (%s)', (dialect) => {
     expect((await c.send('ABOR')).code).toBe(226)
   })
 
+  it('stops a download its client does not read on ABOR, and goes on serving the session', async () => {
+    const c = await loggedIn()
+    const up = await c.passive()
+    expect((await c.send('STOR /partner/big.bin')).code).toBe(150)
+    up.end(crypto.randomBytes(16 * 1024 * 1024))
+    expect((await c.next()).code).toBe(226)
+    const down = await c.passive()
+    down.pause()
+    expect((await c.send('RETR /partner/big.bin')).code).toBe(150)
+    const aborted = await c.send('ABOR')
+    expect(aborted).toEqual({ code: 426, text: '426 Transfer aborted by ABOR\r\n' })
+    expect((await c.next()).code).toBe(226)
+    expect((await c.send('NOOP')).code).toBe(200)
+    down.destroy()
+  })
+
   it('takes an API key as the password of its own user', async () => {
     const key = await makeKey(w.s, w.user.id)
     const c = await connect()

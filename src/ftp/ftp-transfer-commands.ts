@@ -1,4 +1,3 @@
-import { once } from 'node:events'
 import net from 'node:net'
 import { pipeline } from 'node:stream/promises'
 import { setImmediate as tick } from 'node:timers/promises'
@@ -51,7 +50,7 @@ async function onData(
   } catch (err) {
     socket?.destroy()
     await failed()
-    if (stopped) return s.reply(426, `${stopped}; nothing was kept`)
+    if (stopped) return s.reply(426, stopped)
     const r = replyOf(err)
     if (!r.fault) return s.reply(r.code, r.text)
     s.ctx.logger?.debug({ err }, 'FTP transfer failed')
@@ -66,10 +65,29 @@ async function onData(
 /** Writes lines with back-pressure, then closes the data connection (end of the listing). */
 async function sendLines(socket: net.Socket, lines: AsyncIterable<string>): Promise<void> {
   for await (const line of lines) {
-    if (!socket.write(`${line}\r\n`)) await once(socket, 'drain')
+    if (!socket.write(`${line}\r\n`)) await until(socket, 'drain')
   }
   socket.end()
-  await once(socket, 'finish')
+  if (!socket.writableFinished) await until(socket, 'finish')
+}
+
+/** The event, or a failure once the connection is gone (ABOR destroys it without an error). */
+function until(socket: net.Socket, event: 'drain' | 'finish'): Promise<void> {
+  if (socket.destroyed) return Promise.reject(new Error('The data connection closed'))
+  return new Promise((resolve, reject) => {
+    const settle = (err?: Error) => {
+      socket.off(event, done)
+      socket.off('close', gone)
+      socket.off('error', settle)
+      if (err) reject(err)
+      else resolve()
+    }
+    const done = () => settle()
+    const gone = () => settle(new Error('The data connection closed'))
+    socket.on(event, done)
+    socket.on('close', gone)
+    socket.on('error', settle)
+  })
 }
 
 /** LIST's and NLST's arguments may start with ls options (`LIST -la`), which are ignored. */
