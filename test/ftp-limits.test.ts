@@ -5,7 +5,7 @@ import path from 'node:path'
 import selfsigned from 'selfsigned'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../src/config.js'
-import { FtpServer } from '../src/ftp/ftp-server.js'
+import { FtpServer, type FtpServerDeps } from '../src/ftp/ftp-server.js'
 import { FtpControl, type FtpWorld, ftpWorld, run } from './helpers/ftp.js'
 import { dialects, makeUser } from './helpers/server.js'
 
@@ -81,10 +81,30 @@ describe.each(dialects)('FTP limits (%s)', (dialect) => {
     w = await ftpWorld(dialect, {
       FTP_MAX_SESSIONS_PER_IP: '3',
       FTP_MAX_SESSIONS_PER_USER: '1',
-      FTP_LOGIN_TIMEOUT_SECONDS: '1',
-      FTP_IDLE_TIMEOUT_SECONDS: '2',
     })
   })
+
+  /** Another FTP front end on the same site, with some settings changed. */
+  const withServer = async (
+    settings: Partial<FtpServerDeps['config']>,
+    work: (port: number) => Promise<void>,
+    now?: () => number,
+  ) => {
+    const c0 = w.s.container
+    const ftp = await FtpServer.start({
+      config: { ...c0.config.ftp, port: 0, maxSessionsPerIp: 5, ...settings },
+      siteId: c0.site.id,
+      fileSystem: c0.services.fileSystem,
+      protocolLogin: c0.services.protocolLogin,
+      ...(now ? { now } : {}),
+    })
+    try {
+      await work(ftp.address().port)
+      await expect.poll(() => ftp.sessionCount).toBe(0)
+    } finally {
+      await ftp.close()
+    }
+  }
   afterAll(async () => {
     for (const c of open) c.close()
     await w?.listener.close()
@@ -92,13 +112,16 @@ describe.each(dialects)('FTP limits (%s)', (dialect) => {
   })
 
   it('closes a connection that does not log in in time, and one left idle', async () => {
-    const c = await connect()
-    const r = await c.next()
-    expect(r).toEqual({ code: 421, text: '421 Login timed out\r\n' })
-    const d = await connect()
-    await d.login(w.user.username, w.user.password)
-    expect(await d.next()).toEqual({ code: 421, text: '421 Idle timeout\r\n' })
-    await expect.poll(() => w.s.ftp.sessionCount).toBe(0)
+    await withServer({ loginTimeoutMs: 1000 }, async (port) => {
+      const c = await FtpControl.connect(port)
+      expect(await c.next()).toEqual({ code: 421, text: '421 Login timed out\r\n' })
+    })
+    // A login slower than the idle timeout is not cut short: the login deadline holds until then.
+    await withServer({ loginTimeoutMs: 30_000, idleTimeoutMs: 1000 }, async (port) => {
+      const d = await FtpControl.connect(port)
+      await d.login(w.user.username, w.user.password)
+      expect(await d.next()).toEqual({ code: 421, text: '421 Idle timeout\r\n' })
+    })
   })
 
   it('caps sessions per user at login and per address at connection', async () => {
@@ -120,33 +143,22 @@ describe.each(dialects)('FTP limits (%s)', (dialect) => {
 
   it('ends a session once its user is disabled, when it reads the login again', async () => {
     let clock = Date.now()
-    const c0 = w.s.container
-    const ftp = await FtpServer.start({
-      config: {
-        ...c0.config.ftp,
-        port: 0,
-        maxSessionsPerIp: 5,
-        loginTimeoutMs: 20_000,
-        idleTimeoutMs: 20_000,
+    const settings = { loginTimeoutMs: 30_000, idleTimeoutMs: 30_000 }
+    await withServer(
+      settings,
+      async (port) => {
+        const user = await makeUser(w.s)
+        const c = await FtpControl.connect(port)
+        open.push(c)
+        await c.login(user.username, user.password)
+        await w.s.container.db.updateTable('users').set({ disabled: 1 }).where('id', '=', user.id).execute()
+        // Read again every 30 s, not on every command.
+        expect((await c.send('PWD')).code).toBe(257)
+        clock += 31_000
+        expect(await c.send('PWD')).toEqual({ code: 421, text: '421 Your login is no longer valid\r\n' })
       },
-      siteId: c0.site.id,
-      fileSystem: c0.services.fileSystem,
-      protocolLogin: c0.services.protocolLogin,
-      now: () => clock,
-    })
-    try {
-      const user = await makeUser(w.s)
-      const c = await FtpControl.connect(ftp.address().port)
-      open.push(c)
-      await c.login(user.username, user.password)
-      await c0.db.updateTable('users').set({ disabled: 1 }).where('id', '=', user.id).execute()
-      // Read again every 30 s, not on every command.
-      expect((await c.send('PWD')).code).toBe(257)
-      clock += 31_000
-      expect(await c.send('PWD')).toEqual({ code: 421, text: '421 Your login is no longer valid\r\n' })
-    } finally {
-      await ftp.close()
-    }
+      () => clock,
+    )
   })
 
   it('refuses bad FTP settings at start-up', () => {
