@@ -6,6 +6,7 @@ import selfsigned from 'selfsigned'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../src/config.js'
 import { FtpServer, type FtpServerDeps } from '../src/ftp/ftp-server.js'
+import { loadFtpTls } from '../src/ftp/ftp-tls.js'
 import { FtpControl, type FtpWorld, ftpWorld, run } from './helpers/ftp.js'
 import { dialects, makeUser } from './helpers/server.js'
 
@@ -174,6 +175,30 @@ describe.each(dialects)('FTP limits (%s)', (dialect) => {
 })
 
 describe.each(dialects)('FTP certificate from FTP_TLS_CERT and FTP_TLS_KEY (%s)', (dialect) => {
+  it('refuses to start with a key that is not the certificate’s, naming the settings', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-ftp-cert-'))
+    try {
+      const [a, b] = await Promise.all(
+        [1, 2].map(() => selfsigned.generate([{ name: 'commonName', value: 'x' }])),
+      )
+      await fs.writeFile(path.join(dir, 'cert.pem'), a!.cert)
+      await fs.writeFile(path.join(dir, 'key.pem'), b!.private)
+      const config = loadConfig({
+        DATA_DIR: dir,
+        FTP_TLS_CERT: path.join(dir, 'cert.pem'),
+        FTP_TLS_KEY: path.join(dir, 'key.pem'),
+      }).ftp
+      await expect(loadFtpTls(config)).rejects.toThrow(
+        /^FTP_TLS_CERT and FTP_TLS_KEY are not a PEM certificate/,
+      )
+      await expect(
+        loadFtpTls({ ...config, tls: { ...config.tls!, keyFile: path.join(dir, 'none.pem') } }),
+      ).rejects.toThrow(/^FTP_TLS_KEY: cannot read .*none\.pem \(ENOENT\)/)
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true })
+    }
+  })
+
   it('serves the given certificate and generates none', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-ftp-cert-'))
     const pair = await selfsigned.generate([{ name: 'commonName', value: 'ftp.example.test' }], {

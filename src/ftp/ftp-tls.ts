@@ -35,9 +35,14 @@ export async function loadFtpTls(config: FtpConfig): Promise<FtpTls> {
     ;({ cert, key } = await generatedPair(config.tlsDir))
     source = 'generated'
   }
-  const context = tls.createSecureContext({ cert, key, minVersion: 'TLSv1.2' })
-  const fingerprint = new crypto.X509Certificate(cert).fingerprint256
-  return { context, fingerprint, source }
+  try {
+    const context = tls.createSecureContext({ cert, key, minVersion: 'TLSv1.2' })
+    const fingerprint = new crypto.X509Certificate(cert).fingerprint256
+    return { context, fingerprint, source }
+  } catch (err) {
+    const files = source === 'settings' ? 'FTP_TLS_CERT and FTP_TLS_KEY' : `the files in ${config.tlsDir}`
+    throw new Error(`${files} are not a PEM certificate and its private key (${(err as Error).message})`)
+  }
 }
 
 async function readOrExplain(file: string, setting: string): Promise<string> {
