@@ -1,6 +1,7 @@
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ipaddr from 'ipaddr.js'
+import { type FtpConfig, loadFtpConfig } from './ftp/ftp-config.js'
 
 /** Everything Wharf reads from the environment, validated once at start-up. */
 export interface Config {
@@ -95,6 +96,8 @@ export interface Config {
     /** How long a worker's claim on a build lasts without renewal (renewed while it runs). */
     leaseSeconds: number
   }
+  /** The FTP/FTPS front end (docs/decisions.md, "FTP and FTPS"). */
+  ftp: FtpConfig
 }
 
 export class ConfigError extends Error {
@@ -246,6 +249,7 @@ export function loadConfig(env: Env = process.env): Config {
       pageSize: int('EXPORT_PAGE_SIZE', 5000, 1, 100_000),
       leaseSeconds: int('EXPORT_LEASE_SECONDS', 60, 1, 86400),
     },
+    ftp: loadFtpConfig(env, { host, dataDir, int, bool, str }, problems),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config

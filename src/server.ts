@@ -2,6 +2,7 @@ import type { Logger } from 'pino'
 import { buildApp } from './app.js'
 import type { Config } from './config.js'
 import { createContainer } from './container.js'
+import { FtpServer } from './ftp/ftp-server.js'
 import { createLogger } from './logger.js'
 import { type SftpServer, startSftp } from './sftp/sftp-server.js'
 
@@ -20,6 +21,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   }
   const app = await buildApp(container, { logger })
   let sftp: SftpServer | null = null
+  let ftp: FtpServer | null = null
   let stopping = false
   const stop = async (signal: string) => {
     if (stopping) return
@@ -30,7 +32,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     // whole keep-alive timeout (72 s). Sweeping idle connections until closed ends those too.
     const sweep = setInterval(() => app.server.closeIdleConnections(), 100)
     try {
-      await Promise.all([app.close(), sftp?.close()])
+      await Promise.all([app.close(), sftp?.close(), ftp?.close()])
       clearInterval(sweep)
       logger.info('HTTP server closed; closing the database')
       await container.close()
@@ -49,6 +51,20 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     sftp = await startSftp(container, logger)
     const hostKeys = sftp.hostKeys.map((k) => `${k.type} SHA256:${k.fingerprintSha256}`)
     logger.info({ address: `${sftp.host}:${sftp.port}`, hostKeys }, 'SFTP is listening')
+  }
+  if (config.ftp.enabled) {
+    ftp = await FtpServer.start({
+      config: config.ftp,
+      siteId: container.site.id,
+      fileSystem: container.services.fileSystem,
+      protocolLogin: container.services.protocolLogin,
+      logger,
+    })
+    const { host, port } = ftp.address()
+    logger.info(
+      { address: `${host}:${port}`, tls: 'explicit (AUTH TLS)', certificateSha256: ftp.fingerprint },
+      'FTP is listening',
+    )
   }
   await container.startBackground()
   logger.info(

@@ -1,0 +1,120 @@
+import net from 'node:net'
+import type { Logger } from 'pino'
+import type { ProtocolLogin } from '../modules/auth/protocol-login.js'
+import type { FileSystem } from '../modules/files/vfs/file-system.js'
+import { COMMANDS } from './ftp-commands.js'
+import type { FtpConfig } from './ftp-config.js'
+import { plainAddress } from './ftp-passive.js'
+import { FtpSession } from './ftp-session.js'
+import { loadFtpTls } from './ftp-tls.js'
+
+export interface FtpServerDeps {
+  config: FtpConfig
+  siteId: number
+  fileSystem: FileSystem
+  protocolLogin: ProtocolLogin
+  logger?: Logger
+  now?: () => number
+}
+
+/**
+ * The FTP and FTPS (explicit TLS) front end: a listener on its own port whose connections are
+ * FtpSessions. It counts sessions per address and per user, and ends them all when it closes.
+ */
+export class FtpServer {
+  private readonly sessions = new Set<FtpSession>()
+  private readonly perIp = new Map<string, number>()
+  private readonly perUser = new Map<number, number>()
+  /** Commands of closed sessions still finishing (an upload being aborted). */
+  private readonly closing = new Set<Promise<void>>()
+
+  private constructor(
+    private readonly server: net.Server,
+    /** SHA-256 fingerprint of the TLS certificate, printed at start-up for users to compare. */
+    readonly fingerprint: string,
+  ) {}
+
+  static async start(deps: FtpServerDeps): Promise<FtpServer> {
+    const { config } = deps
+    const tls = await loadFtpTls(config)
+    const server = net.createServer()
+    const ftp = new FtpServer(server, tls.fingerprint)
+    const now = deps.now ?? Date.now
+    server.on('connection', (socket) => {
+      socket.on('error', () => undefined)
+      const ip = plainAddress(socket.remoteAddress)
+      const count = ftp.perIp.get(ip) ?? 0
+      if (count >= config.maxSessionsPerIp) {
+        socket.end('421 Too many connections from your address; try again later\r\n')
+        setTimeout(() => socket.destroy(), 1000).unref()
+        return
+      }
+      ftp.perIp.set(ip, count + 1)
+      const session = new FtpSession(
+        {
+          commands: COMMANDS,
+          config,
+          tls,
+          fileSystem: deps.fileSystem,
+          login: (username, password, from) =>
+            deps.protocolLogin.password(deps.siteId, { username, password, ip: from, interface: 'ftp' }),
+          logger: deps.logger,
+          now,
+          claimUser: (userId) => {
+            const n = ftp.perUser.get(userId) ?? 0
+            if (n >= config.maxSessionsPerUser) return false
+            ftp.perUser.set(userId, n + 1)
+            return true
+          },
+          releaseUser: (userId) => decrement(ftp.perUser, userId),
+          ended: (s) => {
+            if (!ftp.sessions.delete(s)) return
+            decrement(ftp.perIp, s.ip)
+            const settled = s.settled()
+            ftp.closing.add(settled)
+            void settled.finally(() => ftp.closing.delete(settled))
+          },
+        },
+        socket,
+      )
+      ftp.sessions.add(session)
+      session.reply(220, 'Wharf FTP server ready')
+    })
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen({ host: config.host, port: config.port }, () => {
+        server.off('error', reject)
+        resolve()
+      })
+    })
+    return ftp
+  }
+
+  address(): { host: string; port: number } {
+    const a = this.server.address() as net.AddressInfo
+    return { host: a.address, port: a.port }
+  }
+
+  /** Open control connections (tests wait for them to go). */
+  get sessionCount(): number {
+    return this.sessions.size
+  }
+
+  /** Resolves once every closed session's last command has finished (tests wait for aborts). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.closing])
+  }
+
+  /** Stops listening and ends every session: transfers in progress are aborted, nothing half-written is kept. */
+  async close(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()))
+    for (const s of [...this.sessions]) s.close('Server shutting down')
+    await Promise.all([closed, this.settled()])
+  }
+}
+
+function decrement<K>(map: Map<K, number>, key: K): void {
+  const n = (map.get(key) ?? 1) - 1
+  if (n <= 0) map.delete(key)
+  else map.set(key, n)
+}
