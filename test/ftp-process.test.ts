@@ -31,6 +31,7 @@ describe('wharf serve with FTP_ENABLED (sqlite)', () => {
         LOG_LEVEL: 'info',
         FTP_ENABLED: 'true',
         FTP_PORT: '0',
+        SFTP_ENABLED: 'false',
       },
       cwd: projectRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -48,7 +49,7 @@ describe('wharf serve with FTP_ENABLED (sqlite)', () => {
         })
         child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)))
       })
-      const line = out.split('\n').find((l) => l.includes('FTP is listening'))
+      const line = out.split('\n').find((l) => l.includes('"msg":"FTP is listening"'))
       expect(line).toBeDefined()
       const report = JSON.parse(line!)
       expect(report.address).toMatch(/^127\.0\.0\.1:\d+$/)
