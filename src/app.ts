@@ -234,7 +234,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     { prefix: API_PREFIX },
   )
 
-  if (config.dav.enabled) await registerDav(app, container)
+  if (config.dav.enabled) await registerDav(app, container, config)
   await registerWebUi(app, config.webDir)
 
   // A path without the request's method: 405 with Allow, or 404 when no method has it. Decided at

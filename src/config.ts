@@ -1,7 +1,10 @@
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ipaddr from 'ipaddr.js'
+import type { DavSettings } from './dav/dav-settings.js'
 import { type FtpConfig, loadFtpConfig } from './ftp/ftp-config.js'
+import type { HttpTimeouts } from './http/slow-clients.js'
+import type { SftpSettings } from './sftp/sftp-settings.js'
 
 /** Everything Wharf reads from the environment, validated once at start-up. */
 export interface Config {
@@ -23,18 +26,7 @@ export interface Config {
   login: { maxFailuresPerUser: number; maxAttemptsPerIp: number; windowMinutes: number }
   bodyLimitBytes: number
   /** Connection timeouts against slow or stalled clients (decisions.md, "Slow clients"). */
-  http: {
-    /** The request line and headers must arrive within this long. */
-    headersTimeoutMs: number
-    /** A connection with no byte received or sent for this long is closed. */
-    idleTimeoutMs: number
-    /** An idle keep-alive connection is closed after this long. */
-    keepAliveTimeoutMs: number
-    /** A request body must bring at least this many bytes per second (0: no minimum)… */
-    minBodyBytesPerSecond: number
-    /** …averaged over each window of this length. */
-    bodyRateWindowMs: number
-  }
+  http: HttpTimeouts
   /** Catalog file of GET /apps replacing or extending the default one (absolute path), if any. */
   appsFile: string | undefined
   /** Folder of the built web interface served at `/` (`npm run build` writes dist/web). */
@@ -64,28 +56,9 @@ export interface Config {
     logRetentionDays: number
   }
   /** WebDAV under the HTTP server (decisions.md, "WebDAV"). */
-  dav: {
-    enabled: boolean
-    /** URL path the tree is served under, without a trailing slash (e.g. `/dav`). */
-    prefix: string
-    /** How long a verified Basic login stays reusable without a request (at most an hour in all). */
-    authCacheSeconds: number
-  }
+  dav: DavSettings
   /** The SFTP front end (docs/decisions.md, "SFTP"). */
-  sftp: {
-    enabled: boolean
-    host: string
-    /** 0: any free port (tests). */
-    port: number
-    /** Private host key files; empty: ed25519 and RSA keys generated once under DATA_DIR/sftp. */
-    hostKeyFiles: string[]
-    /** A connection must have logged in within this long. */
-    loginTimeoutMs: number
-    /** A connection with no SFTP request for this long is closed. */
-    idleTimeoutMs: number
-    maxSessionsPerUser: number
-    maxSessionsPerIp: number
-  }
+  sftp: SftpSettings
   exports: {
     /** Exports (and their CSV files) are deleted this long after they were created. */
     retentionDays: number

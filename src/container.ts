@@ -37,6 +37,7 @@ import { HistoryService } from './modules/history/history-service.js'
 import { PermissionService } from './modules/permissions/permission-service.js'
 import { PublicKeyService } from './modules/public-keys/public-key-service.js'
 import { createRepositories } from './modules/repositories.js'
+import type { Services } from './modules/services.js'
 import { SessionService } from './modules/sessions/session-service.js'
 import { SiteSecrets } from './modules/sites/site-secrets.js'
 import { type BootstrapResult, bootstrapSite, type SiteRow } from './modules/sites/site-service.js'
@@ -50,46 +51,6 @@ import { RetryPolicy } from './webhooks/retry-policy.js'
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js'
 import { WebhookLogRetention } from './webhooks/webhook-log-retention.js'
 import { WebhookSender } from './webhooks/webhook-sender.js'
-
-export interface Services {
-  auth: AuthService
-  apiKeys: ApiKeyService
-  sessions: SessionService
-  users: UserService
-  permissions: PermissionService
-  /** What a caller may do where in the file tree. */
-  fileAccess: FileAccess
-  /** Uploads: action=put/end and the signed part URLs. */
-  uploads: UploadService
-  /** File metadata, signed download links and the bytes behind them. */
-  downloads: DownloadService
-  /** Folder listings and mkdir. */
-  folders: FolderService
-  /** Delete, copy and move of files and folders. */
-  fileOps: FileOperations
-  /** The file tree as the transfer protocols (SFTP, FTP, WebDAV) see it, over the services above. */
-  fileSystem: FileSystem
-  /** Password (or API key) logins of the transfer protocols, with the rules of POST /sessions. */
-  protocolLogin: ProtocolLogin
-  /** Users' SSH public keys (GET/POST /public_keys), for SFTP logins by key. */
-  publicKeys: PublicKeyService
-  /** The SFTP server's host keys, generated on first use (GET /sftp_host_keys). */
-  hostKeys: HostKeyService
-  /** The /history endpoints: recent actions. */
-  history: HistoryService
-  /** GET/PATCH /webhook_settings: the site's listener, read fresh by the dispatcher. */
-  webhookSettings: WebhookSettingsService
-  /** POST /webhook_settings/test and the retry of failed webhook requests. */
-  webhooks: WebhookService
-  /** GET /invoices and /payments, and the PDFs behind their links. */
-  billing: BillingService
-  /** Invoices and payments recorded by operators (`wharf billing`). */
-  billingLedger: BillingLedger
-  /** GET /apps: the integration catalog, read from its file at start-up. */
-  apps: AppService
-  /** Webhook-log and history exports: creation, status, results and their CSV. */
-  exports: ExportService
-}
 
 /** The composition root: one database, the services on it, and how to close them. */
 export interface Container {
@@ -115,6 +76,8 @@ export interface Container {
   startBackground(): Promise<void>
   close(): Promise<void>
 }
+
+export type { Services }
 
 export interface ContainerOptions {
   now?: () => number

@@ -48,7 +48,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   process.once('SIGINT', () => void stop('SIGINT'))
   await app.listen({ host: config.host, port: config.port })
   if (config.sftp.enabled) {
-    sftp = await startSftp(container, logger)
+    sftp = await startSftp(container, config.sftp, logger)
     const hostKeys = sftp.hostKeys.map((k) => `${k.type} SHA256:${k.fingerprintSha256}`)
     logger.info({ address: `${sftp.host}:${sftp.port}`, hostKeys }, 'SFTP is listening')
   }

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify'
-import type { Container } from '../container.js'
+import type { HttpContext } from '../http/http-context.js'
 import type { Principal } from '../modules/auth/principal.js'
 import type { FsEntry, UserFileSystem } from '../modules/files/vfs/file-system.js'
 import type { DavAuthenticator } from './dav-auth.js'
@@ -12,7 +12,7 @@ import { etagOf } from './properties.js'
 
 /** What every WebDAV handler works with: the tree's URLs, the lock table, the services. */
 export interface DavContext {
-  container: Container
+  container: HttpContext
   paths: DavPaths
   locks: LockTable
   auth: DavAuthenticator

@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { Container } from '../container.js'
 import { refuseEncodedBody } from '../http/content-encoding.js'
+import type { HttpContext } from '../http/http-context.js'
 import { DavAuthenticator } from './dav-auth.js'
 import type { DavContext } from './dav-context.js'
 import { handleDavError } from './dav-errors.js'
 import { DavPaths } from './dav-paths.js'
+import type { DavSettings } from './dav-settings.js'
 import { copyOrMove } from './handlers/copy-move.js'
 import { lock, unlock } from './handlers/lock.js'
 import { get, head, options, propfind } from './handlers/read.js'
@@ -23,8 +24,11 @@ type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown
  * streams the raw request; nothing is buffered or parsed by Fastify), their own authentication
  * (HTTP Basic) and their own error bodies (WebDAV's, not the REST API's JSON).
  */
-export async function registerDav(app: FastifyInstance, container: Container): Promise<void> {
-  const { config } = container
+export async function registerDav(
+  app: FastifyInstance,
+  container: HttpContext,
+  config: { dav: DavSettings; bodyLimitBytes: number },
+): Promise<void> {
   for (const method of EXTRA_METHODS) app.addHttpMethod(method, { hasBody: true })
   const ctx: DavContext = {
     container,

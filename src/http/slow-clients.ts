@@ -1,6 +1,19 @@
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
-import type { Config } from '../config.js'
 import { hasBody } from './content-encoding.js'
+
+/** How long the HTTP server waits for slow clients (config.ts reads these settings). */
+export interface HttpTimeouts {
+  /** The request line and headers must arrive within this long. */
+  headersTimeoutMs: number
+  /** A connection with no byte received or sent for this long is closed. */
+  idleTimeoutMs: number
+  /** An idle keep-alive connection is closed after this long. */
+  keepAliveTimeoutMs: number
+  /** A request body must bring at least this many bytes per second (0: no minimum)… */
+  minBodyBytesPerSecond: number
+  /** …averaged over each window of this length. */
+  bodyRateWindowMs: number
+}
 
 /**
  * Node's and Fastify's connection limits from the settings. None of them bounds a whole request:
@@ -10,7 +23,7 @@ import { hasBody } from './content-encoding.js'
  *   client that stopped reading its download);
  * - an idle keep-alive connection is closed after `keepAliveTimeoutMs`.
  */
-export function connectionOptions(http: Config['http']): Partial<FastifyServerOptions> {
+export function connectionOptions(http: HttpTimeouts): Partial<FastifyServerOptions> {
   return {
     connectionTimeout: http.idleTimeoutMs,
     keepAliveTimeout: http.keepAliveTimeoutMs,
@@ -37,7 +50,7 @@ const REQUEST_TIMEOUT = Buffer.from(
  * itself did not read (bytes waiting in the request's buffer: a slow disk, a pending check) does
  * not count against the client.
  */
-export function guardBodyRate(app: FastifyInstance, http: Config['http']): void {
+export function guardBodyRate(app: FastifyInstance, http: HttpTimeouts): void {
   if (http.minBodyBytesPerSecond === 0) return
   const minPerWindow = Math.max(1, Math.ceil((http.minBodyBytesPerSecond * http.bodyRateWindowMs) / 1000))
   app.addHook('onRequest', (request, reply, done) => {

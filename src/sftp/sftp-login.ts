@@ -1,7 +1,7 @@
 import type { Logger } from 'pino'
 import ssh2, { type AuthContext } from 'ssh2'
-import type { Container } from '../container.js'
 import { isLoginRefusal, type ProtocolSession } from '../modules/auth/protocol-login.js'
+import type { FrontEndContext } from '../modules/services.js'
 import { describeBlob } from '../modules/ssh/ssh-keys.js'
 
 /** Failed password or key tries one connection gets before it is closed. */
@@ -14,7 +14,7 @@ export const MAX_AUTH_TRIES = 6
  * request was refused or answered (a client asking whether a key would do).
  */
 export async function authenticate(
-  c: Container,
+  c: FrontEndContext,
   ctx: AuthContext,
   ip: string,
   logger: Logger,

@@ -1,12 +1,13 @@
 import net, { type AddressInfo } from 'node:net'
 import type { Logger } from 'pino'
 import ssh2, { type Connection } from 'ssh2'
-import type { Container } from '../container.js'
 import type { ProtocolSession } from '../modules/auth/protocol-login.js'
 import type { UserFileSystem } from '../modules/files/vfs/file-system.js'
-import type { HostKey } from '../modules/ssh/host-keys.js'
+import type { FrontEndContext } from '../modules/services.js'
+import type { HostKey, HostKeys } from '../modules/ssh/host-keys.js'
 import { authenticate, MAX_AUTH_TRIES } from './sftp-login.js'
 import { serveSftp } from './sftp-session.js'
+import type { SftpSettings } from './sftp-settings.js'
 
 /** How often a connection reads its user (and key or session) again: a disabled user is cut off. */
 const REFRESH_MS = 60_000
@@ -41,8 +42,11 @@ class Tally {
  * The SFTP front end: an SSH server (ssh2) that offers the `sftp` subsystem and nothing else,
  * over the file-system facade. Logins are those of POST /sessions, or a registered public key.
  */
-export async function startSftp(c: Container, logger: Logger): Promise<SftpServer> {
-  const cfg = c.config.sftp
+export async function startSftp(
+  c: FrontEndContext & { hostKeys: HostKeys },
+  cfg: SftpSettings,
+  logger: Logger,
+): Promise<SftpServer> {
   const hostKeys = await c.hostKeys.all()
   const byIp = new Tally()
   const byUser = new Tally()

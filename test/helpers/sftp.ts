@@ -15,6 +15,7 @@ export async function startSftpServer(
   const s = await startServer(dialect, { SFTP_PORT: '0', SFTP_HOST: '127.0.0.1', ...env })
   const sftp = await startSftp(
     s.container,
+    s.container.config.sftp,
     pino({ level: process.env['SFTP_TEST_LOG'] ?? 'silent' }, process.stderr),
   )
   const close = s.close

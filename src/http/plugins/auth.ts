@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
-import type { Container } from '../../container.js'
 import { credentialsFrom } from '../../modules/auth/auth-service.js'
 import type { PermissionSet, Principal } from '../../modules/auth/principal.js'
+import type { HttpContext } from '../http-context.js'
 import type { Access } from '../request-context.js'
 
 const ONLY_FOR: Record<string, ApiError['type']> = {
@@ -36,7 +36,7 @@ export function checkAccess(p: Principal, access: Access): void {
  * Authentication, request limits and permission-set checks for every route of the API. Each route
  * gets its own hook, built once from its config, so no request pays for reading route options.
  */
-export function registerAuth(app: FastifyInstance, c: Container): void {
+export function registerAuth(app: FastifyInstance, c: HttpContext): void {
   app.addHook('onRoute', (route) => {
     if (route.config?.auth === false) return
     const access: Access = route.config?.access ?? 'general'

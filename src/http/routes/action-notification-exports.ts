@@ -1,7 +1,7 @@
 import { type TProperties, Type } from '@sinclair/typebox'
 import { ERRORS } from '../../api/error-factories.js'
-import type { Container } from '../../container.js'
 import { WEBHOOK_LOG_EXPORT } from '../../exports/webhook-log-export.js'
+import type { HttpContext } from '../http-context.js'
 import { setCursorHeaders } from '../pagination.js'
 import type { Routes } from '../route-types.js'
 import {
@@ -145,7 +145,7 @@ export function checkShowEcho(params: { id: number }, query: { id?: number | und
 const tags = ['action_notification_exports']
 
 /** Webhook-log exports: create, show, and the JSON results (the CSV is under /export_files). */
-export function actionNotificationExportRoutes(c: Container): Routes {
+export function actionNotificationExportRoutes(c: HttpContext): Routes {
   const svc = c.services.exports
   const spec = WEBHOOK_LOG_EXPORT
   return async (app) => {

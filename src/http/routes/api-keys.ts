@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox'
-import type { Container } from '../../container.js'
 import { API_KEY_LIST } from '../../modules/api-keys/api-key-service.js'
 import { PERMISSION_SETS } from '../../modules/auth/permission-sets.js'
 import { checked, exclusive } from '../field-checks.js'
+import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
 import {
@@ -121,7 +121,7 @@ const ListQuery = listQuery(
 const tags = ['api_keys']
 const one = { 200: ApiKeySchema, ...errorResponses }
 
-export function apiKeyRoutes(c: Container): Routes {
+export function apiKeyRoutes(c: HttpContext): Routes {
   const svc = c.services.apiKeys
   return async (app) => {
     app.get(

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
-import type { Container } from '../../container.js'
 import { APP_LIST } from '../../modules/apps/app-service.js'
+import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
 import { errorResponses, listQuery, Nullable } from '../schemas.js'
@@ -36,7 +36,7 @@ export const AppSchema = Type.Object(
 
 const ListQuery = listQuery({}, APP_LIST)
 
-export function appRoutes(c: Container): Routes {
+export function appRoutes(c: HttpContext): Routes {
   const svc = c.services.apps
   return async (app) => {
     app.get(

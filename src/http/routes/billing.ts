@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
-import type { Container } from '../../container.js'
 import type { AccountLineItemType } from '../../db/schema.js'
 import { billingPdf } from '../../modules/billing/billing-pdf.js'
+import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
 import { DateTime, errorResponses, IdParams, listQuery, Nullable, signedFileSchema } from '../schemas.js'
@@ -63,7 +63,7 @@ const tags = ['billing']
 const one = { 200: AccountLineItemSchema, ...errorResponses }
 
 /** GET /invoices, /payments (and by id), and the PDF behind their signed `download_uri`. */
-export function billingRoutes(c: Container): Routes {
+export function billingRoutes(c: HttpContext): Routes {
   const svc = c.services.billing
   return async (app) => {
     for (const type of ['invoice', 'payment'] as AccountLineItemType[]) {

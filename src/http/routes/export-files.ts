@@ -1,9 +1,9 @@
-import type { Container } from '../../container.js'
+import type { HttpContext } from '../http-context.js'
 import type { Routes } from '../route-types.js'
 import { signedFileSchema } from '../schemas.js'
 
 /** The CSV behind an export's `results_url`: signed and expiring, no credentials. */
-export function exportFileRoutes(c: Container): Routes {
+export function exportFileRoutes(c: HttpContext): Routes {
   const svc = c.services.exports
   return async (app) => {
     app.get(

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import type { Container } from '../../container.js'
+import type { HttpContext } from '../http-context.js'
 import type { Routes } from '../route-types.js'
 import { EchoId, errorResponses, IdParams, NewPathText } from '../schemas.js'
 import { FileActionSchema } from './file-schemas.js'
@@ -38,7 +38,7 @@ const PathParams = Type.Object({
 
 const done = { status: 'completed', file_migration_id: null }
 
-export function fileOperationRoutes(c: Container): Routes {
+export function fileOperationRoutes(c: HttpContext): Routes {
   const svc = c.services.fileOps
   return async (app) => {
     app.delete(

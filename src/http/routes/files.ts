@@ -2,12 +2,12 @@ import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { parseDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
-import type { Container } from '../../container.js'
 import { MAX_PARTS } from '../../modules/files/upload-parts.js'
 import type { UploadOptions } from '../../modules/files/upload-rules.js'
 import { checked, exclusive } from '../field-checks.js'
 import { sendFileBytes } from '../file-bytes.js'
 import { toXml } from '../format.js'
+import type { HttpContext } from '../http-context.js'
 import type { Routes } from '../route-types.js'
 import { DateTimeText, errorResponses, Id, PathText } from '../schemas.js'
 import { FileSchema, FileUploadPartSchema } from './file-schemas.js'
@@ -116,7 +116,7 @@ function asFile(request: FastifyRequest, reply: FastifyReply): void {
   if (request.format === 'xml') reply.serializer((payload: unknown) => toXml(payload, 'file'))
 }
 
-export function fileRoutes(c: Container): Routes {
+export function fileRoutes(c: HttpContext): Routes {
   const uploads = c.services.uploads
   const downloads = c.services.downloads
   return async (app) => {

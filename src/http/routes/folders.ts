@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
-import type { Container } from '../../container.js'
 import { FOLDER_LIST } from '../../modules/files/folder-service.js'
+import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
 import { DateTimeText, errorResponses, listQuery, Nullable, StringEnum } from '../schemas.js'
@@ -53,7 +53,7 @@ const PathParams = Type.Object({ '*': Type.String({ description: 'Folder path (s
 
 const tags = ['folders']
 
-export function folderRoutes(c: Container): Routes {
+export function folderRoutes(c: HttpContext): Routes {
   const svc = c.services.folders
   return async (app) => {
     const listSchema = {

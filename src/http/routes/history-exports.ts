@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
-import type { Container } from '../../container.js'
 import { HISTORY_EXPORT, UNSUPPORTED_HISTORY_FIELDS } from '../../exports/history-export.js'
+import type { HttpContext } from '../http-context.js'
 import { setCursorHeaders } from '../pagination.js'
 import type { Routes } from '../route-types.js'
 import { errorResponses, Id, IdParams, Nullable, UserIdParam } from '../schemas.js'
@@ -107,7 +107,7 @@ const ResultsQuery = resultsQuery({ history_export_id: Id('Id of the history exp
 const tags = ['history_exports']
 
 /** History exports: every stored Action (not only the last 24 hours), as CSV and JSON results. */
-export function historyExportRoutes(c: Container): Routes {
+export function historyExportRoutes(c: HttpContext): Routes {
   const svc = c.services.exports
   const spec = HISTORY_EXPORT
   return async (app) => {

@@ -1,6 +1,5 @@
 import { type TSchema, Type } from '@sinclair/typebox'
 import { ERRORS } from '../../api/error-factories.js'
-import type { Container } from '../../container.js'
 import {
   DISPLAY_VALUES,
   FILE_HISTORY,
@@ -9,6 +8,7 @@ import {
   LOGIN_HISTORY,
   USER_HISTORY,
 } from '../../modules/history/history-service.js'
+import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
 import type { ListFields } from '../schemas.js'
@@ -78,7 +78,7 @@ const tags = ['history']
 const listed = { 200: Type.Array(ActionSchema), ...errorResponses }
 const xml: [string, string] = ['actions', 'action']
 
-export function historyRoutes(c: Container): Routes {
+export function historyRoutes(c: HttpContext): Routes {
   const svc = c.services.history
   return async (app) => {
     app.get(

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
-import type { Container } from '../../container.js'
 import { PERMISSION_LIST, PERMISSIONS } from '../../modules/permissions/permission-service.js'
 import { checked, exclusive } from '../field-checks.js'
+import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
 import { EchoId, errorResponses, IdParams, listQuery, Nullable, PathText, UserIdParam } from '../schemas.js'
@@ -69,7 +69,7 @@ const ListQuery = listQuery(
 
 const tags = ['permissions']
 
-export function permissionRoutes(c: Container): Routes {
+export function permissionRoutes(c: HttpContext): Routes {
   const svc = c.services.permissions
   return async (app) => {
     app.get(

@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import type { Container } from '../../container.js'
+import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import { DateTime, EchoId, errorResponses, IdParams, listQuery, UserIdParam } from '../schemas.js'
 
@@ -59,7 +59,7 @@ const tags = ['public_keys']
 const one = { 200: PublicKeySchema, ...errorResponses }
 
 /** The PublicKey resource: users' SSH keys for SFTP logins. */
-export function publicKeyRoutes(c: Container) {
+export function publicKeyRoutes(c: HttpContext) {
   const svc = c.services.publicKeys
   return async (app: FastifyInstance) => {
     app.get<{ Querystring: Static<typeof ListQuery> }>(

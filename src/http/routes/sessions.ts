@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { ERRORS } from '../../api/error-factories.js'
-import type { Container } from '../../container.js'
 import { credentialsFrom } from '../../modules/auth/auth-service.js'
+import type { HttpContext } from '../http-context.js'
 import type { Routes } from '../route-types.js'
 import { errorResponses } from '../schemas.js'
 
@@ -15,7 +15,7 @@ const LoginBody = Type.Object(
 
 const SessionJson = Type.Object({ id: Type.String({ description: 'Session id, sent in X-ServiceAPI-Auth' }) })
 
-export function sessionRoutes(c: Container): Routes {
+export function sessionRoutes(c: HttpContext): Routes {
   return async (app) => {
     app.post(
       '/sessions',

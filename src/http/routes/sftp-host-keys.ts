@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
-import type { Container } from '../../container.js'
+import type { HttpContext } from '../http-context.js'
 import { errorResponses, IdParams } from '../schemas.js'
 
 export const SftpHostKeySchema = Type.Object(
@@ -20,7 +20,7 @@ export const SftpHostKeySchema = Type.Object(
 const tags = ['sftp_host_keys']
 
 /** The SFTP server's host keys, read-only, for site admins. */
-export function sftpHostKeyRoutes(c: Container) {
+export function sftpHostKeyRoutes(c: HttpContext) {
   const svc = c.services.hostKeys
   return async (app: FastifyInstance) => {
     app.get(

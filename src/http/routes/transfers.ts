@@ -2,8 +2,8 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
-import type { Container } from '../../container.js'
 import { sendFileBytes } from '../file-bytes.js'
+import type { HttpContext } from '../http-context.js'
 import type { Routes } from '../route-types.js'
 import { ErrorSchema, SignedLinkQuery } from '../schemas.js'
 
@@ -29,7 +29,7 @@ const tags = ['files']
  * The two routes reached without credentials, by signed URLs that the authenticated routes hand
  * out: `upload_uri` (PUT a part's bytes) and `download_uri` (GET the bytes, with Range).
  */
-export function transferRoutes(c: Container): Routes {
+export function transferRoutes(c: HttpContext): Routes {
   const parts = c.services.uploads.parts
   const downloads = c.services.downloads
   return async (app) => {

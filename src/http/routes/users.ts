@@ -1,6 +1,5 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
-import type { Container } from '../../container.js'
 import {
   EMAIL_PATTERN,
   MAX_USERNAME_LENGTH,
@@ -9,6 +8,7 @@ import {
   USERNAME_PATTERN,
 } from '../../modules/users/user-model.js'
 import { checked } from '../field-checks.js'
+import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
 import { DateTime, EchoId, errorResponses, IdParams, listQuery, Nullable } from '../schemas.js'
@@ -111,7 +111,7 @@ function reauthentication(request: FastifyRequest): string | undefined {
   return Array.isArray(h) ? h[0] : h
 }
 
-export function userRoutes(c: Container): Routes {
+export function userRoutes(c: HttpContext): Routes {
   const svc = c.services.users
   return async (app) => {
     app.get(

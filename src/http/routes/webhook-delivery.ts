@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import type { Container } from '../../container.js'
+import type { HttpContext } from '../http-context.js'
 import type { Routes } from '../route-types.js'
 import { errorResponses, IdParams } from '../schemas.js'
 
@@ -18,7 +18,7 @@ const WebhookTestResultSchema = Type.Object(
 )
 
 /** Sending webhooks on request: a test to the saved listener, and the retry of a failed request. */
-export function webhookDeliveryRoutes(container: Container): Routes {
+export function webhookDeliveryRoutes(container: HttpContext): Routes {
   const svc = container.services.webhooks
   return async (app) => {
     app.post(

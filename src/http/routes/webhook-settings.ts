@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
-import type { Container } from '../../container.js'
 import { MAX_URL_LENGTH, URL_PATTERN, WEBHOOK_OPERATIONS } from '../../modules/webhooks/webhook-settings.js'
 import { checked } from '../field-checks.js'
+import type { HttpContext } from '../http-context.js'
 import type { Routes } from '../route-types.js'
 import { errorResponses, Nullable } from '../schemas.js'
 
@@ -59,7 +59,7 @@ const UpdateBody = Type.Object(
 const tags = ['webhook_settings']
 const one = { 200: WebhookSettingsSchema, ...errorResponses }
 
-export function webhookSettingsRoutes(c: Container): Routes {
+export function webhookSettingsRoutes(c: HttpContext): Routes {
   const svc = c.services.webhookSettings
   return async (app) => {
     app.get(

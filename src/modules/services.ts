@@ -1,0 +1,73 @@
+import type { ApiKeyService } from './api-keys/api-key-service.js'
+import type { AppService } from './apps/app-service.js'
+import type { AuthService } from './auth/auth-service.js'
+import type { ProtocolLogin } from './auth/protocol-login.js'
+import type { BillingLedger } from './billing/billing-ledger.js'
+import type { BillingService } from './billing/billing-service.js'
+import type { ExportService } from './exports/export-service.js'
+import type { DownloadService } from './files/download-service.js'
+import type { FileAccess } from './files/file-access.js'
+import type { FileOperations } from './files/file-operations.js'
+import type { FolderService } from './files/folder-service.js'
+import type { UploadService } from './files/upload-service.js'
+import type { FileSystem } from './files/vfs/file-system.js'
+import type { HistoryService } from './history/history-service.js'
+import type { PermissionService } from './permissions/permission-service.js'
+import type { PublicKeyService } from './public-keys/public-key-service.js'
+import type { SessionService } from './sessions/session-service.js'
+import type { SiteRow } from './sites/site-service.js'
+import type { HostKeyService } from './ssh/host-key-service.js'
+import type { UserService } from './users/user-service.js'
+import type { WebhookService } from './webhooks/webhook-service.js'
+import type { WebhookSettingsService } from './webhooks/webhook-settings.js'
+
+/** Every service the front ends call, built by the composition root (container.ts). */
+export interface Services {
+  auth: AuthService
+  apiKeys: ApiKeyService
+  sessions: SessionService
+  users: UserService
+  permissions: PermissionService
+  /** What a caller may do where in the file tree. */
+  fileAccess: FileAccess
+  /** Uploads: action=put/end and the signed part URLs. */
+  uploads: UploadService
+  /** File metadata, signed download links and the bytes behind them. */
+  downloads: DownloadService
+  /** Folder listings and mkdir. */
+  folders: FolderService
+  /** Delete, copy and move of files and folders. */
+  fileOps: FileOperations
+  /** The file tree as the transfer protocols (SFTP, FTP, WebDAV) see it, over the services above. */
+  fileSystem: FileSystem
+  /** Password (or API key) logins of the transfer protocols, with the rules of POST /sessions. */
+  protocolLogin: ProtocolLogin
+  /** Users' SSH public keys (GET/POST /public_keys), for SFTP logins by key. */
+  publicKeys: PublicKeyService
+  /** The SFTP server's host keys, generated on first use (GET /sftp_host_keys). */
+  hostKeys: HostKeyService
+  /** The /history endpoints: recent actions. */
+  history: HistoryService
+  /** GET/PATCH /webhook_settings: the site's listener, read fresh by the dispatcher. */
+  webhookSettings: WebhookSettingsService
+  /** POST /webhook_settings/test and the retry of failed webhook requests. */
+  webhooks: WebhookService
+  /** GET /invoices and /payments, and the PDFs behind their links. */
+  billing: BillingService
+  /** Invoices and payments recorded by operators (`wharf billing`). */
+  billingLedger: BillingLedger
+  /** GET /apps: the integration catalog, read from its file at start-up. */
+  apps: AppService
+  /** Webhook-log and history exports: creation, status, results and their CSV. */
+  exports: ExportService
+}
+
+/**
+ * What a front end is handed: the services, the site it serves and the clock. Front ends never
+ * see the composition root itself (its database, stores or workers).
+ */
+export interface FrontEndContext {
+  services: Services
+  site: SiteRow
+  now: () => number
+}
