@@ -34,9 +34,8 @@ import { uploadStream } from './s3-stream-upload.js'
 const REF = /^[A-Za-z0-9_-]{1,64}$/
 const KEY = /^[0-9a-f]{32}$/
 const MAX_PART = 10_000
-/** Bytes per part of a multipart upload of unknown length, and parts in flight at once. */
-const UPLOAD_PART_BYTES = MIN_PART_BYTES
-const UPLOADS_AT_ONCE = 4
+/** S3's most parts in one multipart upload. */
+const MAX_UPLOAD_PARTS = 10_000
 /** Size of each part when one object larger than CopyObject allows is copied in parts. */
 const COPY_PART_BYTES = 1024 ** 3
 
@@ -80,14 +79,16 @@ export class S3BlobStore implements BlobStore {
    * Streams `source` through `through` into a new object. A failure anywhere destroys the source
    * (as the interface promises) and leaves no object (a multipart upload is aborted).
    */
-  private async upload(objectKey: string, source: Readable, through: Transform): Promise<void> {
+  private async upload(
+    objectKey: string,
+    source: Readable,
+    through: Transform,
+    size?: number,
+  ): Promise<void> {
     // Errors travel by destroying the streams: the upload sees them when it reads `through`.
     void pipeline(source, through).catch(() => undefined)
     try {
-      await uploadStream(this.place, objectKey, through, {
-        partSize: UPLOAD_PART_BYTES,
-        queueSize: UPLOADS_AT_ONCE,
-      })
+      await uploadStream(this.place, objectKey, through, partsFor(size))
     } catch (err) {
       source.destroy()
       through.destroy()
@@ -125,7 +126,17 @@ export class S3BlobStore implements BlobStore {
             yield chunk as Buffer
         }
       }
-      return await this.putUnhashed(Readable.from(concatenation(), { objectMode: false }))
+      let size = 0
+      for (const file of files) size += (await fsp.stat(file)).size
+      const key = newKey()
+      const measure = new Measure()
+      await this.upload(
+        this.objectKey(key),
+        Readable.from(concatenation(), { objectMode: false }),
+        measure,
+        size,
+      )
+      return { key, size: measure.size }
     } finally {
       await fsp.rm(dir, { recursive: true, force: true })
     }
@@ -170,7 +181,13 @@ export class S3BlobStore implements BlobStore {
       }
     }
     const digest = new Digest()
-    await this.upload(dest, Readable.from(readParts(this.place, ref, parts), { objectMode: false }), digest)
+    const size = parts.reduce((sum, p) => sum + p.size, 0)
+    await this.upload(
+      dest,
+      Readable.from(readParts(this.place, ref, parts), { objectMode: false }),
+      digest,
+      size,
+    )
     return digest.result(key)
   }
 
@@ -286,6 +303,19 @@ export class S3BlobStore implements BlobStore {
     }
     return removed
   }
+}
+
+/**
+ * Part size and parts in flight for a write: 5 MiB parts, four at once, unless its size (known
+ * when assembling or sending export segments) needs larger parts to fit S3's 10,000 (5 MiB parts
+ * stop at 48 GiB). Parts over 20 MiB go one at a time, so memory stays at 20 MiB up to 200 GiB,
+ * and at one part's size (1/10,000 of the object) beyond. A body of unknown size (put, putPart:
+ * one request) keeps 5 MiB parts.
+ */
+function partsFor(size?: number): { partSize: number; queueSize: number } {
+  const needed = Math.ceil((size ?? 0) / MAX_UPLOAD_PARTS / MIN_PART_BYTES) * MIN_PART_BYTES
+  const partSize = Math.max(MIN_PART_BYTES, needed)
+  return { partSize, queueSize: partSize > 4 * MIN_PART_BYTES ? 1 : 4 }
 }
 
 function newKey(): string {

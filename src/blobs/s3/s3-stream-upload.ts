@@ -57,7 +57,7 @@ export async function uploadStream(
     if (rest || ended) return !rest
     const next = await source.next()
     if (next.done) ended = true
-    else rest = next.value
+    else rest = Buffer.isBuffer(next.value) ? next.value : Buffer.from(next.value)
     return ended
   }
 
