@@ -13,6 +13,7 @@ import {
   target,
   uploadFile,
 } from './helpers/files.js'
+import { fetchCsvRows, readyHistoryExport } from './helpers/history-export-fixtures.js'
 import { S3_CREDENTIALS, type S3TestServer, startS3Server } from './helpers/s3-server.js'
 import { call, dialects, expectError, startServer, type TestServer } from './helpers/server.js'
 
@@ -188,5 +189,21 @@ describe.each(dialects)('Wharf with BLOB_STORE=s3 (%s)', (dialect) => {
     skew = HOUR + 60_000
     expect(await s.container.janitor.runOnce()).toMatchObject({ orphanPartsDiscarded: 1 })
     expect(await keys('parts/')).toEqual([])
+  })
+
+  it('builds a history export into the bucket and serves its CSV from there', async () => {
+    skew = 0
+    const e = await readyHistoryExport(s, { query_folder: 's3' }, { key: s.adminKey })
+    const row = await s.container.db
+      .selectFrom('exports')
+      .select(['blob_key', 'result_count'])
+      .where('id', '=', e.id)
+      .executeTakeFirstOrThrow()
+    expect(await keys('blobs/')).toContain(row.blob_key)
+    const { rows } = await fetchCsvRows(e.results_url)
+    // The header, then one row per record: the uploads, copy, move and delete above.
+    expect(row.result_count).toBeGreaterThanOrEqual(5)
+    expect(rows).toHaveLength(row.result_count! + 1)
+    expect(rows.flat()).toContain('s3/moved/copy.bin')
   })
 })
