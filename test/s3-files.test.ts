@@ -1,7 +1,13 @@
 import crypto from 'node:crypto'
+import fs from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
 import { Readable } from 'node:stream'
 import zlib from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { loadConfig } from '../src/config.js'
+import { createContainer } from '../src/container.js'
+import { createLogger } from '../src/logger.js'
 import {
   beginUpload,
   download,
@@ -14,6 +20,7 @@ import {
   uploadFile,
 } from './helpers/files.js'
 import { fetchCsvRows, readyHistoryExport } from './helpers/history-export-fixtures.js'
+import { captureLog } from './helpers/log-capture.js'
 import { S3_CREDENTIALS, type S3TestServer, startS3Server } from './helpers/s3-server.js'
 import { call, dialects, expectError, startServer, type TestServer } from './helpers/server.js'
 
@@ -205,5 +212,38 @@ describe.each(dialects)('Wharf with BLOB_STORE=s3 (%s)', (dialect) => {
     expect(row.result_count).toBeGreaterThanOrEqual(5)
     expect(rows).toHaveLength(row.result_count! + 1)
     expect(rows.flat()).toContain('s3/moved/copy.bin')
+  })
+})
+
+describe('start-up on BLOB_STORE=s3', () => {
+  it('says which store is in use and where, never the credentials', async () => {
+    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-s3-start-'))
+    const log = captureLog()
+    const config = loadConfig({
+      DATA_DIR: dataDir,
+      BLOB_STORE: 's3',
+      S3_ENDPOINT: s3.endpoint,
+      S3_BUCKET: bucket,
+      S3_PREFIX: 'start-up',
+      S3_FORCE_PATH_STYLE: 'true',
+    })
+    const container = await createContainer(config, { logger: createLogger('info', log.stream) })
+    try {
+      expect(log.records().filter((r) => r['blobStore'] !== undefined)).toEqual([
+        expect.objectContaining({
+          blobStore: 's3',
+          endpoint: s3.endpoint,
+          region: 'us-east-1',
+          bucket,
+          prefix: 'start-up/',
+          msg: 'file bytes are stored in an S3 bucket',
+        }),
+      ])
+      expect(log.lines.join('\n')).not.toContain(S3_CREDENTIALS.secretAccessKey)
+      expect(log.lines.join('\n')).not.toContain('AWS_SECRET_ACCESS_KEY')
+    } finally {
+      await container.close()
+      await fs.rm(dataDir, { recursive: true, force: true })
+    }
   })
 })
