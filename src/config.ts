@@ -59,6 +59,13 @@ export interface Config {
   dav: DavSettings
   /** The SFTP front end (docs/decisions.md, "SFTP"). */
   sftp: SftpSettings
+  /** Where file bytes live (docs/decisions.md, "Blob stores"). */
+  blobs: {
+    /** `disk`: under DATA_DIR/storage. `s3`: in an S3-compatible bucket. */
+    store: 'disk' | 's3'
+    /** The bucket, when `store` is `s3`; credentials come from the AWS credential chain. */
+    s3: S3Config | undefined
+  }
   exports: {
     /** Exports (and their CSV files) are deleted this long after they were created. */
     retentionDays: number
@@ -71,6 +78,17 @@ export interface Config {
   }
   /** The FTP/FTPS front end (docs/decisions.md, "FTP and FTPS"). */
   ftp: FtpConfig
+}
+
+export interface S3Config {
+  /** An S3-compatible server's URL; undefined for AWS S3 itself. */
+  endpoint: string | undefined
+  region: string
+  bucket: string
+  /** Key prefix of every object Wharf stores: empty, or ending in `/`. */
+  prefix: string
+  /** `endpoint/bucket/key` rather than `bucket.endpoint/key` (most self-hosted servers want it). */
+  forcePathStyle: boolean
 }
 
 export class ConfigError extends Error {
@@ -149,6 +167,8 @@ export function loadConfig(env: Env = process.env): Config {
   const retrySchedule = parseRetrySchedule(env['WEBHOOK_RETRY_SCHEDULE'], problems)
   const allowedCidrs = parseCidrs(env['WEBHOOK_ALLOWED_CIDRS'], problems)
 
+  const blobs = parseBlobStore(env, str, bool, problems)
+
   const config: Config = {
     host,
     port,
@@ -216,6 +236,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxSessionsPerUser: int('SFTP_MAX_SESSIONS_PER_USER', 20, 1, 10_000),
       maxSessionsPerIp: int('SFTP_MAX_SESSIONS_PER_IP', 50, 1, 100_000),
     },
+    blobs,
     exports: {
       retentionDays: int('EXPORT_RETENTION_DAYS', 7, 1, 36500),
       concurrency: int('EXPORT_CONCURRENCY', 2, 1, 64),
@@ -226,6 +247,52 @@ export function loadConfig(env: Env = process.env): Config {
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config
+}
+
+function parseBlobStore(
+  env: Env,
+  str: (name: string, fallback: string) => string,
+  bool: (name: string, fallback: boolean) => boolean,
+  problems: string[],
+): Config['blobs'] {
+  const store = str('BLOB_STORE', 'disk')
+  if (store !== 'disk' && store !== 's3') {
+    problems.push(`BLOB_STORE must be disk or s3 (got "${store}")`)
+    return { store: 'disk', s3: undefined }
+  }
+  if (store === 'disk') return { store, s3: undefined }
+  const endpoint = env['S3_ENDPOINT'] || undefined
+  if (endpoint !== undefined && !/^https?:\/\/[^/]/.test(endpoint)) {
+    problems.push(`S3_ENDPOINT must be an http(s) URL (got "${endpoint}")`)
+  }
+  const bucket = str('S3_BUCKET', '')
+  // S3's rules for bucket names (3-63 lower-case letters, digits, dots and dashes).
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) {
+    problems.push(
+      bucket === ''
+        ? 'S3_BUCKET is required when BLOB_STORE=s3'
+        : `S3_BUCKET must be a bucket name: 3-63 lower-case letters, digits, dots or dashes (got "${bucket}")`,
+    )
+  }
+  let prefix = str('S3_PREFIX', '').replace(/^\/+/, '')
+  if (prefix !== '' && !prefix.endsWith('/')) prefix += '/'
+  if (
+    prefix.length > 512 ||
+    prefix.split('/').some((segment, i, all) => segment === '' && i < all.length - 1)
+  ) {
+    problems.push(`S3_PREFIX must be up to 512 characters without empty segments (got "${env['S3_PREFIX']}")`)
+  }
+  return {
+    store,
+    s3: {
+      endpoint,
+      // The SDK's own variable, then the region most S3-compatible servers accept.
+      region: str('S3_REGION', env['AWS_REGION'] || 'us-east-1'),
+      bucket,
+      prefix,
+      forcePathStyle: bool('S3_FORCE_PATH_STYLE', false),
+    },
+  }
 }
 
 /** After a failure: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (8 attempts in all). */

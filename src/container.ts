@@ -4,6 +4,8 @@ import type { Logger } from 'pino'
 import { BlobJanitor } from './blobs/blob-janitor.js'
 import type { BlobStore } from './blobs/blob-store.js'
 import { LocalBlobStore } from './blobs/disk/local-blob-store.js'
+import { S3BlobStore } from './blobs/s3/s3-blob-store.js'
+import { createS3Client } from './blobs/s3/s3-client.js'
 import { guardStorageFull } from './blobs/storage-full-guard.js'
 import type { Config } from './config.js'
 import { type DatabaseHandle, openDatabase } from './db/database.js'
@@ -57,7 +59,7 @@ export interface Container {
   config: Config
   database: DatabaseHandle
   db: Kysely<Database>
-  /** Where file bytes live (local disk under DATA_DIR/storage). */
+  /** Where file bytes live (local disk under DATA_DIR/storage, or an S3 bucket: BLOB_STORE). */
   blobs: BlobStore
   /** Deletes orphaned blobs and abandoned uploads; tests call `janitor.runOnce()`. */
   janitor: BlobJanitor
@@ -89,11 +91,40 @@ export interface ContainerOptions {
   resolver?: Resolver
   /** Where exports read their records (tests inject a failing or slow one). */
   exportSources?: Partial<Record<ExportKind, ExportSource>>
-  /** Wraps the local blob store (tests inject a disk that fills up). */
+  /** Wraps the blob store (tests inject a disk that fills up). */
   wrapBlobStore?: (store: BlobStore) => BlobStore
 }
 
 const HOUR = 3600_000
+
+/** The store BLOB_STORE names; start-up says which, and where (never with credentials). */
+function openBlobStore(config: Config, logger: Logger | undefined): { store: BlobStore; close(): void } {
+  const storage = path.join(config.dataDir, 'storage')
+  const s3 = config.blobs.s3
+  if (config.blobs.store === 's3' && s3) {
+    logger?.info(
+      {
+        blobStore: 's3',
+        endpoint: s3.endpoint ?? 'AWS',
+        region: s3.region,
+        bucket: s3.bucket,
+        prefix: s3.prefix,
+      },
+      'file bytes are stored in an S3 bucket',
+    )
+    const client = createS3Client(s3)
+    const store = new S3BlobStore({
+      client,
+      bucket: s3.bucket,
+      prefix: s3.prefix,
+      tmpDir: path.join(storage, 'tmp'),
+    })
+    // Its kept-alive connections to the object store go with the container.
+    return { store, close: () => client.destroy() }
+  }
+  logger?.info({ blobStore: 'disk', path: storage }, 'file bytes are stored on the local disk')
+  return { store: new LocalBlobStore(storage), close: () => undefined }
+}
 
 export async function createContainer(config: Config, opts: ContainerOptions = {}): Promise<Container> {
   const now = opts.now ?? Date.now
@@ -114,8 +145,8 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const sessions = new SessionService(repos.sessions, repos.users, config, now)
     const identities = new IdentityCache(config.authCacheSeconds * 1000)
     const secrets = new SiteSecrets(repos.sites)
-    const local = new LocalBlobStore(path.join(config.dataDir, 'storage'))
-    const blobs = guardStorageFull(opts.wrapBlobStore ? opts.wrapBlobStore(local) : local)
+    const { store, close: closeBlobStore } = openBlobStore(config, opts.logger)
+    const blobs = guardStorageFull(opts.wrapBlobStore ? opts.wrapBlobStore(store) : store)
     const fileAccess = new FileAccess(repos.permissions)
     const heldReads = new HeldActions(opts.logger)
     const janitor = new BlobJanitor(db, blobs, now, { logger: opts.logger })
@@ -228,6 +259,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
         await retention.stop()
         await janitor.stop()
         heldReads.stop()
+        closeBlobStore()
         await database.close()
       },
     }

@@ -1,23 +1,54 @@
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import { Readable } from 'node:stream'
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { BlobJanitor } from '../src/blobs/blob-janitor.js'
 import type { BlobStore } from '../src/blobs/blob-store.js'
-import type { LocalBlobStore } from '../src/blobs/disk/local-blob-store.js'
+import { S3_CREDENTIALS, type S3TestServer, startS3Server } from './helpers/s3-server.js'
 import { dialects, startServer, type TestServer } from './helpers/server.js'
 
 const HOUR = 3600_000
 
-describe.each(dialects)('blob janitor (%s)', (dialect) => {
+let s3: S3TestServer
+let bucket: string
+beforeAll(async () => {
+  s3 = await startS3Server()
+  bucket = await s3.bucket()
+  vi.stubEnv('AWS_ACCESS_KEY_ID', S3_CREDENTIALS.accessKeyId)
+  vi.stubEnv('AWS_SECRET_ACCESS_KEY', S3_CREDENTIALS.secretAccessKey)
+})
+afterAll(async () => {
+  vi.unstubAllEnvs()
+  await s3?.close()
+})
+
+/** Each database with each blob store: the settings that choose the store. */
+const cases = dialects.flatMap((dialect) => [
+  { dialect, store: 'disk', env: (): Record<string, string> => ({}) },
+  {
+    dialect,
+    store: 's3',
+    env: (): Record<string, string> => ({
+      BLOB_STORE: 's3',
+      S3_ENDPOINT: s3.endpoint,
+      S3_BUCKET: bucket,
+      // A prefix per server: the bucket is shared.
+      S3_PREFIX: `janitor-${Date.now()}-${Math.random().toString(36).slice(2)}`,
+      S3_FORCE_PATH_STYLE: 'true',
+    }),
+  },
+])
+
+describe.each(cases)('blob janitor ($dialect, $store)', ({ dialect, env }) => {
   let s: TestServer
   let clock: number
   let storage: string
 
   beforeEach(async () => {
     clock = Date.now()
-    s = await startServer(dialect, {}, { now: () => clock })
-    storage = (s.container.blobs as LocalBlobStore).root
+    s = await startServer(dialect, env(), { now: () => clock })
+    // The disk store's folder; the S3 store keeps only its temporary files there.
+    storage = path.join(s.container.config.dataDir, 'storage')
   })
   afterEach(async () => {
     await s.close()
@@ -140,19 +171,20 @@ describe.each(dialects)('blob janitor (%s)', (dialect) => {
 
   it('discards a staged folder no upload owns only once it is old', async () => {
     await blobs().putPart('orphan1', 1, Readable.from([Buffer.from('left behind')]))
-    await makeUpload('owned1', clock + HOUR)
-    await age(path.join(storage, 'parts', 'owned1'), 2 * HOUR)
+    await makeUpload('owned1', clock + 3 * HOUR)
 
     expect(await s.container.janitor.runOnce()).toMatchObject({ orphanPartsDiscarded: 0 })
     expect(await stagedRefs()).toEqual(['orphan1', 'owned1'])
 
-    await age(path.join(storage, 'parts', 'orphan1'), HOUR + 60_000)
+    // Both are old now (by the janitor's clock); only the one no upload owns goes.
+    clock += HOUR + 60_000
     expect(await s.container.janitor.runOnce()).toMatchObject({ orphanPartsDiscarded: 1 })
     expect(await stagedRefs()).toEqual(['owned1'])
   })
 
   it('sweeps temporary files left by a crash once they are old', async () => {
     await putBlob() // the store's folders exist from here
+    await fs.mkdir(path.join(storage, 'tmp'), { recursive: true })
     await fs.writeFile(path.join(storage, 'tmp', 'crashed'), 'half a blob')
     await fs.writeFile(path.join(storage, 'tmp', 'writing'), 'in progress')
     await age(path.join(storage, 'tmp', 'crashed'), 2 * HOUR)
@@ -166,7 +198,8 @@ describe.each(dialects)('blob janitor (%s)', (dialect) => {
     for (const key of keys) await queueGarbage(key, clock - 2 * HOUR)
     for (const n of [1, 2, 3]) await makeUpload(`exp${n}`, clock - 1, 1)
     for (const n of [1, 2, 3]) await blobs().putPart(`orph${n}`, 1, Readable.from([Buffer.from('x')]))
-    for (const n of [1, 2, 3]) await age(path.join(storage, 'parts', `orph${n}`), 2 * HOUR)
+    // Everything above is old by the janitor's clock.
+    clock += 2 * HOUR
 
     expect(await janitor.runOnce()).toEqual({
       garbageDeleted: 5,

@@ -1,0 +1,329 @@
+import crypto from 'node:crypto'
+import fs from 'node:fs'
+import fsp from 'node:fs/promises'
+import path from 'node:path'
+import { Readable, type Transform } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import {
+  CopyObjectCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  type GetObjectCommandOutput,
+  HeadObjectCommand,
+} from '@aws-sdk/client-s3'
+import { type BlobInfo, BlobNotFoundError, type BlobStore, type ByteRange } from '../blob-store.js'
+import { Digest } from '../digest.js'
+import { sweepFolder } from './local-temporary.js'
+import { copyable, readParts, stagedParts } from './s3-assemble.js'
+import { abortStaleUploads, copyPieces, copySource } from './s3-multipart.js'
+import {
+  asStorageFull,
+  deleteKeys,
+  isNotFound,
+  isNotImplemented,
+  isPreconditionFailed,
+  listObjects,
+  MAX_PART_BYTES,
+  Measure,
+  MIN_PART_BYTES,
+  type Place,
+} from './s3-objects.js'
+import { checkRange, exactRange } from './s3-ranges.js'
+import { uploadStream } from './s3-stream-upload.js'
+
+const REF = /^[A-Za-z0-9_-]{1,64}$/
+const KEY = /^[0-9a-f]{32}$/
+const MAX_PART = 10_000
+/** S3's most parts in one multipart upload. */
+const MAX_UPLOAD_PARTS = 10_000
+/** Size of each part when one object larger than CopyObject allows is copied in parts. */
+const COPY_PART_BYTES = 1024 ** 3
+
+export interface S3BlobStoreOptions extends Place {
+  /** A local folder for files written before they are sent (putSegments), under DATA_DIR. */
+  tmpDir: string
+}
+
+/**
+ * Blobs as objects in an S3-compatible bucket, under the store's prefix:
+ * - `blobs/<key>`: published blobs (key: 32 random hex characters), never modified;
+ * - `parts/<ref>/<n>`: staged parts of uploads in progress, each its own object, so a part may
+ *   have any size (S3's own multipart parts must be 5 MiB but the last) and may be sent again.
+ *
+ * Every write is a PutObject or a multipart upload, which S3 makes visible whole or not at all:
+ * no temporary object is ever visible. All bytes pass through Wharf (proxy mode).
+ * A failed write aborts its multipart upload; one a crash left is aborted by sweepTemporary.
+ */
+export class S3BlobStore implements BlobStore {
+  private readonly place: Place
+  private readonly tmpDir: string
+  /** Cleared the first time the server says it has no UploadPartCopy: assemble then streams. */
+  private partCopy = true
+
+  constructor(opts: S3BlobStoreOptions) {
+    this.place = { client: opts.client, bucket: opts.bucket, prefix: opts.prefix }
+    this.tmpDir = opts.tmpDir
+  }
+
+  private objectKey(key: string): string {
+    if (!KEY.test(key)) throw new BlobNotFoundError(key)
+    return `${this.place.prefix}blobs/${key}`
+  }
+
+  private partPrefix(ref: string): string {
+    if (!REF.test(ref)) throw new Error(`Invalid upload ref ${JSON.stringify(ref)}`)
+    return `${this.place.prefix}parts/${ref}/`
+  }
+
+  /**
+   * Streams `source` through `through` into a new object. A failure anywhere destroys the source
+   * (as the interface promises) and leaves no object (a multipart upload is aborted).
+   */
+  private async upload(
+    objectKey: string,
+    source: Readable,
+    through: Transform,
+    size?: number,
+  ): Promise<void> {
+    // Errors travel by destroying the streams: the upload sees them when it reads `through`.
+    void pipeline(source, through).catch(() => undefined)
+    try {
+      await uploadStream(this.place, objectKey, through, partsFor(size))
+    } catch (err) {
+      source.destroy()
+      through.destroy()
+      throw asStorageFull(source.errored ?? through.errored ?? err)
+    }
+  }
+
+  async put(data: Readable, opts: { maxBytes?: number } = {}): Promise<BlobInfo> {
+    const key = newKey()
+    const digest = new Digest(opts.maxBytes)
+    await this.upload(this.objectKey(key), data, digest)
+    return digest.result(key)
+  }
+
+  async putUnhashed(data: Readable): Promise<{ key: string; size: number }> {
+    const key = newKey()
+    const measure = new Measure()
+    await this.upload(this.objectKey(key), data, measure)
+    return { key, size: measure.size }
+  }
+
+  async putSegments(
+    count: number,
+    write: (files: string[]) => Promise<void>,
+  ): Promise<{ key: string; size: number }> {
+    // The writers need files; the object is sent once they are all done, one after another.
+    const dir = path.join(this.tmpDir, `${Date.now()}-${crypto.randomBytes(8).toString('hex')}`)
+    await fsp.mkdir(dir, { recursive: true })
+    try {
+      const files = Array.from({ length: count }, (_, i) => path.join(dir, String(i + 1)))
+      await write(files)
+      async function* concatenation() {
+        for (const file of files) {
+          for await (const chunk of fs.createReadStream(file, { highWaterMark: 256 * 1024 }))
+            yield chunk as Buffer
+        }
+      }
+      let size = 0
+      for (const file of files) size += (await fsp.stat(file)).size
+      const key = newKey()
+      const measure = new Measure()
+      await this.upload(
+        this.objectKey(key),
+        Readable.from(concatenation(), { objectMode: false }),
+        measure,
+        size,
+      )
+      return { key, size: measure.size }
+    } finally {
+      await fsp.rm(dir, { recursive: true, force: true })
+    }
+  }
+
+  async putPart(ref: string, partNumber: number, data: Readable, opts: { maxBytes?: number } = {}) {
+    const objectKey = this.partPrefix(ref) + partName(partNumber)
+    const measure = new Measure(opts.maxBytes)
+    // A PutObject (or a completed multipart upload) replaces the earlier copy whole, and only
+    // once it is complete: a failed one leaves the earlier copy; of two at once, the last wins.
+    await this.upload(objectKey, data, measure)
+    return { size: measure.size }
+  }
+
+  async assemble(ref: string, partNumbers: number[], expected?: number[]): Promise<BlobInfo> {
+    const dir = this.partPrefix(ref)
+    const parts = await stagedParts(
+      this.place,
+      ref,
+      dir,
+      partNumbers.map((n) => [n, partName(n)]),
+      expected,
+    )
+    const key = newKey()
+    const dest = this.objectKey(key)
+    if (this.partCopy && copyable(parts)) {
+      try {
+        // The object is built server-side; its checksums still need one read of it.
+        await copyPieces(this.place, dest, parts)
+        const digest = new Digest()
+        try {
+          for await (const chunk of await this.open(key)) digest.add(chunk as Buffer)
+        } catch (err) {
+          await this.delete(key).catch(() => undefined)
+          throw err
+        }
+        return digest.result(key)
+      } catch (err) {
+        // A part restaged meanwhile: streaming them names it (its If-Match fails there too).
+        if (isNotImplemented(err)) this.partCopy = false
+        else if (!isPreconditionFailed(err)) throw err
+      }
+    }
+    const digest = new Digest()
+    const size = parts.reduce((sum, p) => sum + p.size, 0)
+    await this.upload(
+      dest,
+      Readable.from(readParts(this.place, ref, parts), { objectMode: false }),
+      digest,
+      size,
+    )
+    return digest.result(key)
+  }
+
+  async discardUpload(ref: string): Promise<void> {
+    const dir = this.partPrefix(ref)
+    const keys: string[] = []
+    for await (const o of listObjects(this.place, dir)) keys.push(o.key)
+    await deleteKeys(this.place, keys)
+  }
+
+  async *stagedUploads(): AsyncIterable<{ ref: string; modifiedAt: number }> {
+    // Keys come in order, so one upload's parts are listed together.
+    const root = `${this.place.prefix}parts/`
+    let ref = ''
+    let modifiedAt = 0
+    for await (const o of listObjects(this.place, root)) {
+      const owner = o.key.slice(root.length).split('/')[0] ?? ''
+      if (!REF.test(owner)) continue
+      if (owner !== ref) {
+        if (ref) yield { ref, modifiedAt }
+        ref = owner
+        modifiedAt = 0
+      }
+      modifiedAt = Math.max(modifiedAt, o.modifiedAt)
+    }
+    if (ref) yield { ref, modifiedAt }
+  }
+
+  async open(key: string, range?: ByteRange): Promise<Readable> {
+    const objectKey = this.objectKey(key)
+    if (range) checkRange(range)
+    let out: GetObjectCommandOutput
+    try {
+      out = await this.place.client.send(
+        new GetObjectCommand({
+          Bucket: this.place.bucket,
+          Key: objectKey,
+          ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}),
+        }),
+      )
+    } catch (err) {
+      if (isNotFound(err)) throw new BlobNotFoundError(key)
+      // A range starting at or past the end: no bytes, as a file read there gives.
+      if ((err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 416) {
+        return Readable.from([])
+      }
+      throw err
+    }
+    const body = out.Body as Readable
+    if (!range) return body
+    return exactRange(body, range, out.ContentRange, out.ContentLength)
+  }
+
+  async size(key: string): Promise<number | null> {
+    if (!KEY.test(key)) return null
+    try {
+      const head = await this.place.client.send(
+        new HeadObjectCommand({ Bucket: this.place.bucket, Key: this.objectKey(key) }),
+      )
+      return head.ContentLength ?? 0
+    } catch (err) {
+      if (isNotFound(err)) return null
+      throw err
+    }
+  }
+
+  async copy(key: string): Promise<string> {
+    const source = this.objectKey(key)
+    const size = await this.size(key)
+    if (size === null) throw new BlobNotFoundError(key)
+    const copy = newKey()
+    const dest = this.objectKey(copy)
+    try {
+      if (size <= MAX_PART_BYTES) {
+        await this.place.client.send(
+          new CopyObjectCommand({
+            Bucket: this.place.bucket,
+            Key: dest,
+            CopySource: copySource(this.place, source),
+          }),
+        )
+      } else {
+        // CopyObject stops at 5 GiB: larger objects are copied a range per part.
+        const pieces = []
+        for (let start = 0; start < size; start += COPY_PART_BYTES) {
+          pieces.push({ key: source, range: { start, end: Math.min(size, start + COPY_PART_BYTES) - 1 } })
+        }
+        await copyPieces(this.place, dest, pieces)
+      }
+    } catch (err) {
+      if (isNotFound(err)) throw new BlobNotFoundError(key)
+      throw asStorageFull(err)
+    }
+    return copy
+  }
+
+  async delete(key: string): Promise<void> {
+    if (!KEY.test(key)) return
+    await this.place.client.send(
+      new DeleteObjectCommand({ Bucket: this.place.bucket, Key: this.objectKey(key) }),
+    )
+  }
+
+  async sweepTemporary(olderThanMs: number): Promise<number> {
+    // Wall-clock times on both sides: file times here, upload and part times from the server.
+    const cutoff = Date.now() - olderThanMs
+    let removed = await sweepFolder(this.tmpDir, cutoff)
+    try {
+      removed += await abortStaleUploads(this.place, cutoff)
+    } catch (err) {
+      // A server without ListMultipartUploads: nothing to list (a failed write aborts its own).
+      if (!isNotImplemented(err)) throw err
+    }
+    return removed
+  }
+}
+
+/**
+ * Part size and parts in flight for a write: 5 MiB parts, four at once, unless its size (known
+ * when assembling or sending export segments) needs larger parts to fit S3's 10,000 (5 MiB parts
+ * stop at 48 GiB). Parts over 20 MiB go one at a time, so memory stays at 20 MiB up to 200 GiB,
+ * and at one part's size (1/10,000 of the object) beyond. A body of unknown size (put, putPart:
+ * one request) keeps 5 MiB parts.
+ */
+function partsFor(size?: number): { partSize: number; queueSize: number } {
+  const needed = Math.ceil((size ?? 0) / MAX_UPLOAD_PARTS / MIN_PART_BYTES) * MIN_PART_BYTES
+  const partSize = Math.max(MIN_PART_BYTES, needed)
+  return { partSize, queueSize: partSize > 4 * MIN_PART_BYTES ? 1 : 4 }
+}
+
+function newKey(): string {
+  return crypto.randomBytes(16).toString('hex')
+}
+
+/** The object name of a part; refuses anything but 1…10000, so no number can name another object. */
+function partName(n: number): string {
+  if (!Number.isInteger(n) || n < 1 || n > MAX_PART) throw new Error(`Invalid part number ${n}`)
+  return String(n)
+}

@@ -1,0 +1,12 @@
+// s3rver in a process of its own, so that a test measuring its own memory measures only Wharf.
+// Usage: node s3rver-main.mjs <directory>; prints {"port":n} once listening, and exits when its
+// standard input closes (the test process ended, however it ended).
+import S3rver from 's3rver'
+
+const server = new S3rver({ address: '127.0.0.1', port: 0, directory: process.argv[2], silent: true })
+const { port } = await server.run()
+process.stdout.write(`${JSON.stringify({ port })}\n`)
+process.stdin.resume()
+process.stdin.on('end', () => {
+  void server.close().finally(() => process.exit(0))
+})
