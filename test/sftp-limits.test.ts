@@ -153,6 +153,52 @@ describe.each(dialects)('SFTP limits and refusals (%s)', (dialect) => {
     }
   })
 
+  it('caps connections per address, counting from the TCP connection', async () => {
+    const capped = await startSftpServer(dialect, { SFTP_MAX_SESSIONS_PER_IP: '2' })
+    /** A raw TCP client: what the server sent, and whether it closed the connection. */
+    const open = () => {
+      const socket = net.connect(capped.sftp.port, '127.0.0.1')
+      const seen = { banner: '', closed: false, socket }
+      socket.on('data', (d) => {
+        seen.banner += d.toString('latin1')
+      })
+      socket.on('close', () => {
+        seen.closed = true
+      })
+      socket.on('error', () => undefined)
+      return seen
+    }
+    try {
+      const first = open()
+      const second = open()
+      await expect.poll(() => first.banner, { timeout: 5000 }).toMatch(/^SSH-2\.0-Wharf/)
+      await expect.poll(() => second.banner, { timeout: 5000 }).toMatch(/^SSH-2\.0-Wharf/)
+      const third = open()
+      await expect.poll(() => third.closed, { timeout: 5000 }).toBe(true)
+      expect(third.banner).toBe('')
+      // A freed place is taken again.
+      first.socket.destroy()
+      await expect.poll(() => first.closed).toBe(true)
+      await expect
+        .poll(
+          async () => {
+            const next = open()
+            const ok = await expect
+              .poll(() => next.banner || (next.closed ? 'closed' : ''), { timeout: 5000 })
+              .not.toBe('')
+              .then(() => next.banner.startsWith('SSH-2.0-Wharf'))
+            next.socket.destroy()
+            return ok
+          },
+          { timeout: 10_000 },
+        )
+        .toBe(true)
+      second.socket.destroy()
+    } finally {
+      await capped.close()
+    }
+  })
+
   it('locks a user out after failed passwords, as POST /sessions does, and records them', async () => {
     const bob = await makeUser(s, { username: 'bob' })
     for (let i = 0; i < 3; i++) {
