@@ -228,9 +228,15 @@ function handle(
         provider: { getMigrations: async () => migrations },
         ...(tableSchema ? { migrationTableSchema: tableSchema } : {}),
       })
-      const { error, results } = await migrator.migrateToLatest()
-      if (error) throw error
-      return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
+      // Kysely's migrator reads the catalog of every schema (has_schema_privilege by name): a
+      // schema another process drops meanwhile fails it with 3F000. Nothing was migrated then, so
+      // it runs again. (Seen when test runs share one database and drop their schemas.)
+      for (let attempt = 1; ; attempt++) {
+        const { error, results } = await migrator.migrateToLatest()
+        if (error && attempt < 5 && (error as { code?: unknown }).code === '3F000') continue
+        if (error) throw error
+        return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
+      }
     },
     close: () => db.destroy(),
   }
