@@ -276,7 +276,7 @@ export async function memory(pid) {
   }
 }
 
-const CLOCK_TICKS = (() => {
+export const CLOCK_TICKS = (() => {
   try {
     return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100
   } catch {

@@ -3,7 +3,7 @@
 // an `sshd` the benchmark starts on a loopback port; and Wharf's peak resident memory.
 //
 // Settings (environment): BENCH_SFTP_MB (1024), BENCH_DATABASE_URL (also runs against
-// PostgreSQL). Needs OpenSSH's client, server and ssh-keygen (Debian: openssh-client,
+// PostgreSQL), BENCH_PROFILE=1 (CPU profile of Wharf). Needs OpenSSH's client, server and ssh-keygen (Debian: openssh-client,
 // openssh-server); the sshd runs as the current user, who logs in as themselves. See
 // docs/performance.md.
 import { execFile } from 'node:child_process'
@@ -14,7 +14,9 @@ import os from 'node:os'
 import path from 'node:path'
 import {
   abort,
+  CLOCK_TICKS,
   cleanups,
+  cpuSeconds,
   createPgDatabase,
   dropPgDatabase,
   fmt,
@@ -24,6 +26,7 @@ import {
   makeRandomFile,
   md5File,
   memory,
+  profilesUsed,
   root,
   runCleanups,
   startProgram,
@@ -156,6 +159,26 @@ async function sftp(port, user, keyFile, work, commands, { verbose = false } = {
   return { ms, cipher: cipher ? `${cipher[1]}${cipher[2] === '<implicit>' ? '' : ` + ${cipher[2]}`}` : '' }
 }
 
+/**
+ * CPU seconds of a process's children that have ended and been waited for (Linux /proc): for
+ * sshd, the connections' processes and their sftp-servers, once they are gone.
+ */
+async function endedChildrenCpu(pid) {
+  // The client has exited; the server's side ends just after: wait until sshd has none left.
+  for (let i = 0; i < 50; i++) {
+    const kids = await fs.readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '')
+    if (kids.trim() === '') break
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  try {
+    const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[13]) + Number(fields[14])) / CLOCK_TICKS
+  } catch {
+    return null
+  }
+}
+
 async function checkMd5(file, src, what) {
   const md5 = await md5File(file)
   if (md5 !== src.md5) throw new Error(`${what}: md5 ${md5}, expected ${src.md5}`)
@@ -164,14 +187,19 @@ async function checkMd5(file, src, what) {
 /** Upload then download of the source through one SFTP server; every copy's md5 is checked. */
 async function roundTrip(server, src, work) {
   const dst = path.join(work, `download-${crypto.randomBytes(4).toString('hex')}.bin`)
+  const cpu0 = await server.cpu()
   const up = await sftp(server.port, server.user, server.keyFile, work, [`put ${src.file} ${server.remote}`])
+  const cpu1 = await server.cpu()
   await server.checkUpload()
+  const cpu2 = await server.cpu()
   const down = await sftp(server.port, server.user, server.keyFile, work, [`get ${server.remote} ${dst}`])
+  const cpu3 = await server.cpu()
   // Checked after the clock stops, as in bench/transfer.js.
   await checkMd5(dst, src, `${server.label}: downloaded copy`)
   await fs.rm(dst)
   await server.removeUpload()
-  return { up: up.ms, down: down.ms }
+  const cpu = (a, b) => (a === null || b === null ? Number.NaN : b - a)
+  return { up: up.ms, down: down.ms, upCpu: cpu(cpu0, cpu1), downCpu: cpu(cpu2, cpu3) }
 }
 
 async function main() {
@@ -200,6 +228,7 @@ async function main() {
   const sshd = await startSshd(work, clientPub)
   const openssh = {
     label: 'OpenSSH',
+    cpu: () => endedChildrenCpu(sshd.proc.child.pid),
     port: sshd.port,
     user: os.userInfo().username,
     keyFile,
@@ -212,7 +241,7 @@ async function main() {
 
   const targets = [{ label: 'SQLite' }]
   if (PG_URL) targets.push({ label: 'PostgreSQL', pg: true })
-  const rows = [['run', 'MB/s', 'seconds', 'Wharf/OpenSSH', 'Wharf peak RSS MiB', 'targets']]
+  const rows = [['run', 'MB/s', 'seconds', 'Wharf/OpenSSH', 'server CPU s', 'Wharf peak RSS MiB', 'targets']]
   const verdicts = []
   const mbps = (ms) => src.size / 1024 / 1024 / (ms / 1000)
   try {
@@ -243,6 +272,7 @@ async function main() {
         const remote = '/large.bin'
         const wharf = {
           label: w.label,
+          cpu: () => cpuSeconds(w.proc.child.pid),
           port: sftpPort,
           user: 'admin',
           keyFile,
@@ -272,9 +302,9 @@ async function main() {
         console.log(
           `  ${w.label}: RSS ${fmt(before.now)} MiB before the transfers, peak ${fmt(mem.peak)} MiB (start-up included)`,
         )
-        for (const [what, wharfMs, opensshMs] of [
-          ['upload', wr.up, (o1.up + o2.up) / 2],
-          ['download', wr.down, (o1.down + o2.down) / 2],
+        for (const [what, wharfMs, opensshMs, wharfCpu, opensshCpu] of [
+          ['upload', wr.up, (o1.up + o2.up) / 2, wr.upCpu, (o1.upCpu + o2.upCpu) / 2],
+          ['download', wr.down, (o1.down + o2.down) / 2, wr.downCpu, (o1.downCpu + o2.downCpu) / 2],
         ]) {
           const ratio = opensshMs / wharfMs
           const ok = ratio >= TARGET_RATIO
@@ -284,6 +314,7 @@ async function main() {
             fmt(mbps(wharfMs)),
             fmt(wharfMs / 1000, 1),
             fmt(ratio, 2),
+            fmt(wharfCpu, 1),
             fmt(mem.peak),
             ok && memOk ? 'met' : 'MISSED',
           ])
@@ -292,6 +323,7 @@ async function main() {
             fmt(mbps(opensshMs)),
             fmt(opensshMs / 1000, 1),
             '1.00',
+            fmt(opensshCpu, 1),
             '',
             '',
           ])
@@ -310,6 +342,7 @@ async function main() {
     for (const [what, ok] of verdicts) console.log(`${ok ? 'met   ' : 'MISSED'}  ${what}`)
     const allOk = verdicts.every(([, ok]) => ok)
     console.log(`\nTargets: ${allOk ? 'met' : 'MISSED'}`)
+    if (profilesUsed()) console.log(`CPU profiles: ${profilesUsed()}`)
   } finally {
     await stopChild(sshd.proc, 2000)
     await runCleanups()
