@@ -3,7 +3,7 @@
 // an `sshd` the benchmark starts on a loopback port; and Wharf's peak resident memory.
 //
 // Settings (environment): BENCH_SFTP_MB (1024), BENCH_DATABASE_URL (also runs against
-// PostgreSQL), BENCH_PROFILE=1 (CPU profile of Wharf). Needs OpenSSH's client, server and ssh-keygen (Debian: openssh-client,
+// PostgreSQL), BENCH_PROFILE=1 (CPU profile of Wharf), BENCH_SSHD (/usr/sbin/sshd). Needs OpenSSH's client, server and ssh-keygen (Debian: openssh-client,
 // openssh-server); the sshd runs as the current user, who logs in as themselves. See
 // docs/performance.md.
 import { execFile } from 'node:child_process'
