@@ -2,11 +2,12 @@
 // dist on its own data folder, throwaway PostgreSQL databases, CPU readings and tables.
 import { execFileSync, spawn } from 'node:child_process'
 import crypto from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { createReadStream, createWriteStream, readFileSync } from 'node:fs'
 import fs from 'node:fs/promises'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
+import { pipeline } from 'node:stream/promises'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 
@@ -54,10 +55,15 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.once(sig, () => abort
 
 /** A Node child process; with `ipc`, it also has the IPC channel (`child.send`, `process.send`). */
 export function startChild(name, args, env, { ipc = false } = {}) {
-  const stdio = ['ignore', 'pipe', 'pipe', ...(ipc ? ['ipc'] : [])]
   // SFTP stays off unless a benchmark asks for it: its fixed port would clash between runs, and
   // the HTTP measurements are of a server doing nothing else.
-  const child = spawn(process.execPath, args, { cwd: root, env: { SFTP_ENABLED: 'false', ...env }, stdio })
+  return startProgram(name, process.execPath, args, { SFTP_ENABLED: 'false', ...env }, { ipc })
+}
+
+/** Any program as a child process, killed at the end like the Node ones; its output is kept. */
+export function startProgram(name, file, args, env, { ipc = false } = {}) {
+  const stdio = ['ignore', 'pipe', 'pipe', ...(ipc ? ['ipc'] : [])]
+  const child = spawn(file, args, { cwd: root, env, stdio })
   children.add(child)
   let log = ''
   const keep = (d) => {
@@ -235,7 +241,42 @@ export async function dropPgDatabase(url, name) {
 
 // ---------- measuring ----------
 
-const CLOCK_TICKS = (() => {
+/** A file of `mb` mebibytes of random bytes (a 64 MiB random block repeated), and its md5. */
+export async function makeRandomFile(dir, mb) {
+  const file = path.join(dir, 'source.bin')
+  const block = crypto.randomBytes(Math.min(mb, 64) * 1024 * 1024)
+  const md5 = crypto.createHash('md5')
+  const out = createWriteStream(file)
+  let left = mb * 1024 * 1024
+  while (left > 0) {
+    const chunk = left >= block.length ? block : block.subarray(0, left)
+    md5.update(chunk)
+    if (!out.write(chunk)) await new Promise((r) => out.once('drain', r))
+    left -= chunk.length
+  }
+  await new Promise((r, j) => out.end((e) => (e ? j(e) : r())))
+  return { file, md5: md5.digest('hex'), size: mb * 1024 * 1024 }
+}
+
+/** The md5 of a file, in hex. */
+export async function md5File(file) {
+  const md5 = crypto.createHash('md5')
+  await pipeline(createReadStream(file, { highWaterMark: 1024 * 1024 }), md5)
+  return md5.digest('hex')
+}
+
+/** Peak and current resident memory of a process (Linux), in MiB. */
+export async function memory(pid) {
+  try {
+    const status = await fs.readFile(`/proc/${pid}/status`, 'utf8')
+    const kb = (k) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? Number.NaN)
+    return { peak: kb('VmHWM') / 1024, now: kb('VmRSS') / 1024 }
+  } catch {
+    return { peak: Number.NaN, now: Number.NaN }
+  }
+}
+
+export const CLOCK_TICKS = (() => {
   try {
     return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100
   } catch {

@@ -20,6 +20,8 @@ import {
   dropPgDatabase,
   fmt,
   intSetting,
+  makeRandomFile,
+  memory,
   root,
   runCleanups,
   startWharf,
@@ -34,23 +36,6 @@ const PG_URL = process.env['BENCH_DATABASE_URL'] || undefined
 const TARGET_RATIO = 0.6
 const TARGET_RSS_MB = 150
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
-
-/** A file of `MB` mebibytes of random bytes (a 64 MiB random block repeated), and its md5. */
-async function makeSource(dir) {
-  const file = path.join(dir, 'source.bin')
-  const block = crypto.randomBytes(Math.min(MB, 64) * 1024 * 1024)
-  const md5 = crypto.createHash('md5')
-  const out = fs.createWriteStream(file)
-  let left = MB * 1024 * 1024
-  while (left > 0) {
-    const chunk = left >= block.length ? block : block.subarray(0, left)
-    md5.update(chunk)
-    if (!out.write(chunk)) await new Promise((r) => out.once('drain', r))
-    left -= chunk.length
-  }
-  await new Promise((r, j) => out.end((e) => (e ? j(e) : r())))
-  return { file, md5: md5.digest('hex'), size: MB * 1024 * 1024 }
-}
 
 /**
  * Plain Node: a read stream piped into a write stream on the same disk, flushed to disk at the
@@ -140,17 +125,6 @@ async function download(w, src, name, dir) {
   return { ms }
 }
 
-/** Peak and current resident memory of a process (Linux), in MiB. */
-async function memory(pid) {
-  try {
-    const status = await fsp.readFile(`/proc/${pid}/status`, 'utf8')
-    const kb = (k) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? Number.NaN)
-    return { peak: kb('VmHWM') / 1024, now: kb('VmRSS') / 1024 }
-  } catch {
-    return { peak: Number.NaN, now: Number.NaN }
-  }
-}
-
 async function main() {
   await fsp.access(path.join(root, 'dist', 'cli.js')).catch(() => {
     throw new Error('dist/cli.js is missing: run `npm run build` first (npm run bench:transfer does)')
@@ -159,7 +133,7 @@ async function main() {
   cleanups.push(() => fsp.rm(work, { recursive: true, force: true }))
   console.log(`Wharf transfer benchmark: ${MB} MiB file, ${PARALLEL} parts in flight`)
   console.log(`Node ${process.version}, ${os.cpus().length} CPU(s); ${new Date().toISOString()}\n`)
-  const src = await makeSource(work)
+  const src = await makeRandomFile(work, MB)
   const env = PART_MB ? { UPLOAD_PART_SIZE: String(PART_MB * 1024 * 1024) } : {}
   const targets = [{ label: 'SQLite' }]
   if (PG_URL) targets.push({ label: 'PostgreSQL', pg: true })
