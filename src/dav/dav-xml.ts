@@ -4,7 +4,7 @@ import { createRequire } from 'node:module'
 import type { XMLParser, XMLValidator } from 'fast-xml-parser'
 import type { FastifyRequest } from 'fastify'
 import { ApiError } from '../api/errors.js'
-import { decodeXmlReferences } from '../http/format.js'
+import { xmlEntityDecoder } from '../http/format.js'
 import { DavError } from './dav-errors.js'
 import { xmlEscape } from './xml-escape.js'
 
@@ -18,16 +18,7 @@ export interface XmlElement {
   text: string
 }
 
-const ENTITY_DECODER = {
-  decode: decodeXmlReferences,
-  reset() {},
-  setXmlVersion() {},
-  setExternalEntities() {},
-  // Reached only from a DOCTYPE, which parseDavXml refuses first.
-  addInputEntities() {
-    throw new DavError(400, 'XML bodies must not declare entities')
-  },
-}
+const ENTITY_DECODER = xmlEntityDecoder(() => new DavError(400, 'XML bodies must not declare entities'))
 
 const PARSER_OPTIONS = {
   preserveOrder: true,

@@ -181,16 +181,24 @@ export function decodeXmlReferences(text: string): string {
   })
 }
 
-const ENTITY_DECODER = {
-  decode: decodeXmlReferences,
-  reset() {},
-  setXmlVersion() {},
-  setExternalEntities() {},
-  // Reached only from a DOCTYPE, which parseXmlBody refuses first: declared entities never count.
-  addInputEntities() {
-    throw ERRORS.invalidBody('XML bodies must not declare entities')
-  },
+/**
+ * fast-xml-parser's entity decoder for bodies Wharf reads: the predefined entities and numeric
+ * references only. `declared` is thrown for a declared entity, reached only from a DOCTYPE, which
+ * the body's parser refuses first: declared entities never count.
+ */
+export function xmlEntityDecoder(declared: () => Error) {
+  return {
+    decode: decodeXmlReferences,
+    reset() {},
+    setXmlVersion() {},
+    setExternalEntities() {},
+    addInputEntities() {
+      throw declared()
+    },
+  }
 }
+
+const ENTITY_DECODER = xmlEntityDecoder(() => ERRORS.invalidBody('XML bodies must not declare entities'))
 
 const PARSER_OPTIONS = {
   ignoreAttributes: false,
