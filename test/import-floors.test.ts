@@ -38,9 +38,6 @@ const ALLOWED_UPWARD = new Set<string>([
   'modules/files/upload-parts.ts → config.ts',
   'modules/sessions/session-service.ts → config.ts',
   'modules/sites/site-service.ts → config.ts',
-  // The path rules (normalizePath, isWithin) are contract and belong in api/; moving them
-  // touches every module that checks a path.
-  'exports/query-fields.ts → modules/paths.ts',
 ])
 
 const SRC = path.resolve(import.meta.dirname, '../src')

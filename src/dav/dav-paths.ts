@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify'
-import { normalizePath } from '../modules/paths.js'
+import { normalizePath } from '../api/paths.js'
 import { DavError } from './dav-errors.js'
 
 /**

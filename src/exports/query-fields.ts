@@ -1,8 +1,8 @@
 import { type Expression, type ExpressionBuilder, type SqlBool, sql } from 'kysely'
 import { parseDateTime } from '../api/datetime.js'
 import { ERRORS } from '../api/error-factories.js'
+import { normalizePath } from '../api/paths.js'
 import type { SqlDialect } from '../db/dialects/dialect.js'
-import { normalizePath } from '../modules/paths.js'
 
 /**
  * The query fields of exports: each takes several values separated by commas (OR within a field,

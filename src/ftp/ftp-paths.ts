@@ -1,5 +1,5 @@
 import { hasControlCharacter } from '../api/control-characters.js'
-import { MAX_PATH_LENGTH } from '../modules/paths.js'
+import { MAX_PATH_LENGTH } from '../api/paths.js'
 
 /** A path the client may not use, with the reason it is told. */
 export class FtpPathError extends Error {}

@@ -1,4 +1,4 @@
-import { MAX_PATH_LENGTH } from '../modules/paths.js'
+import { MAX_PATH_LENGTH } from '../api/paths.js'
 
 type Schema = Record<string, unknown>
 

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { isWithin } from '../../modules/paths.js'
+import { isWithin } from '../../api/paths.js'
 import { type DavContext, depthOf, filesOf, guardWrite, parentOf } from '../dav-context.js'
 import { DavError } from '../dav-errors.js'
 

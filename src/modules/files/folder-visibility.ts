@@ -1,4 +1,4 @@
-import { isWithin } from '../paths.js'
+import { isWithin } from '../../api/paths.js'
 import type { AccessView, Capability } from './file-access.js'
 
 const CAPS: Capability[] = ['read', 'write', 'delete', 'list', 'history', 'admin']

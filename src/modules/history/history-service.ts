@@ -1,12 +1,12 @@
 import { formatDateTime, parseDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
 import type { ListField, ListRequest, ListSpec, Page } from '../../api/list-spec.js'
+import { normalizePath } from '../../api/paths.js'
 import type { ActionTarget } from '../actions/action-recorder.js'
 import { type Principal, requireSiteAdmin } from '../auth/principal.js'
 import type { FileAccess } from '../files/file-access.js'
 import { type DisplayMode, describeFileAction, type FileActionType } from '../files/file-display.js'
 import { readListRequest } from '../list-request.js'
-import { normalizePath } from '../paths.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import type { ActionRow, HistoryRepository, HistoryWindow } from './history-repository.js'
 

@@ -9,11 +9,11 @@ import {
 } from 'kysely'
 import type { ApiError } from '../../api/errors.js'
 import type { ListRequest, Page } from '../../api/list-spec.js'
+import { isWithin } from '../../api/paths.js'
 import { isUniqueViolation } from '../../db/errors.js'
 import { selectPage } from '../../db/list-sql.js'
 import { Repository } from '../../db/repository.js'
 import type { Database, PermissionsTable } from '../../db/schema.js'
-import { isWithin } from '../paths.js'
 
 export type PermissionRow = Selectable<PermissionsTable> & { username: string | null }
 

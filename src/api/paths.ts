@@ -1,5 +1,5 @@
-import { hasControlCharacter } from '../api/control-characters.js'
-import { ERRORS } from '../api/error-factories.js'
+import { hasControlCharacter } from './control-characters.js'
+import { ERRORS } from './error-factories.js'
 
 export const MAX_PATH_LENGTH = 5000
 
