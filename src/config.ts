@@ -4,26 +4,24 @@ import ipaddr from 'ipaddr.js'
 import type { DavSettings } from './dav/dav-settings.js'
 import { type FtpConfig, loadFtpConfig } from './ftp/ftp-config.js'
 import type { HttpTimeouts } from './http/slow-clients.js'
+import { ConfigError, type ModuleSettings } from './modules/settings.js'
 import type { SftpSettings } from './sftp/sftp-settings.js'
 
+export { ConfigError }
+
 /** Everything Wharf reads from the environment, validated once at start-up. */
-export interface Config {
+/** Every setting; the modules' own are declared in modules/settings.ts. */
+export interface Config extends ModuleSettings {
   host: string
   port: number
   dataDir: string
   /** `undefined` means the embedded SQLite database under `dataDir`. */
   databaseUrl: string | undefined
-  baseUrl: string
-  siteName: string
-  adminUsername: string
-  adminPassword: string | undefined
-  sessionIdleMinutes: number
   /** How long a process may reuse an API key it has looked up (0: never). */
   authCacheSeconds: number
   logLevel: string
   trustProxy: boolean
   rateLimit: { perSecond: number; burst: number; concurrent: number }
-  login: { maxFailuresPerUser: number; maxAttemptsPerIp: number; windowMinutes: number }
   bodyLimitBytes: number
   /** Connection timeouts against slow or stalled clients (decisions.md, "Slow clients"). */
   http: HttpTimeouts
@@ -31,18 +29,6 @@ export interface Config {
   appsFile: string | undefined
   /** Folder of the built web interface served at `/` (`npm run build` writes dist/web). */
   webDir: string
-  files: {
-    /** Size of each upload part the server asks for (FileUploadPart.partsize). */
-    partSize: number
-    /** How long a signed part-upload URL stays valid. */
-    uploadUrlSeconds: number
-    /** An upload with no activity for this long is abandoned: its parts are deleted. */
-    uploadExpiryMinutes: number
-    /** How long a signed download_uri stays valid. */
-    downloadUrlSeconds: number
-    /** How often the janitor deletes orphaned blobs and abandoned uploads. */
-    janitorIntervalSeconds: number
-  }
   webhooks: {
     /** Delay in seconds before each retry; its length + 1 is the number of attempts. */
     retrySchedule: number[]
@@ -89,13 +75,6 @@ export interface S3Config {
   prefix: string
   /** `endpoint/bucket/key` rather than `bucket.endpoint/key` (most self-hosted servers want it). */
   forcePathStyle: boolean
-}
-
-export class ConfigError extends Error {
-  constructor(public readonly problems: string[]) {
-    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`)
-    this.name = 'ConfigError'
-  }
 }
 
 // src/config.ts and dist/config.js both sit one folder below the project: its dist/web either way.

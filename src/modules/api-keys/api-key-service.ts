@@ -3,12 +3,12 @@ import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
 import { mapPage, type Page } from '../../api/list-spec.js'
 import { normalizePath } from '../../api/paths.js'
 import { refuseChangedReadOnly } from '../../api/read-only-fields.js'
-import type { Config } from '../../config.js'
 import { randomHex, tokenHash } from '../../security/secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { IdentityCache } from '../auth/identity-cache.js'
 import { isSiteAdmin, type Principal } from '../auth/principal.js'
 import { readListRequest } from '../list-request.js'
+import type { ModuleSettings } from '../settings.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import type { UserRepository } from '../users/user-repository.js'
 import {
@@ -39,7 +39,7 @@ export class ApiKeyService {
   constructor(
     private readonly keys: ApiKeyRepository,
     private readonly users: UserRepository,
-    private readonly config: Config,
+    private readonly config: ModuleSettings,
     private readonly secrets: SiteSecrets,
     private readonly now: () => number = Date.now,
     private readonly identities: IdentityCache = new IdentityCache(0),

@@ -2,7 +2,7 @@ import fs from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { type Static, type TLiteral, type TSchema, type TUnion, Type } from '@sinclair/typebox'
 import { Value, ValueErrorType } from '@sinclair/typebox/value'
-import { ConfigError } from '../../config.js'
+import { ConfigError } from '../settings.js'
 
 /**
  * The integration catalog behind GET /apps: a JSON file shipped with Wharf, which operators may

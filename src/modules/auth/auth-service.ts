@@ -1,8 +1,8 @@
 import { ERRORS } from '../../api/error-factories.js'
-import type { Config } from '../../config.js'
 import { tokenHash } from '../../security/secrets.js'
 import type { ApiKeyRepository } from '../api-keys/api-key-repository.js'
 import type { SessionRepository } from '../sessions/session-repository.js'
+import type { ModuleSettings } from '../settings.js'
 import type { UserRepository } from '../users/user-repository.js'
 import { IdentityCache } from './identity-cache.js'
 import type { Interface, PermissionSet, Principal } from './principal.js'
@@ -45,7 +45,7 @@ export class AuthService {
     private readonly keys: ApiKeyRepository,
     private readonly users: UserRepository,
     private readonly sessions: SessionRepository,
-    private readonly config: Config,
+    private readonly config: ModuleSettings,
     private readonly now: () => number = Date.now,
     private readonly cache: IdentityCache = new IdentityCache(0),
   ) {}

@@ -1,11 +1,11 @@
 import { formatDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
 import type { ListSpec } from '../../api/list-spec.js'
-import type { Config } from '../../config.js'
 import type { AccountLineItemType } from '../../db/schema.js'
 import type { Principal } from '../auth/principal.js'
 import { invalidLink } from '../files/signed-link.js'
 import { readListRequest } from '../list-request.js'
+import type { ModuleSettings } from '../settings.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import { billingDocumentUrl, checkBillingDocumentLink } from './billing-link.js'
 import type { AccountLineItemRow, BillingRepository } from './billing-repository.js'
@@ -71,7 +71,7 @@ export const PAYMENT_LIST = listSpec('payment')
 export class BillingService {
   constructor(
     private readonly billing: BillingRepository,
-    private readonly config: Config,
+    private readonly config: ModuleSettings,
     private readonly secrets: SiteSecrets,
     private readonly now: () => number = Date.now,
   ) {}

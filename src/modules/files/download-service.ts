@@ -3,11 +3,11 @@ import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import { normalizePath } from '../../api/paths.js'
 import { BlobNotFoundError, type BlobStore, type ByteRange } from '../../blobs/blob-store.js'
-import type { Config } from '../../config.js'
 import type { Database } from '../../db/schema.js'
 import { type ActionContext, contextOf, recordAction } from '../actions/action-recorder.js'
 import { HeldActions } from '../actions/held-actions.js'
 import type { Principal } from '../auth/principal.js'
+import type { ModuleSettings } from '../settings.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import type { FileAccess } from './file-access.js'
 import { describeFileAction } from './file-display.js'
@@ -38,7 +38,7 @@ export class DownloadService {
     private readonly blobs: BlobStore,
     private readonly secrets: SiteSecrets,
     private readonly fileAccess: FileAccess,
-    private readonly config: Config,
+    private readonly config: ModuleSettings,
     private readonly now: () => number,
     /** Read Actions that wait for storage to have room again. */
     readonly heldReads: HeldActions = new HeldActions(),

@@ -3,8 +3,8 @@ import type { Kysely, Selectable } from 'kysely'
 import { formatDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
 import { type BlobStore, BlobTooLargeError } from '../../blobs/blob-store.js'
-import type { Config } from '../../config.js'
 import type { Database, UploadsTable } from '../../db/schema.js'
+import type { ModuleSettings } from '../settings.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import { checkUploadPartSignature, parseExpiry, uploadPartUrl } from './signed-link.js'
 
@@ -49,7 +49,7 @@ export class UploadParts {
     private readonly db: Kysely<Database>,
     private readonly blobs: BlobStore,
     private readonly secrets: SiteSecrets,
-    private readonly config: Config,
+    private readonly config: ModuleSettings,
     private readonly now: () => number,
   ) {}
 

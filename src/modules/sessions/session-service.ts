@@ -1,11 +1,11 @@
 import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
-import type { Config } from '../../config.js'
 import type { Database } from '../../db/schema.js'
 import { randomHex, tokenHash, verifyPassword } from '../../security/secrets.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
 import { failedLoginTimes, recentLoginTimes } from '../actions/action-repository.js'
 import type { Interface, Principal } from '../auth/principal.js'
+import type { ModuleSettings } from '../settings.js'
 import type { UserRepository } from '../users/user-repository.js'
 import type { SessionRepository } from './session-repository.js'
 
@@ -26,7 +26,7 @@ export class SessionService {
   constructor(
     private readonly sessions: SessionRepository,
     private readonly users: UserRepository,
-    private readonly config: Config,
+    private readonly config: ModuleSettings,
     private readonly now: () => number = Date.now,
   ) {
     this.windowMs = config.login.windowMinutes * 60_000

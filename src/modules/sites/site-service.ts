@@ -1,6 +1,6 @@
-import type { Config } from '../../config.js'
 import { generatePassword, hashPassword, randomHex } from '../../security/secrets.js'
 import { recordAction } from '../actions/action-recorder.js'
+import type { ModuleSettings } from '../settings.js'
 import type { UserRepository } from '../users/user-repository.js'
 import type { SiteRepository, SiteRow } from './site-repository.js'
 
@@ -20,7 +20,7 @@ export interface BootstrapResult {
 export async function bootstrapSite(
   sites: SiteRepository,
   users: UserRepository,
-  config: Config,
+  config: ModuleSettings,
   now = Date.now(),
 ): Promise<BootstrapResult> {
   return sites.transaction(async (tx) => {

@@ -1,0 +1,32 @@
+/** A setting that is missing or out of range: start-up stops with every problem listed. */
+export class ConfigError extends Error {
+  constructor(public readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`)
+    this.name = 'ConfigError'
+  }
+}
+
+/**
+ * The settings the modules read. config.ts reads them from the environment, with the settings of
+ * the front ends and the background work (its Config extends this).
+ */
+export interface ModuleSettings {
+  baseUrl: string
+  siteName: string
+  adminUsername: string
+  adminPassword: string | undefined
+  sessionIdleMinutes: number
+  login: { maxFailuresPerUser: number; maxAttemptsPerIp: number; windowMinutes: number }
+  files: {
+    /** Size of each upload part the server asks for (FileUploadPart.partsize). */
+    partSize: number
+    /** How long a signed part-upload URL stays valid. */
+    uploadUrlSeconds: number
+    /** An upload with no activity for this long is abandoned: its parts are deleted. */
+    uploadExpiryMinutes: number
+    /** How long a signed download_uri stays valid. */
+    downloadUrlSeconds: number
+    /** How often the janitor deletes orphaned blobs and abandoned uploads. */
+    janitorIntervalSeconds: number
+  }
+}
