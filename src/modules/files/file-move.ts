@@ -16,6 +16,8 @@ import {
 } from './destination-rules.js'
 import type { FileAccess } from './file-access.js'
 import {
+  deleteFileRow,
+  deleteFileRows,
   descendants,
   ensureParents,
   type FileRow,
@@ -69,7 +71,7 @@ export async function movePath(d: Deps, p: Principal, rawPath: string, input: Mo
     } else {
       if (existing) {
         // A file replaced by a moved file: the moved one keeps its id, the old one's bytes go.
-        await trx.deleteFrom('files').where('id', '=', existing.id).execute()
+        await deleteFileRow(trx, existing.id)
         if (existing.blob_key) await queueBlobDeletion(trx, existing.blob_key, now)
       }
       await trx
@@ -121,9 +123,6 @@ async function mergeInto(
     }
   }
   for (let i = 0; i < drop.length; i += BATCH) {
-    await trx
-      .deleteFrom('files')
-      .where('id', 'in', drop.slice(i, i + BATCH))
-      .execute()
+    await deleteFileRows(trx, drop.slice(i, i + BATCH))
   }
 }

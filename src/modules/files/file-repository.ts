@@ -46,6 +46,29 @@ export async function findById(db: Db, siteId: number, id: number): Promise<File
     .executeTakeFirst()
 }
 
+/** The rows at these lowercased paths: their spelling and kind, for checks before an upload. */
+export async function kindsAt(db: Db, siteId: number, lowers: string[]) {
+  return db
+    .selectFrom('files')
+    .select(['path', 'path_lower', 'type'])
+    .where('site_id', '=', siteId)
+    .where('path_lower', 'in', lowers)
+    .execute()
+}
+
+export async function deleteFileRow(db: Db, id: number): Promise<void> {
+  await db.deleteFrom('files').where('id', '=', id).execute()
+}
+
+export async function deleteFileRows(db: Db, ids: number[]): Promise<void> {
+  await db.deleteFrom('files').where('id', 'in', ids).execute()
+}
+
+/** The client's own modification time of a file or folder (epoch ms). */
+export async function setProvidedMtime(db: Db, id: number, providedMtime: number): Promise<void> {
+  await db.updateTable('files').set({ provided_mtime: providedMtime }).where('id', '=', id).execute()
+}
+
 /** Rows strictly inside a folder (every depth), via the path_lower range `folder/` … `folder0`. */
 export function descendants(db: Db, dialect: SqlDialect, siteId: number, folderLower: string) {
   const q = db.selectFrom('files').where('site_id', '=', siteId)
