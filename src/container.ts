@@ -227,7 +227,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       billing: new BillingService(repos.billing, config, secrets, now),
       billingLedger: new BillingLedger(repos.billing, now),
       apps: new AppService(apps, secrets, () => config.baseUrl),
-      exports: new ExportService(db, database.dialect, blobs, secrets, () => config.baseUrl, now),
+      exports: new ExportService(repos.exports, blobs, secrets, () => config.baseUrl, now),
     }
     return {
       config,
