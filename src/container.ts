@@ -202,7 +202,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       fileAccess,
       now,
     )
-    const downloads = new DownloadService(db, blobs, secrets, fileAccess, config, now, heldReads)
+    const downloads = new DownloadService(db, repos.users, blobs, secrets, fileAccess, config, now, heldReads)
     const folders = new FolderService(db, database.dialect, fileAccess, secrets, now)
     const fileOps = new FileOperations(db, database.dialect, blobs, fileAccess, now)
     const hostKeys = new HostKeys(path.join(config.dataDir, 'sftp'), config.sftp.hostKeyFiles)

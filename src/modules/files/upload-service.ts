@@ -19,10 +19,14 @@ import {
   type FileRow,
   fileTargets,
   findByPath,
+  insertFileRow,
   lockPath,
   nameOf,
   parentOf,
   queueBlobDeletion,
+  queueNewBlob,
+  unqueueBlob,
+  updateFileRowReturning,
 } from './file-repository.js'
 import { normalizeNewPath } from './new-paths.js'
 import { type FileUploadPartJson, type UploadParts, type UploadRow, uploadNotFound } from './upload-parts.js'
@@ -115,18 +119,12 @@ export class UploadService {
     access.require(upload.path, 'write')
     const { numbers, sizes } = await this.partNumbers(upload.id)
     const blob = await this.assemble(upload, numbers, sizes)
-    const garbage = await this.db
-      .insertInto('blob_garbage')
-      .values({ blob_key: blob.key, created_at: this.now() })
-      .returning('id')
-      .executeTakeFirstOrThrow()
+    const garbageId = await queueNewBlob(this.db, blob.key, this.now())
 
     let row: FileRow | undefined
     for (let attempt = 1; !row; attempt++) {
       try {
-        row = await this.db
-          .transaction()
-          .execute((trx) => this.commit(trx, p, upload, blob, garbage.id, opts))
+        row = await this.db.transaction().execute((trx) => this.commit(trx, p, upload, blob, garbageId, opts))
       } catch (err) {
         // The free name chosen for with_rename was taken before its lock was: choose again.
         if (err instanceof NameTaken && attempt < 10) continue
@@ -179,33 +177,24 @@ export class UploadService {
     }
     let row: FileRow
     if (existing) {
-      row = await trx
-        .updateTable('files')
-        .set(content)
-        .where('id', '=', existing.id)
-        .returningAll()
-        .executeTakeFirstOrThrow()
+      row = await updateFileRowReturning(trx, existing.id, content)
       if (existing.blob_key) await queueBlobDeletion(trx, existing.blob_key, now)
     } else {
       // Under its folder's stored spelling (`Docs/x`, not `docs/x`), as copies and moves do.
       const stored = await storedSpelling(trx, p.siteId, path)
-      row = await trx
-        .insertInto('files')
-        .values({
-          ...content,
-          site_id: p.siteId,
-          path: stored,
-          path_lower: stored.toLowerCase(),
-          parent_lower: parentOf(stored).toLowerCase(),
-          name: nameOf(stored),
-          type: 'file',
-          custom_metadata: '{}',
-          created_at: now,
-          created_by_id: author.userId,
-          created_by_api_key_id: author.apiKeyId,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow()
+      row = await insertFileRow(trx, {
+        ...content,
+        site_id: p.siteId,
+        path: stored,
+        path_lower: stored.toLowerCase(),
+        parent_lower: parentOf(stored).toLowerCase(),
+        name: nameOf(stored),
+        type: 'file',
+        custom_metadata: '{}',
+        created_at: now,
+        created_by_id: author.userId,
+        created_by_api_key_id: author.apiKeyId,
+      })
     }
     const action = existing ? 'update' : 'create'
     await recordAction(
@@ -220,7 +209,7 @@ export class UploadService {
       now,
     )
     // The new blob is the file's now: it leaves the deletion queue in the same commit.
-    await trx.deleteFrom('blob_garbage').where('id', '=', garbageId).execute()
+    await unqueueBlob(trx, garbageId)
     return row
   }
 
