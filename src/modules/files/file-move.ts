@@ -26,6 +26,7 @@ import {
   nameOf,
   parentOf,
   queueBlobDeletion,
+  updateFileRow,
 } from './file-repository.js'
 import { rewriteInside } from './folder-repository.js'
 import { authorOf } from './new-paths.js'
@@ -74,16 +75,12 @@ export async function movePath(d: Deps, p: Principal, rawPath: string, input: Mo
         await deleteFileRow(trx, existing.id)
         if (existing.blob_key) await queueBlobDeletion(trx, existing.blob_key, now)
       }
-      await trx
-        .updateTable('files')
-        .set({
-          path: base,
-          path_lower: base.toLowerCase(),
-          parent_lower: parentOf(base).toLowerCase(),
-          name: nameOf(base),
-        })
-        .where('id', '=', source.id)
-        .execute()
+      await updateFileRow(trx, source.id, {
+        path: base,
+        path_lower: base.toLowerCase(),
+        parent_lower: parentOf(base).toLowerCase(),
+        name: nameOf(base),
+      })
       target = { ...source, name: nameOf(base) }
     }
     if (source.type === 'directory') await rewriteInside(trx, d.dialect, p.siteId, source, base)
