@@ -202,7 +202,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       fileAccess,
       now,
     )
-    const downloads = new DownloadService(db, blobs, secrets, fileAccess, config, now, heldReads)
+    const downloads = new DownloadService(db, repos.users, blobs, secrets, fileAccess, config, now, heldReads)
     const folders = new FolderService(db, database.dialect, fileAccess, secrets, now)
     const fileOps = new FileOperations(db, database.dialect, blobs, fileAccess, now)
     const hostKeys = new HostKeys(path.join(config.dataDir, 'sftp'), config.sftp.hostKeyFiles)
@@ -227,7 +227,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       billing: new BillingService(repos.billing, config, secrets, now),
       billingLedger: new BillingLedger(repos.billing, now),
       apps: new AppService(apps, secrets, () => config.baseUrl),
-      exports: new ExportService(db, database.dialect, blobs, secrets, () => config.baseUrl, now),
+      exports: new ExportService(repos.exports, blobs, secrets, () => config.baseUrl, now),
     }
     return {
       config,

@@ -3,6 +3,7 @@ import type { SqlDialect } from '../db/dialects/dialect.js'
 import type { Database } from '../db/schema.js'
 import { ApiKeyRepository } from './api-keys/api-key-repository.js'
 import { BillingRepository } from './billing/billing-repository.js'
+import { ExportRepository } from './exports/export-repository.js'
 import { HistoryRepository } from './history/history-repository.js'
 import { PermissionRepository } from './permissions/permission-repository.js'
 import { PublicKeyRepository } from './public-keys/public-key-repository.js'
@@ -20,6 +21,7 @@ export interface Repositories {
   billing: BillingRepository
   history: HistoryRepository
   publicKeys: PublicKeyRepository
+  exports: ExportRepository
 }
 
 export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): Repositories {
@@ -32,5 +34,6 @@ export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): R
     billing: new BillingRepository(db, dialect),
     history: new HistoryRepository(db, dialect),
     publicKeys: new PublicKeyRepository(db, dialect),
+    exports: new ExportRepository(db, dialect),
   }
 }

@@ -1,14 +1,11 @@
 import type { Readable } from 'node:stream'
 import { parse } from 'csv-parse'
-import type { Kysely, Selectable } from 'kysely'
 import { formatDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
 import { parsePerPage } from '../../api/list-query.js'
 import { isWithin } from '../../api/paths.js'
 import type { BlobStore } from '../../blobs/blob-store.js'
-import type { SqlDialect } from '../../db/dialects/dialect.js'
-import type { Database, ExportsTable } from '../../db/schema.js'
 import type { ExportKindSpec, ParsedQuery } from '../../exports/export-kind.js'
 import { EXPORT_KINDS } from '../../exports/export-kinds.js'
 import { exportSignal } from '../../exports/export-worker.js'
@@ -19,8 +16,7 @@ import { invalidLink } from '../files/signed-link.js'
 import { adminFolders } from '../permissions/permission-service.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import { checkExportResultsLink, exportResultsUrl } from './export-link.js'
-
-type ExportRow = Selectable<ExportsTable>
+import type { ExportRepository, ExportRow } from './export-repository.js'
 
 /** Who an export is made or read for: the caller, or (site admins only) the user they name. */
 interface Actor {
@@ -47,8 +43,7 @@ export interface ResultsPage {
  */
 export class ExportService {
   constructor(
-    private readonly db: Kysely<Database>,
-    private readonly dialect: SqlDialect,
+    private readonly exports: ExportRepository,
     private readonly blobs: BlobStore,
     private readonly secrets: SiteSecrets,
     private readonly baseUrl: () => string,
@@ -57,34 +52,30 @@ export class ExportService {
 
   async create(p: Principal, spec: ExportKindSpec, body: Record<string, unknown>) {
     const { start, end } = timeRange(body)
-    const query = spec.parseQuery(body, this.dialect)
+    const query = spec.parseQuery(body, this.exports.dialect)
     const actor = await this.actor(p, body['user_id'])
     await this.checkScope(p.siteId, actor, query)
     if (start !== null && end !== null && start > end) {
       throw ApiError.modelSave({ end_at: ['must not be earlier than start_at'] })
     }
     const now = this.now()
-    const row = await this.db
-      .insertInto('exports')
-      .values({
-        site_id: p.siteId,
-        kind: spec.kind,
-        user_id: actor.userId,
-        status: 'building',
-        failure_reason: null,
-        start_at: start,
-        end_at: end,
-        query: JSON.stringify(query.given),
-        blob_key: null,
-        result_bytes: null,
-        result_count: null,
-        lease_owner: null,
-        lease_until: null,
-        created_at: now,
-        updated_at: now,
-      })
-      .returningAll()
-      .executeTakeFirstOrThrow()
+    const row = await this.exports.insert({
+      site_id: p.siteId,
+      kind: spec.kind,
+      user_id: actor.userId,
+      status: 'building',
+      failure_reason: null,
+      start_at: start,
+      end_at: end,
+      query: JSON.stringify(query.given),
+      blob_key: null,
+      result_bytes: null,
+      result_count: null,
+      lease_owner: null,
+      lease_until: null,
+      created_at: now,
+      updated_at: now,
+    })
     exportSignal.emit('created')
     return this.render(spec, row)
   }
@@ -136,7 +127,7 @@ export class ExportService {
         parser.destroy()
       }
     }
-    await spec.extendResults?.(this.db, row.site_id, items)
+    await spec.extendResults?.(this.exports.db, row.site_id, items)
     return { items, next: end < size ? this.makeCursor(secret, row.id, end) : null }
   }
 
@@ -145,11 +136,7 @@ export class ExportService {
     id: number,
     query: { expires?: string | undefined; signature?: string | undefined },
   ): Promise<{ stream: Readable; bytes: number; fileName: string }> {
-    const row = await this.db
-      .selectFrom('exports')
-      .select(['site_id', 'kind', 'status', 'blob_key', 'result_bytes'])
-      .where('id', '=', id)
-      .executeTakeFirst()
+    const row = await this.exports.findForLink(id)
     if (row?.status !== 'ready' || row.blob_key === null) throw invalidLink()
     const secret = await this.secrets.signingSecret(row.site_id)
     checkExportResultsLink(secret, row.site_id, id, query, this.now())
@@ -201,12 +188,7 @@ export class ExportService {
     if (!isSiteAdmin(p)) {
       throw ERRORS.userIdWithoutSiteAdmin('Only site administrators can name another user_id')
     }
-    const user = await this.db
-      .selectFrom('users')
-      .select(['id', 'site_admin'])
-      .where('site_id', '=', p.siteId)
-      .where('id', '=', userId)
-      .executeTakeFirst()
+    const user = await this.exports.findUser(p.siteId, userId)
     if (!user) throw ERRORS.userNotFound(`User ${userId} not found`)
     return { userId: user.id, siteAdmin: user.site_admin === 1 }
   }
@@ -220,7 +202,8 @@ export class ExportService {
         'Only site administrators may export without query_folder or query_path',
       )
     }
-    const administered = actor.userId === null ? [] : await adminFolders(this.db, siteId, actor.userId)
+    const administered =
+      actor.userId === null ? [] : await adminFolders(this.exports.db, siteId, actor.userId)
     const outside = named.find((path) => !administered.some((f) => isWithin(path, f)))
     if (outside !== undefined) {
       throw ERRORS.folderAdminPermissionRequired(
@@ -234,20 +217,14 @@ export class ExportService {
    * as long as they still administer the folders and paths it names.
    */
   private async visible(p: Principal, actor: Actor, spec: ExportKindSpec, id: number): Promise<ExportRow> {
-    const row = await this.db
-      .selectFrom('exports')
-      .selectAll()
-      .where('site_id', '=', p.siteId)
-      .where('id', '=', id)
-      .where('kind', '=', spec.kind)
-      .executeTakeFirst()
+    const row = await this.exports.find(p.siteId, id, spec.kind)
     if (!row || (!actor.siteAdmin && row.user_id !== actor.userId)) {
       throw ERRORS.notFound(`No export with id ${id}`)
     }
     // A user who no longer administers what the export covers may no longer read it.
     if (!actor.siteAdmin) {
       const given = JSON.parse(row.query) as Record<string, unknown>
-      await this.checkScope(p.siteId, actor, spec.parseQuery(given, this.dialect))
+      await this.checkScope(p.siteId, actor, spec.parseQuery(given, this.exports.dialect))
     }
     return row
   }

@@ -9,6 +9,7 @@ import { HeldActions } from '../actions/held-actions.js'
 import type { Principal } from '../auth/principal.js'
 import type { ModuleSettings } from '../settings.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
+import type { UserRepository } from '../users/user-repository.js'
 import type { FileAccess } from './file-access.js'
 import { describeFileAction } from './file-display.js'
 import { type FileJson, toFileJson } from './file-json.js'
@@ -35,6 +36,7 @@ const noSuchFile = (path: string) => fileNotFound(`No file at ${path}`)
 export class DownloadService {
   constructor(
     private readonly db: Kysely<Database>,
+    private readonly users: UserRepository,
     private readonly blobs: BlobStore,
     private readonly secrets: SiteSecrets,
     private readonly fileAccess: FileAccess,
@@ -119,13 +121,7 @@ export class DownloadService {
     const { userId, siteId } = d.reader
     let username = d.reader.username
     if (username === undefined && userId !== null) {
-      const user = await this.db
-        .selectFrom('users')
-        .select('username')
-        .where('site_id', '=', siteId)
-        .where('id', '=', userId)
-        .executeTakeFirst()
-      username = user?.username
+      username = (await this.users.findByIdOrName(siteId, userId, undefined))?.username
     }
     const ctx = { ...d.reader, username: username ?? null, ip }
     await this.heldReads.write(() =>

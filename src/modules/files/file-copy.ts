@@ -21,10 +21,15 @@ import {
   ensureParents,
   type FileRow,
   findByPath,
+  insertFileRows,
   lockPaths,
   nameOf,
   parentOf,
   queueBlobDeletion,
+  queueNewBlob,
+  requeueBlobs,
+  unqueueBlobs,
+  updateFileRow,
 } from './file-repository.js'
 import { authorOf } from './new-paths.js'
 
@@ -119,10 +124,7 @@ export async function copyPath(d: Deps, p: Principal, rawPath: string, input: Co
       await replaceFile(trx, there, r, copy?.key ?? null, author, now)
     }
     for (let i = 0; i < inserts.length; i += BATCH) {
-      await trx
-        .insertInto('files')
-        .values(inserts.slice(i, i + BATCH))
-        .execute()
+      await insertFileRows(trx, inserts.slice(i, i + BATCH))
     }
     await claimBlobs(trx, used)
     const root = await findByPath(trx, p.siteId, base)
@@ -169,21 +171,17 @@ async function replaceFile(
   author: Author,
   now: number,
 ): Promise<void> {
-  await trx
-    .updateTable('files')
-    .set({
-      blob_key: blobKey,
-      size: r.size,
-      md5: r.md5,
-      crc32: r.crc32,
-      custom_metadata: r.custom_metadata,
-      mtime: now,
-      provided_mtime: r.provided_mtime,
-      last_modified_by_id: author.userId,
-      last_modified_by_api_key_id: author.apiKeyId,
-    })
-    .where('id', '=', there.id)
-    .execute()
+  await updateFileRow(trx, there.id, {
+    blob_key: blobKey,
+    size: r.size,
+    md5: r.md5,
+    crc32: r.crc32,
+    custom_metadata: r.custom_metadata,
+    mtime: now,
+    provided_mtime: r.provided_mtime,
+    last_modified_by_id: author.userId,
+    last_modified_by_api_key_id: author.apiKeyId,
+  })
   if (there.blob_key) await queueBlobDeletion(trx, there.blob_key, now)
 }
 
@@ -203,12 +201,7 @@ async function copyBlobs(d: Deps, rows: FileRow[]): Promise<Map<number, BlobCopy
       const r = files[next++]!
       try {
         const key = await d.blobs.copy(r.blob_key!)
-        const g = await d.db
-          .insertInto('blob_garbage')
-          .values({ blob_key: key, created_at: d.now() })
-          .returning('id')
-          .executeTakeFirstOrThrow()
-        out.set(r.id, { key, garbageId: g.id })
+        out.set(r.id, { key, garbageId: await queueNewBlob(d.db, key, d.now()) })
         if (d.now() - touched > TOUCH_EVERY_MS) {
           touched = d.now()
           await touch(
@@ -232,11 +225,7 @@ async function copyBlobs(d: Deps, rows: FileRow[]): Promise<Map<number, BlobCopy
 
 async function touch(d: Deps, garbageIds: number[], now: number): Promise<void> {
   for (let i = 0; i < garbageIds.length; i += BATCH) {
-    await d.db
-      .updateTable('blob_garbage')
-      .set({ created_at: now })
-      .where('id', 'in', garbageIds.slice(i, i + BATCH))
-      .execute()
+    await requeueBlobs(d.db, garbageIds.slice(i, i + BATCH), now)
   }
 }
 
@@ -248,11 +237,7 @@ async function touch(d: Deps, garbageIds: number[], now: number): Promise<void> 
 async function claimBlobs(trx: Transaction<Database>, garbageIds: number[]): Promise<void> {
   let claimed = 0
   for (let i = 0; i < garbageIds.length; i += BATCH) {
-    const res = await trx
-      .deleteFrom('blob_garbage')
-      .where('id', 'in', garbageIds.slice(i, i + BATCH))
-      .executeTakeFirst()
-    claimed += Number(res.numDeletedRows)
+    claimed += await unqueueBlobs(trx, garbageIds.slice(i, i + BATCH))
   }
   if (claimed !== garbageIds.length) {
     throw new Error('Copied blobs were collected before the copy could commit; try the copy again')

@@ -16,6 +16,8 @@ import {
 } from './destination-rules.js'
 import type { FileAccess } from './file-access.js'
 import {
+  deleteFileRow,
+  deleteFileRows,
   descendants,
   ensureParents,
   type FileRow,
@@ -24,6 +26,7 @@ import {
   nameOf,
   parentOf,
   queueBlobDeletion,
+  updateFileRow,
 } from './file-repository.js'
 import { rewriteInside } from './folder-repository.js'
 import { authorOf } from './new-paths.js'
@@ -69,19 +72,15 @@ export async function movePath(d: Deps, p: Principal, rawPath: string, input: Mo
     } else {
       if (existing) {
         // A file replaced by a moved file: the moved one keeps its id, the old one's bytes go.
-        await trx.deleteFrom('files').where('id', '=', existing.id).execute()
+        await deleteFileRow(trx, existing.id)
         if (existing.blob_key) await queueBlobDeletion(trx, existing.blob_key, now)
       }
-      await trx
-        .updateTable('files')
-        .set({
-          path: base,
-          path_lower: base.toLowerCase(),
-          parent_lower: parentOf(base).toLowerCase(),
-          name: nameOf(base),
-        })
-        .where('id', '=', source.id)
-        .execute()
+      await updateFileRow(trx, source.id, {
+        path: base,
+        path_lower: base.toLowerCase(),
+        parent_lower: parentOf(base).toLowerCase(),
+        name: nameOf(base),
+      })
       target = { ...source, name: nameOf(base) }
     }
     if (source.type === 'directory') await rewriteInside(trx, d.dialect, p.siteId, source, base)
@@ -121,9 +120,6 @@ async function mergeInto(
     }
   }
   for (let i = 0; i < drop.length; i += BATCH) {
-    await trx
-      .deleteFrom('files')
-      .where('id', 'in', drop.slice(i, i + BATCH))
-      .execute()
+    await deleteFileRows(trx, drop.slice(i, i + BATCH))
   }
 }

@@ -11,6 +11,7 @@ import { type CopyInput, copyPath } from './file-copy.js'
 import { describeFileAction } from './file-display.js'
 import { type MoveInput, movePath } from './file-move.js'
 import {
+  deleteFileRow,
   descendants,
   fileTargets,
   findById,
@@ -99,7 +100,7 @@ export class FileOperations {
       } else if (row.blob_key) {
         await queueBlobDeletion(trx, row.blob_key, now)
       }
-      await trx.deleteFrom('files').where('id', '=', row.id).execute()
+      await deleteFileRow(trx, row.id)
       await recordAction(
         trx,
         contextOf(p),

@@ -1,5 +1,14 @@
 import crypto from 'node:crypto'
-import { type Expression, type Kysely, type Selectable, type SqlBool, sql, type Transaction } from 'kysely'
+import {
+  type Expression,
+  type Insertable,
+  type Kysely,
+  type Selectable,
+  type SqlBool,
+  sql,
+  type Transaction,
+  type Updateable,
+} from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import type { SqlDialect } from '../../db/dialects/dialect.js'
 import type { Database, FilesTable } from '../../db/schema.js'
@@ -44,6 +53,29 @@ export async function findById(db: Db, siteId: number, id: number): Promise<File
     .where('site_id', '=', siteId)
     .where('id', '=', id)
     .executeTakeFirst()
+}
+
+/** The rows at these lowercased paths: their spelling and kind, for checks before an upload. */
+export async function kindsAt(db: Db, siteId: number, lowers: string[]) {
+  return db
+    .selectFrom('files')
+    .select(['path', 'path_lower', 'type'])
+    .where('site_id', '=', siteId)
+    .where('path_lower', 'in', lowers)
+    .execute()
+}
+
+export async function deleteFileRow(db: Db, id: number): Promise<void> {
+  await db.deleteFrom('files').where('id', '=', id).execute()
+}
+
+export async function deleteFileRows(db: Db, ids: number[]): Promise<void> {
+  await db.deleteFrom('files').where('id', 'in', ids).execute()
+}
+
+/** The client's own modification time of a file or folder (epoch ms). */
+export async function setProvidedMtime(db: Db, id: number, providedMtime: number): Promise<void> {
+  await db.updateTable('files').set({ provided_mtime: providedMtime }).where('id', '=', id).execute()
 }
 
 /** Rows strictly inside a folder (every depth), via the path_lower range `folder/` … `folder0`. */
@@ -117,6 +149,50 @@ function lockKey(siteId: number, pathLower: string): string {
 /** Queues a blob for deletion once this transaction commits (the janitor deletes it). */
 export async function queueBlobDeletion(trx: Db, blobKey: string, now: number): Promise<void> {
   await trx.insertInto('blob_garbage').values({ blob_key: blobKey, created_at: now }).execute()
+}
+
+/**
+ * Queues a blob just written for deletion, until the transaction that makes it a file's content
+ * takes it off the queue (unqueueBlobs): a failure or crash in between leaves nothing behind.
+ */
+export async function queueNewBlob(db: Db, blobKey: string, now: number): Promise<number> {
+  const row = await db
+    .insertInto('blob_garbage')
+    .values({ blob_key: blobKey, created_at: now })
+    .returning('id')
+    .executeTakeFirstOrThrow()
+  return row.id
+}
+
+/** Restarts the janitor's grace period of queued blobs still about to be used. */
+export async function requeueBlobs(db: Db, garbageIds: number[], now: number): Promise<void> {
+  await db.updateTable('blob_garbage').set({ created_at: now }).where('id', 'in', garbageIds).execute()
+}
+
+/** Takes blobs off the deletion queue; returns how many were still on it. */
+export async function unqueueBlobs(db: Db, garbageIds: number[]): Promise<number> {
+  const res = await db.deleteFrom('blob_garbage').where('id', 'in', garbageIds).executeTakeFirst()
+  return Number(res.numDeletedRows)
+}
+
+export async function unqueueBlob(db: Db, garbageId: number): Promise<void> {
+  await db.deleteFrom('blob_garbage').where('id', '=', garbageId).execute()
+}
+
+export async function insertFileRows(db: Db, rows: Insertable<FilesTable>[]): Promise<void> {
+  await db.insertInto('files').values(rows).execute()
+}
+
+export function insertFileRow(db: Db, row: Insertable<FilesTable>): Promise<FileRow> {
+  return db.insertInto('files').values(row).returningAll().executeTakeFirstOrThrow()
+}
+
+export async function updateFileRow(db: Db, id: number, set: Updateable<FilesTable>): Promise<void> {
+  await db.updateTable('files').set(set).where('id', '=', id).execute()
+}
+
+export function updateFileRowReturning(db: Db, id: number, set: Updateable<FilesTable>): Promise<FileRow> {
+  return db.updateTable('files').set(set).where('id', '=', id).returningAll().executeTakeFirstOrThrow()
 }
 
 /**

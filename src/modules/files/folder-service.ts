@@ -11,7 +11,7 @@ import { readListRequest } from '../list-request.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import type { FileAccess } from './file-access.js'
 import { type FileJson, toFileJson } from './file-json.js'
-import { ensureParents, findByPath, insertFolder, lockPath } from './file-repository.js'
+import { ensureParents, findByPath, insertFolder, lockPath, setProvidedMtime } from './file-repository.js'
 import { folderPage } from './folder-repository.js'
 import { listableRegions, visibleChildren } from './folder-visibility.js'
 import { authorOf, normalizeNewPath } from './new-paths.js'
@@ -135,11 +135,7 @@ export class FolderService {
       await ensureParents(trx, ctx, author, path, now, input.mkdir_parents === true)
       const folder = await insertFolder(trx, ctx, author, path, now)
       if (providedMtime === null) return folder
-      await trx
-        .updateTable('files')
-        .set({ provided_mtime: providedMtime })
-        .where('id', '=', folder.id)
-        .execute()
+      await setProvidedMtime(trx, folder.id, providedMtime)
       return { ...folder, provided_mtime: providedMtime }
     })
     return toFileJson(row, access)

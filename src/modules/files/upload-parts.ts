@@ -7,6 +7,7 @@ import type { Database, UploadsTable } from '../../db/schema.js'
 import type { ModuleSettings } from '../settings.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import { checkUploadPartSignature, parseExpiry, uploadPartUrl } from './signed-link.js'
+import { extendUpload, findUploadByRef, upsertPart } from './upload-repository.js'
 
 export type UploadRow = Selectable<UploadsTable>
 
@@ -99,11 +100,7 @@ export class UploadParts {
   ): Promise<void> {
     const now = this.now()
     const expires = parseExpiry(link.expires, now)
-    const upload = await this.db
-      .selectFrom('uploads')
-      .select(['id', 'site_id', 'expires_at'])
-      .where('ref', '=', ref)
-      .executeTakeFirst()
+    const upload = await findUploadByRef(this.db, ref)
     if (!upload || upload.expires_at <= now) throw uploadNotFound()
     const secret = await this.secrets.signingSecret(upload.site_id)
     checkUploadPartSignature(secret, upload.site_id, ref, part, expires, link.signature ?? '')
@@ -120,17 +117,8 @@ export class UploadParts {
     const done = this.now()
     const recorded = await this.db.transaction().execute(async (trx) => {
       // Touching the upload first also makes a concurrent `end` wait for this part (PostgreSQL).
-      const touched = await trx
-        .updateTable('uploads')
-        .set({ expires_at: this.expiresAt(done) })
-        .where('id', '=', upload.id)
-        .executeTakeFirst()
-      if (Number(touched.numUpdatedRows) === 0) return false
-      await trx
-        .insertInto('upload_parts')
-        .values({ upload_id: upload.id, part_number: part, size, created_at: done })
-        .onConflict((oc) => oc.columns(['upload_id', 'part_number']).doUpdateSet({ size, created_at: done }))
-        .execute()
+      if (!(await extendUpload(trx, upload.id, this.expiresAt(done)))) return false
+      await upsertPart(trx, upload.id, part, size, done)
       return true
     })
     if (!recorded) {

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import type { Database } from '../../db/schema.js'
-import { nameOf, parentOf } from './file-repository.js'
+import { kindsAt, nameOf, parentOf } from './file-repository.js'
 import { MAX_PARTS } from './upload-parts.js'
 
 /** Options of `action=put` / `action=end` / begin_upload, as the routes pass them on. */
@@ -35,12 +35,7 @@ export async function refuseEarly(
       .join('/')
       .toLowerCase(),
   )
-  const rows = await db
-    .selectFrom('files')
-    .select(['path', 'path_lower', 'type'])
-    .where('site_id', '=', siteId)
-    .where('path_lower', 'in', lowers)
-    .execute()
+  const rows = await kindsAt(db, siteId, lowers)
   const byLower = new Map(rows.map((r) => [r.path_lower, r]))
   for (const lower of lowers.slice(0, -1)) {
     const row = byLower.get(lower)

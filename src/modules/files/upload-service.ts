@@ -19,13 +19,26 @@ import {
   type FileRow,
   fileTargets,
   findByPath,
+  insertFileRow,
   lockPath,
   nameOf,
   parentOf,
   queueBlobDeletion,
+  queueNewBlob,
+  unqueueBlob,
+  updateFileRowReturning,
 } from './file-repository.js'
 import { normalizeNewPath } from './new-paths.js'
 import { type FileUploadPartJson, type UploadParts, type UploadRow, uploadNotFound } from './upload-parts.js'
+import {
+  deleteParts,
+  deleteUpload,
+  extendUpload,
+  findSiteUpload,
+  insertUpload,
+  partsOf,
+  uploadExists,
+} from './upload-repository.js'
 import { checkParts, numbered, refuseEarly, type UploadOptions } from './upload-rules.js'
 
 export type { UploadOptions }
@@ -69,7 +82,7 @@ export class UploadService {
       created_at: now,
       expires_at: this.parts.expiresAt(now),
     }
-    await this.db.insertInto('uploads').values(upload).execute()
+    await insertUpload(this.db, upload)
     const out: FileUploadPartJson[] = []
     for (let n = first; n < first + (opts.parts ?? 1); n++) {
       out.push(await this.parts.describe(upload, n, target?.type === 'file'))
@@ -106,18 +119,12 @@ export class UploadService {
     access.require(upload.path, 'write')
     const { numbers, sizes } = await this.partNumbers(upload.id)
     const blob = await this.assemble(upload, numbers, sizes)
-    const garbage = await this.db
-      .insertInto('blob_garbage')
-      .values({ blob_key: blob.key, created_at: this.now() })
-      .returning('id')
-      .executeTakeFirstOrThrow()
+    const garbageId = await queueNewBlob(this.db, blob.key, this.now())
 
     let row: FileRow | undefined
     for (let attempt = 1; !row; attempt++) {
       try {
-        row = await this.db
-          .transaction()
-          .execute((trx) => this.commit(trx, p, upload, blob, garbage.id, opts))
+        row = await this.db.transaction().execute((trx) => this.commit(trx, p, upload, blob, garbageId, opts))
       } catch (err) {
         // The free name chosen for with_rename was taken before its lock was: choose again.
         if (err instanceof NameTaken && attempt < 10) continue
@@ -148,9 +155,8 @@ export class UploadService {
     // its name first and takes the lock of that name only.
     const path = withRename ? await freeName(trx, p.siteId, upload.path) : upload.path
     await lockPath(trx, this.dialect, p.siteId, path)
-    const deleted = await trx.deleteFrom('uploads').where('id', '=', upload.id).executeTakeFirst()
-    if (Number(deleted.numDeletedRows) === 0) throw uploadNotFound()
-    await trx.deleteFrom('upload_parts').where('upload_id', '=', upload.id).execute()
+    if (!(await deleteUpload(trx, upload.id))) throw uploadNotFound()
+    await deleteParts(trx, upload.id)
     const mkdirParents = upload.mkdir_parents === 1
     await ensureParents(trx, ctx, author, path, now, mkdirParents)
     const existing = await findByPath(trx, p.siteId, path)
@@ -171,33 +177,24 @@ export class UploadService {
     }
     let row: FileRow
     if (existing) {
-      row = await trx
-        .updateTable('files')
-        .set(content)
-        .where('id', '=', existing.id)
-        .returningAll()
-        .executeTakeFirstOrThrow()
+      row = await updateFileRowReturning(trx, existing.id, content)
       if (existing.blob_key) await queueBlobDeletion(trx, existing.blob_key, now)
     } else {
       // Under its folder's stored spelling (`Docs/x`, not `docs/x`), as copies and moves do.
       const stored = await storedSpelling(trx, p.siteId, path)
-      row = await trx
-        .insertInto('files')
-        .values({
-          ...content,
-          site_id: p.siteId,
-          path: stored,
-          path_lower: stored.toLowerCase(),
-          parent_lower: parentOf(stored).toLowerCase(),
-          name: nameOf(stored),
-          type: 'file',
-          custom_metadata: '{}',
-          created_at: now,
-          created_by_id: author.userId,
-          created_by_api_key_id: author.apiKeyId,
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow()
+      row = await insertFileRow(trx, {
+        ...content,
+        site_id: p.siteId,
+        path: stored,
+        path_lower: stored.toLowerCase(),
+        parent_lower: parentOf(stored).toLowerCase(),
+        name: nameOf(stored),
+        type: 'file',
+        custom_metadata: '{}',
+        created_at: now,
+        created_by_id: author.userId,
+        created_by_api_key_id: author.apiKeyId,
+      })
     }
     const action = existing ? 'update' : 'create'
     await recordAction(
@@ -212,19 +209,14 @@ export class UploadService {
       now,
     )
     // The new blob is the file's now: it leaves the deletion queue in the same commit.
-    await trx.deleteFrom('blob_garbage').where('id', '=', garbageId).execute()
+    await unqueueBlob(trx, garbageId)
     return row
   }
 
   /** The caller's own upload of this path (same user, or the same site-wide key), kept alive. */
   private async ownUpload(p: Principal, path: string, ref: string): Promise<UploadRow> {
     const now = this.now()
-    const upload = await this.db
-      .selectFrom('uploads')
-      .selectAll()
-      .where('site_id', '=', p.siteId)
-      .where('ref', '=', ref)
-      .executeTakeFirst()
+    const upload = await findSiteUpload(this.db, p.siteId, ref)
     const mine = p.user
       ? upload?.user_id === p.user.id
       : upload?.user_id === null && upload.api_key_id !== null && upload.api_key_id === p.apiKey?.id
@@ -232,23 +224,14 @@ export class UploadService {
       throw uploadNotFound()
     }
     // Pushed back, so that the janitor leaves it alone while its parts are sent or assembled.
-    await this.db
-      .updateTable('uploads')
-      .set({ expires_at: this.parts.expiresAt(now) })
-      .where('id', '=', upload.id)
-      .execute()
+    await extendUpload(this.db, upload.id, this.parts.expiresAt(now))
     return upload
   }
 
   /** Parts 1…N, without a gap (N = 0: an empty file). */
   /** Parts 1…N with the size each had when it was stored. */
   private async partNumbers(uploadId: number): Promise<{ numbers: number[]; sizes: number[] }> {
-    const rows = await this.db
-      .selectFrom('upload_parts')
-      .select(['part_number', 'size'])
-      .where('upload_id', '=', uploadId)
-      .orderBy('part_number')
-      .execute()
+    const rows = await partsOf(this.db, uploadId)
     const numbers = rows.map((r, i) => {
       if (r.part_number !== i + 1) {
         throw ERRORS.invalidUploadPartGap(`Part ${i + 1} was never uploaded, but part ${r.part_number} was`)
@@ -265,12 +248,7 @@ export class UploadService {
     } catch (err) {
       if (!(err instanceof StagedPartError)) throw err
       // Its parts went away: a concurrent `end` of the same upload finished first, or a part is lost.
-      const still = await this.db
-        .selectFrom('uploads')
-        .select('id')
-        .where('id', '=', upload.id)
-        .executeTakeFirst()
-      if (!still) throw uploadNotFound()
+      if (!(await uploadExists(this.db, upload.id))) throw uploadNotFound()
       throw ERRORS.fileNotUploaded(
         `Part ${err.partNumber} of this upload is missing or incomplete: send it again`,
       )
