@@ -1,7 +1,7 @@
-import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
 import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
+import type { Routes } from '../route-types.js'
 import { DateTime, EchoId, errorResponses, IdParams, listQuery, UserIdParam } from '../schemas.js'
 
 export const PublicKeySchema = Type.Object(
@@ -59,10 +59,10 @@ const tags = ['public_keys']
 const one = { 200: PublicKeySchema, ...errorResponses }
 
 /** The PublicKey resource: users' SSH keys for SFTP logins. */
-export function publicKeyRoutes(c: HttpContext) {
+export function publicKeyRoutes(c: HttpContext): Routes {
   const svc = c.services.publicKeys
-  return async (app: FastifyInstance) => {
-    app.get<{ Querystring: Static<typeof ListQuery> }>(
+  return async (app) => {
+    app.get(
       '/public_keys',
       {
         config: { xml: ['public-keys', 'public-key'] },
@@ -76,7 +76,7 @@ export function publicKeyRoutes(c: HttpContext) {
       async (request, reply) => sendPage(reply, await svc.list(request.principal, request.query)),
     )
 
-    app.get<{ Params: Static<typeof IdParams> }>(
+    app.get(
       '/public_keys/:id',
       {
         config: { xml: 'public-key' },
@@ -85,7 +85,7 @@ export function publicKeyRoutes(c: HttpContext) {
       async (request) => svc.get(request.principal, request.params.id),
     )
 
-    app.post<{ Body: Static<typeof CreateBody> }>(
+    app.post(
       '/public_keys',
       {
         config: { xml: 'public-key' },
@@ -99,7 +99,7 @@ export function publicKeyRoutes(c: HttpContext) {
       async (request, reply) => reply.code(201).send(await svc.create(request.principal, request.body)),
     )
 
-    app.patch<{ Params: Static<typeof IdParams>; Body: Static<typeof UpdateBody> }>(
+    app.patch(
       '/public_keys/:id',
       {
         config: { xml: 'public-key' },
@@ -114,7 +114,7 @@ export function publicKeyRoutes(c: HttpContext) {
       async (request) => svc.update(request.principal, request.params.id, request.body),
     )
 
-    app.delete<{ Params: Static<typeof IdParams> }>(
+    app.delete(
       '/public_keys/:id',
       {
         schema: {

@@ -1,6 +1,6 @@
-import { type Static, Type } from '@sinclair/typebox'
-import type { FastifyInstance } from 'fastify'
+import { Type } from '@sinclair/typebox'
 import type { HttpContext } from '../http-context.js'
+import type { Routes } from '../route-types.js'
 import { errorResponses, IdParams } from '../schemas.js'
 
 export const SftpHostKeySchema = Type.Object(
@@ -20,9 +20,9 @@ export const SftpHostKeySchema = Type.Object(
 const tags = ['sftp_host_keys']
 
 /** The SFTP server's host keys, read-only, for site admins. */
-export function sftpHostKeyRoutes(c: HttpContext) {
+export function sftpHostKeyRoutes(c: HttpContext): Routes {
   const svc = c.services.hostKeys
-  return async (app: FastifyInstance) => {
+  return async (app) => {
     app.get(
       '/sftp_host_keys',
       {
@@ -36,7 +36,7 @@ export function sftpHostKeyRoutes(c: HttpContext) {
       async (request) => svc.list(request.principal),
     )
 
-    app.get<{ Params: Static<typeof IdParams> }>(
+    app.get(
       '/sftp_host_keys/:id',
       {
         config: { xml: 'sftp-host-key' },
