@@ -39,6 +39,7 @@ import { HistoryService } from './modules/history/history-service.js'
 import { PermissionService } from './modules/permissions/permission-service.js'
 import { PublicKeyService } from './modules/public-keys/public-key-service.js'
 import { createRepositories } from './modules/repositories.js'
+import { ServerKeys } from './modules/server-keys/server-keys.js'
 import type { Services } from './modules/services.js'
 import { SessionService } from './modules/sessions/session-service.js'
 import { SiteSecrets } from './modules/sites/site-secrets.js'
@@ -69,6 +70,8 @@ export interface Container {
   rateLimiter: RateLimiter
   /** The SFTP server's host keys (private keys included, for the SSH server). */
   hostKeys: HostKeys
+  /** The server's key sets every node shares (host keys, the generated FTP certificate). */
+  serverKeys: ServerKeys
   /** Outbound webhooks: the outbox's dispatcher and the log's retention job. */
   webhooks: { dispatcher: WebhookDispatcher; retention: WebhookLogRetention; sender: WebhookSender }
   /** Export builds (claimed with a lease) and the deletion of old exports. */
@@ -205,7 +208,13 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const downloads = new DownloadService(db, repos.users, blobs, secrets, fileAccess, config, now, heldReads)
     const folders = new FolderService(db, database.dialect, fileAccess, secrets, now)
     const fileOps = new FileOperations(db, database.dialect, blobs, fileAccess, now)
-    const hostKeys = new HostKeys(path.join(config.dataDir, 'sftp'), config.sftp.hostKeyFiles)
+    const serverKeys = new ServerKeys(repos.serverKeys, now)
+    const hostKeys = new HostKeys(
+      path.join(config.dataDir, 'sftp'),
+      config.sftp.hostKeyFiles,
+      serverKeys,
+      opts.logger,
+    )
     const services: Services = {
       auth,
       apiKeys: new ApiKeyService(repos.apiKeys, repos.users, config, secrets, now, identities),
@@ -240,6 +249,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       services,
       rateLimiter: new RateLimiter(config.rateLimit, now),
       hostKeys,
+      serverKeys,
       webhooks: { dispatcher, retention, sender },
       exports: { worker: exportWorker, retention: exportRetention },
       now,

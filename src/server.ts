@@ -58,6 +58,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
       siteId: container.site.id,
       fileSystem: container.services.fileSystem,
       protocolLogin: container.services.protocolLogin,
+      serverKeys: container.serverKeys,
       logger,
     })
     const { host, port } = ftp.address()

@@ -287,6 +287,8 @@ export interface Database {
   payment_line_items: PaymentLineItemsTable
   exports: ExportsTable
   public_keys: PublicKeysTable
+  server_keys: ServerKeysTable
+  job_leases: JobLeasesTable
 }
 
 /** SSH public keys of users, for SFTP logins (the PublicKey resource). */
@@ -300,4 +302,19 @@ export interface PublicKeysTable {
   fingerprint_sha256: string
   created_at: number
   last_login_at: number | null
+}
+
+/** The server's own key sets (SFTP host keys, the generated FTP certificate), shared by every node. */
+export interface ServerKeysTable {
+  name: string
+  /** JSON object: file name → file text. */
+  value: string
+  created_at: number
+}
+
+/** Background jobs one process runs at a time: who holds each, until when (epoch ms). */
+export interface JobLeasesTable {
+  name: string
+  lease_owner: string | null
+  lease_until: number | null
 }

@@ -2,6 +2,7 @@ import net from 'node:net'
 import type { Logger } from 'pino'
 import type { ProtocolLogin } from '../modules/auth/protocol-login.js'
 import type { FileSystem } from '../modules/files/vfs/file-system.js'
+import type { ServerKeys } from '../modules/server-keys/server-keys.js'
 import { COMMANDS } from './ftp-commands.js'
 import type { FtpConfig } from './ftp-config.js'
 import { plainAddress } from './ftp-passive.js'
@@ -13,6 +14,8 @@ export interface FtpServerDeps {
   siteId: number
   fileSystem: FileSystem
   protocolLogin: ProtocolLogin
+  /** Where the generated certificate is shared with the other nodes; without it, DATA_DIR/ftp only. */
+  serverKeys?: ServerKeys
   logger?: Logger
   now?: () => number
 }
@@ -36,7 +39,7 @@ export class FtpServer {
 
   static async start(deps: FtpServerDeps): Promise<FtpServer> {
     const { config } = deps
-    const tls = await loadFtpTls(config)
+    const tls = await loadFtpTls(config, deps.serverKeys)
     const server = net.createServer()
     const ftp = new FtpServer(server, tls.fingerprint)
     const now = deps.now ?? Date.now

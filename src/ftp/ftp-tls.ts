@@ -3,6 +3,7 @@ import fs from 'node:fs/promises'
 import path from 'node:path'
 import tls from 'node:tls'
 import selfsigned from 'selfsigned'
+import type { ServerKeys } from '../modules/server-keys/server-keys.js'
 import type { FtpConfig } from './ftp-config.js'
 
 export interface FtpTls {
@@ -16,12 +17,18 @@ export interface FtpTls {
 const CERT_FILE = 'tls-cert.pem'
 const KEY_FILE = 'tls-key.pem'
 
+/** The name of the generated certificate's set in the database's server keys. */
+const SHARED_NAME = 'ftp-tls'
+
 /**
  * The certificate of explicit TLS: the files the settings name, or else a self-signed one made
  * on the first start and kept under DATA_DIR/ftp, so that clients which remember a certificate
- * they accepted once are not asked again after a restart.
+ * they accepted once are not asked again after a restart. With the database's server keys
+ * (`shared`), the generated pair lives there, so that every node presents the same certificate:
+ * the first node proposes the pair it has under DATA_DIR/ftp, if any, and each node keeps a copy
+ * there.
  */
-export async function loadFtpTls(config: FtpConfig): Promise<FtpTls> {
+export async function loadFtpTls(config: FtpConfig, shared?: ServerKeys): Promise<FtpTls> {
   let cert: string
   let key: string
   let source: FtpTls['source']
@@ -32,7 +39,7 @@ export async function loadFtpTls(config: FtpConfig): Promise<FtpTls> {
     ])
     source = 'settings'
   } else {
-    ;({ cert, key } = await generatedPair(config.tlsDir))
+    ;({ cert, key } = shared ? await sharedPair(config.tlsDir, shared) : await generatedPair(config.tlsDir))
     source = 'generated'
   }
   try {
@@ -54,13 +61,40 @@ async function readOrExplain(file: string, setting: string): Promise<string> {
 }
 
 async function generatedPair(dir: string): Promise<{ cert: string; key: string }> {
-  const certPath = path.join(dir, CERT_FILE)
-  const keyPath = path.join(dir, KEY_FILE)
+  const kept = await keptPair(dir)
+  if (kept) return kept
+  const pair = await newPair()
+  await keepPair(dir, pair)
+  return pair
+}
+
+/** The database's pair, proposing this node's own (or a new one) when there is none yet. */
+async function sharedPair(dir: string, shared: ServerKeys): Promise<{ cert: string; key: string }> {
+  const set = await shared.agree(SHARED_NAME, async () => {
+    const pair = (await keptPair(dir)) ?? (await newPair())
+    return { [CERT_FILE]: pair.cert, [KEY_FILE]: pair.key }
+  })
+  const cert = set[CERT_FILE]
+  const key = set[KEY_FILE]
+  if (cert === undefined || key === undefined) throw new Error("The database's FTP certificate lacks a file")
+  const kept = await keptPair(dir)
+  if (kept?.cert !== cert || kept.key !== key) await keepPair(dir, { cert, key })
+  return { cert, key }
+}
+
+async function keptPair(dir: string): Promise<{ cert: string; key: string } | null> {
   try {
-    return { cert: await fs.readFile(certPath, 'utf8'), key: await fs.readFile(keyPath, 'utf8') }
+    return {
+      cert: await fs.readFile(path.join(dir, CERT_FILE), 'utf8'),
+      key: await fs.readFile(path.join(dir, KEY_FILE), 'utf8'),
+    }
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+    return null
   }
+}
+
+async function newPair(): Promise<{ cert: string; key: string }> {
   const pair = await selfsigned.generate([{ name: 'commonName', value: 'Wharf FTP' }], {
     keyType: 'rsa',
     keySize: 2048,
@@ -68,11 +102,14 @@ async function generatedPair(dir: string): Promise<{ cert: string; key: string }
     notAfterDate: new Date(Date.now() + 10 * 365 * 86400_000),
     algorithm: 'sha256',
   })
+  return { cert: pair.cert, key: pair.private }
+}
+
+async function keepPair(dir: string, pair: { cert: string; key: string }): Promise<void> {
   await fs.mkdir(dir, { recursive: true })
   // The key first and private; the certificate last, so a crash between them regenerates both.
-  await writeAtomically(keyPath, pair.private, 0o600)
-  await writeAtomically(certPath, pair.cert, 0o644)
-  return { cert: pair.cert, key: pair.private }
+  await writeAtomically(path.join(dir, KEY_FILE), pair.key, 0o600)
+  await writeAtomically(path.join(dir, CERT_FILE), pair.cert, 0o644)
 }
 
 async function writeAtomically(file: string, text: string, mode: number): Promise<void> {

@@ -7,6 +7,7 @@ import { ExportRepository } from './exports/export-repository.js'
 import { HistoryRepository } from './history/history-repository.js'
 import { PermissionRepository } from './permissions/permission-repository.js'
 import { PublicKeyRepository } from './public-keys/public-key-repository.js'
+import { ServerKeyRepository } from './server-keys/server-key-repository.js'
 import { SessionRepository } from './sessions/session-repository.js'
 import { SiteRepository } from './sites/site-repository.js'
 import { UserRepository } from './users/user-repository.js'
@@ -22,6 +23,7 @@ export interface Repositories {
   history: HistoryRepository
   publicKeys: PublicKeyRepository
   exports: ExportRepository
+  serverKeys: ServerKeyRepository
 }
 
 export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): Repositories {
@@ -35,5 +37,6 @@ export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): R
     history: new HistoryRepository(db, dialect),
     publicKeys: new PublicKeyRepository(db, dialect),
     exports: new ExportRepository(db, dialect),
+    serverKeys: new ServerKeyRepository(db, dialect),
   }
 }

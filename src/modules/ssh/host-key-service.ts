@@ -13,7 +13,8 @@ export interface SftpHostKeyJson {
 /**
  * The SFTP server's host keys, read-only, for site admins: what to tell partners so that they can
  * check the fingerprint their client shows on the first connection. The keys themselves come from
- * DATA_DIR or SFTP_HOST_KEY_FILES and are changed there, not through the API.
+ * SFTP_HOST_KEY_FILES, or else the database (shared by every node; see HostKeys), and are changed
+ * there, not through the API.
  */
 export class HostKeyService {
   constructor(private readonly keys: HostKeys) {}

@@ -1,14 +1,16 @@
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import type { Logger } from 'pino'
 import ssh2 from 'ssh2'
+import type { ServerKeys } from '../server-keys/server-keys.js'
 import { describeBlob, type SshPublicKey } from './ssh-keys.js'
 
 /** One of the server's host keys: its private key for the SSH server, its fingerprints for people. */
 export interface HostKey extends SshPublicKey {
   /** 1 ed25519, 2 RSA; further keys given by setting follow. */
   id: number
-  /** The file it was read from (its name shows as the SftpHostKey's `name`). */
+  /** Where it was read from: its file, or its name in the database's set (`sftp-host-keys/<file>`). */
   file: string
   privateKey: string
 }
@@ -23,11 +25,17 @@ const GENERATED = [
   { file: 'ssh_host_rsa_key', type: 'rsa' as const, opts: { bits: 3072 } },
 ]
 
+/** The name of the host key set in the database's server keys. */
+const SHARED_NAME = 'sftp-host-keys'
+
 /**
  * The SFTP server's host keys. Without SFTP_HOST_KEY_FILES, an ed25519 and an RSA key are
- * generated once under DATA_DIR/sftp (OpenSSH format, mode 0600) and read from there ever after:
- * a client that has trusted the server keeps trusting it. Loaded on first use, so a server that
- * never speaks SFTP never generates them.
+ * generated once and kept ever after: a client that has trusted the server keeps trusting it.
+ * With the database's server keys (`shared`), the set lives there, so that every node serving the
+ * site presents the same keys; the first node to need them proposes the keys it already has under
+ * DATA_DIR/sftp (a server that ran alone keeps its fingerprints), else new ones. Each node also
+ * keeps the set under DATA_DIR/sftp (OpenSSH format, mode 0600), where ssh-keygen can read it.
+ * Loaded on first use, so a server that never speaks SFTP never generates them.
  */
 export class HostKeys {
   private loading: Promise<HostKey[]> | null = null
@@ -36,6 +44,8 @@ export class HostKeys {
     private readonly dir: string,
     /** Private key files given by setting (used as they are, never generated). */
     private readonly files: string[] = [],
+    private readonly shared?: ServerKeys,
+    private readonly logger?: Pick<Logger, 'warn'>,
   ) {}
 
   all(): Promise<HostKey[]> {
@@ -54,11 +64,57 @@ export class HostKeys {
     }
     await fs.mkdir(this.dir, { recursive: true, mode: 0o700 })
     const keys: HostKey[] = []
+    if (!this.shared) {
+      for (const [i, g] of GENERATED.entries()) {
+        const file = path.join(this.dir, g.file)
+        keys.push(keyFrom(i + 1, file, await readOrCreate(file, () => generateValid(g.type, g.opts))))
+      }
+      return keys
+    }
+    const set = await this.shared.agree(SHARED_NAME, () => this.proposal())
     for (const [i, g] of GENERATED.entries()) {
+      const text = set[g.file]
+      if (text === undefined) throw new Error(`The database's SFTP host keys lack ${g.file}`)
       const file = path.join(this.dir, g.file)
-      keys.push(keyFrom(i + 1, file, await readOrCreate(file, () => generateValid(g.type, g.opts))))
+      await this.keepCopy(file, text)
+      keys.push(keyFrom(i + 1, `${SHARED_NAME}/${g.file}`, text))
     }
     return keys
+  }
+
+  /** The keys this node would offer: those it has under DATA_DIR/sftp, new ones for the others. */
+  private async proposal(): Promise<Record<string, string>> {
+    const set: Record<string, string> = {}
+    for (const g of GENERATED) {
+      set[g.file] = (await readIfThere(path.join(this.dir, g.file))) ?? (await generateValid(g.type, g.opts))
+    }
+    return set
+  }
+
+  /**
+   * The local copy of a shared key. One that differs (this node had keys of its own before it
+   * joined a site whose keys were already stored) is kept beside it as `.replaced`.
+   */
+  private async keepCopy(file: string, text: string): Promise<void> {
+    const local = await readIfThere(file)
+    if (local === text) return
+    if (local !== null) {
+      await fs.rename(file, `${file}.replaced`)
+      this.logger?.warn(
+        { file },
+        "the site's SFTP host keys in the database differ from this node's: the database's are used, the old file is kept as .replaced",
+      )
+    }
+    await readOrCreate(file, () => Promise.resolve(text))
+  }
+}
+
+async function readIfThere(file: string): Promise<string | null> {
+  try {
+    return await fs.readFile(file, 'utf8')
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw err
   }
 }
 
