@@ -18,6 +18,7 @@ import { ExportWorker } from './exports/export-worker.js'
 import { historySource } from './exports/history-export.js'
 import { webhookLogSource } from './exports/webhook-log-export.js'
 import { RateLimiter } from './http/rate-limiter.js'
+import { JobLease } from './jobs/job-lease.js'
 import { HeldActions } from './modules/actions/held-actions.js'
 import { ApiKeyService } from './modules/api-keys/api-key-service.js'
 import { loadAppCatalog } from './modules/apps/app-catalog.js'
@@ -152,7 +153,11 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const blobs = guardStorageFull(opts.wrapBlobStore ? opts.wrapBlobStore(store) : store)
     const fileAccess = new FileAccess(repos.permissions)
     const heldReads = new HeldActions(opts.logger)
-    const janitor = new BlobJanitor(db, blobs, now, { logger: opts.logger })
+    const janitor = new BlobJanitor(db, blobs, now, {
+      logger: opts.logger,
+      // One process sweeps at a time; one that dies mid-run holds the lease a minute at most.
+      lease: new JobLease(db, 'blob-janitor', { leaseMs: 60_000, now }),
+    })
     const hooks = config.webhooks
     const sender = new WebhookSender({
       allowedCidrs: hooks.allowedCidrs,

@@ -4,6 +4,7 @@ import { Readable } from 'node:stream'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { BlobJanitor } from '../src/blobs/blob-janitor.js'
 import type { BlobStore } from '../src/blobs/blob-store.js'
+import { JobLease } from '../src/jobs/job-lease.js'
 import { S3_CREDENTIALS, type S3TestServer, startS3Server } from './helpers/s3-server.js'
 import { dialects, startServer, type TestServer } from './helpers/server.js'
 
@@ -251,6 +252,51 @@ describe.each(cases)('blob janitor ($dialect, $store)', ({ dialect, env }) => {
     expect(warn).toHaveBeenCalledOnce()
     expect(await garbageKeys()).toEqual([key])
     expect(await s.container.janitor.runOnce()).toMatchObject({ garbageDeleted: 1 })
+  })
+
+  it('sweeps in one process at a time, and takes over from a process that died sweeping', async () => {
+    const key = await putBlob()
+    await queueGarbage(key, clock - 2 * HOUR)
+    // Another process holds the lease, mid-run: this one's run leaves everything to it.
+    const other = new JobLease(db(), 'blob-janitor', { leaseMs: 60_000, now: () => clock })
+    let taken!: () => void
+    let finish!: () => void
+    const started = new Promise<void>((r) => {
+      taken = r
+    })
+    const busy = other.hold(async () => {
+      taken()
+      await new Promise<void>((r) => {
+        finish = r
+      })
+      return 'swept'
+    })
+    await started
+    expect(await s.container.janitor.runOnce()).toMatchObject({ skipped: true, garbageDeleted: 0 })
+    expect(await garbageKeys()).toEqual([key])
+    expect(await blobs().size(key)).toBe(5)
+    finish()
+    expect(await busy).toBe('swept')
+    const report = await s.container.janitor.runOnce()
+    expect(report).toMatchObject({ garbageDeleted: 1 })
+    expect(report.skipped).toBeUndefined()
+    expect(await blobs().size(key)).toBeNull()
+
+    // A process that died holding the lease: the others wait until it runs out, then sweep.
+    const orphan = await putBlob()
+    await queueGarbage(orphan, clock - 2 * HOUR)
+    await db()
+      .updateTable('job_leases')
+      .set({ lease_owner: 'dead-node:1:0', lease_until: clock + 60_000 })
+      .where('name', '=', 'blob-janitor')
+      .execute()
+    expect(await s.container.janitor.runOnce()).toMatchObject({ skipped: true })
+    expect(await garbageKeys()).toEqual([orphan])
+    clock += 60_001
+    expect(await s.container.janitor.runOnce()).toMatchObject({ garbageDeleted: 1 })
+    expect(await garbageKeys()).toEqual([])
+    const lease = await db().selectFrom('job_leases').selectAll().executeTakeFirstOrThrow()
+    expect(lease).toMatchObject({ name: 'blob-janitor', lease_owner: null, lease_until: null })
   })
 
   it('logs a failed background run instead of throwing, and stops cleanly', async () => {

@@ -15,6 +15,17 @@ export interface JanitorReport {
   orphanPartsDiscarded: number
   /** Temporary files left by a crash mid-write. */
   temporaryRemoved: number
+  /** Set when the run did nothing because another process was sweeping. */
+  skipped?: true
+}
+
+/**
+ * One janitor at a time among the processes sharing the database (`jobs/job-lease.ts`): `hold`
+ * runs the work while this process holds the lease, or answers null when another one does.
+ * `held()` turns false once the lease was lost, and the run stops at its next step.
+ */
+export interface JanitorLease {
+  hold<T>(work: (held: () => boolean) => Promise<T>): Promise<T | null>
 }
 
 export interface JanitorOptions {
@@ -26,6 +37,8 @@ export interface JanitorOptions {
    */
   graceMs?: number
   batchSize?: number
+  /** Without one, runs in several processes may overlap (harmless, but the work is done twice). */
+  lease?: JanitorLease | undefined
 }
 
 const HOUR = 3600_000
@@ -34,12 +47,17 @@ const HOUR = 3600_000
  * Deletes what nothing refers to any more: blobs queued in blob_garbage, uploads past their
  * expiry with their staged parts, part folders without an upload, and stale temporary files.
  * Every step is idempotent, so a crash midway or two processes sharing a PostgreSQL database
- * running at once do no harm (at worst both delete the same file, which is a no-op the second time).
+ * running at once do no harm (at worst both delete the same file, which is a no-op the second time);
+ * with a lease, only one process sweeps at a time. What it deletes is decided by the shared
+ * database alone (garbage rows, expired upload rows, staged parts whose upload row is gone), never
+ * by what one process remembers, so an upload in progress through another node is never touched;
+ * the store's temporary files are each process's own.
  */
 export class BlobJanitor {
   private readonly graceMs: number
   private readonly batchSize: number
   private readonly logger: JanitorOptions['logger']
+  private readonly lease: JanitorLease | undefined
   private timer: NodeJS.Timeout | null = null
   /** The latest run; a new one starts only after it. */
   private last: Promise<unknown> = Promise.resolve()
@@ -54,6 +72,7 @@ export class BlobJanitor {
     this.graceMs = opts.graceMs ?? HOUR
     this.batchSize = opts.batchSize ?? 500
     this.logger = opts.logger
+    this.lease = opts.lease
   }
 
   /** One full pass. Runs never overlap: a call during a run starts once that run ends. */
@@ -95,24 +114,25 @@ export class BlobJanitor {
   }
 
   private async work(): Promise<JanitorReport> {
+    if (!this.lease) return this.sweep(() => true)
+    return (await this.lease.hold((held) => this.sweep(held))) ?? { ...emptyReport(), skipped: true }
+  }
+
+  private async sweep(held: () => boolean): Promise<JanitorReport> {
     const now = this.now()
     const cutoff = now - this.graceMs
-    const report: JanitorReport = {
-      garbageDeleted: 0,
-      garbageFailed: 0,
-      uploadsExpired: 0,
-      orphanPartsDiscarded: 0,
-      temporaryRemoved: 0,
-    }
-    await this.collectGarbage(cutoff, report)
-    await this.expireUploads(now, report)
-    await this.discardOrphanParts(cutoff, report)
-    report.temporaryRemoved = await this.blobs.sweepTemporary(this.graceMs)
+    const report = emptyReport()
+    // A lost lease (this process stalled past it) ends the run between steps: another process
+    // may be sweeping by now.
+    await this.collectGarbage(cutoff, report, held)
+    if (held()) await this.expireUploads(now, report, held)
+    if (held()) await this.discardOrphanParts(cutoff, report)
+    if (held()) report.temporaryRemoved = await this.blobs.sweepTemporary(this.graceMs)
     return report
   }
 
   /** The blob first, then its row: a crash between them leaves a row whose blob is gone, which the next run clears. */
-  private async collectGarbage(cutoff: number, report: JanitorReport): Promise<void> {
+  private async collectGarbage(cutoff: number, report: JanitorReport, held: () => boolean): Promise<void> {
     let afterId = 0
     for (;;) {
       const rows = await this.db
@@ -152,13 +172,13 @@ export class BlobJanitor {
       }
       if (done.length > 0) await this.db.deleteFrom('blob_garbage').where('id', 'in', done).execute()
       report.garbageDeleted += done.length
-      if (rows.length < this.batchSize) return
+      if (rows.length < this.batchSize || !held()) return
       afterId = rows[rows.length - 1]!.id
     }
   }
 
   /** The rows go in one transaction, then the staged bytes (a failure there leaves an orphan folder for later). */
-  private async expireUploads(now: number, report: JanitorReport): Promise<void> {
+  private async expireUploads(now: number, report: JanitorReport, held: () => boolean): Promise<void> {
     for (;;) {
       const batch = await this.db
         .selectFrom('uploads')
@@ -197,7 +217,7 @@ export class BlobJanitor {
         report.uploadsExpired++
       }
       // Another process took this batch: the next select finds what is left, if anything.
-      if (batch.length < this.batchSize) return
+      if (batch.length < this.batchSize || !held()) return
     }
   }
 
@@ -229,5 +249,15 @@ export class BlobJanitor {
       this.logger?.warn({ err, ref }, 'janitor could not discard staged parts')
       return false
     }
+  }
+}
+
+function emptyReport(): JanitorReport {
+  return {
+    garbageDeleted: 0,
+    garbageFailed: 0,
+    uploadsExpired: 0,
+    orphanPartsDiscarded: 0,
+    temporaryRemoved: 0,
   }
 }
