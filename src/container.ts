@@ -153,11 +153,10 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const blobs = guardStorageFull(opts.wrapBlobStore ? opts.wrapBlobStore(store) : store)
     const fileAccess = new FileAccess(repos.permissions)
     const heldReads = new HeldActions(opts.logger)
-    const janitor = new BlobJanitor(db, blobs, now, {
-      logger: opts.logger,
-      // One process sweeps at a time; one that dies mid-run holds the lease a minute at most.
-      lease: new JobLease(db, 'blob-janitor', { leaseMs: 60_000, now }),
-    })
+    // Jobs one process at a time runs (the others find the lease taken and skip their pass); one
+    // that dies mid-run holds its lease a minute at most.
+    const turns = (name: string) => new JobLease(db, name, { leaseMs: 60_000, now })
+    const janitor = new BlobJanitor(db, blobs, now, { logger: opts.logger, lease: turns('blob-janitor') })
     const hooks = config.webhooks
     const sender = new WebhookSender({
       allowedCidrs: hooks.allowedCidrs,
@@ -182,7 +181,9 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
         ? { listen: (onNotify: () => void) => listen((schema) => `wharf_webhooks_${schema}`, onNotify) }
         : {}),
     })
-    const retention = new WebhookLogRetention(db, hooks.logRetentionDays, now, opts.logger)
+    const retention = new WebhookLogRetention(db, hooks.logRetentionDays, now, opts.logger).takeTurns(
+      turns('webhook-log-retention'),
+    )
     const exportSources: Record<ExportKind, ExportSource> = {
       webhook_log: webhookLogSource(database),
       history: historySource(database),
@@ -200,7 +201,9 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
         logger: opts.logger,
       },
     )
-    const exportRetention = new ExportRetention(db, config.exports.retentionDays, now, opts.logger)
+    const exportRetention = new ExportRetention(db, config.exports.retentionDays, now, opts.logger).takeTurns(
+      turns('export-retention'),
+    )
     const auth = new AuthService(repos.apiKeys, repos.users, repos.sessions, config, now, identities)
     const uploads = new UploadService(
       db,

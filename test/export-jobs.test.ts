@@ -5,6 +5,7 @@ import { ExportBuilder } from '../src/exports/export-builder.js'
 import { ExportFailure, type ExportJob, type ExportSource } from '../src/exports/export-kind.js'
 import { EXPORT_KINDS } from '../src/exports/export-kinds.js'
 import { ExportWorker } from '../src/exports/export-worker.js'
+import { JobLease } from '../src/jobs/job-lease.js'
 import { call, dialects, expectError, startServer, type TestServer } from './helpers/server.js'
 
 /**
@@ -289,6 +290,27 @@ describe.each(dialects)('export jobs (%s)', (dialect) => {
     shift = 0
     const link = await fetch(oldReady.results_url)
     expect(link.status).toBe(401)
+  })
+
+  it('prunes in one process at a time: a pass while another process prunes leaves it the work', async () => {
+    let shift = 0
+    const now = () => Date.now() + shift
+    const s = await serve({ EXPORT_RETENTION_DAYS: '7' }, { now })
+    const old = await call(s, 'POST', '/action_notification_exports', { ...admin(s), body: {} })
+    expect((await untilBuilt(s, old.body.id)).status).toBe('ready')
+    shift = 8 * DAY
+    const other = new JobLease(s.container.db, 'export-retention', { leaseMs: 60_000, now })
+    const held = await other.hold(async () => {
+      expect(await s.container.exports.retention.runOnce()).toBe(0)
+      return (await call(s, 'GET', `/action_notification_exports/${old.body.id}`, admin(s))).status
+    })
+    expect(held).toBe(200)
+    expect(await s.container.exports.retention.runOnce()).toBe(1)
+    expectError(
+      await call(s, 'GET', `/action_notification_exports/${old.body.id}`, admin(s)),
+      404,
+      'not-found',
+    )
   })
 
   it('hands a claim back when the worker stops mid-build, so the next one starts at once', async () => {

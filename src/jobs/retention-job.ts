@@ -1,15 +1,18 @@
 import type { Logger } from 'pino'
+import type { JobLease } from './job-lease.js'
 
 const DAY = 86_400_000
 
 /**
  * Deletes records older than a number of days: one pass at start, then every `intervalMs`. Passes
  * never overlap; `prune` must be safe in several processes at once (deleting what another process
- * already deleted is a no-op).
+ * already deleted is a no-op). With a lease (`takeTurns`), processes sharing the database take
+ * turns: a pass that finds another process pruning does nothing.
  */
 export class RetentionJob {
   private timer: NodeJS.Timeout | null = null
   private last: Promise<unknown> = Promise.resolve()
+  private lease: JobLease | null = null
 
   constructor(
     /** What is removed, for the log (`exports`, `webhook log records`). */
@@ -21,9 +24,18 @@ export class RetentionJob {
     private readonly logger?: Logger,
   ) {}
 
-  /** One pass; returns the number of records removed. */
+  /** Prunes only while holding `lease`, so that several processes do not do the same pass. */
+  takeTurns(lease: JobLease): this {
+    this.lease = lease
+    return this
+  }
+
+  /** One pass; returns the number of records removed (0 when another process was pruning). */
   runOnce(): Promise<number> {
-    const run = this.last.catch(() => undefined).then(() => this.prune(this.now() - this.retentionDays * DAY))
+    const pass = () => this.prune(this.now() - this.retentionDays * DAY)
+    const run = this.last
+      .catch(() => undefined)
+      .then(async () => (this.lease ? ((await this.lease.hold(pass)) ?? 0) : pass()))
     this.last = run
     return run
   }
