@@ -78,6 +78,24 @@ describe.each(dialects)('server keys shared through the database (%s)', (dialect
     ).toEqual(own)
   })
 
+  it('stores nothing from a node whose own key files do not load', async () => {
+    await forget()
+    const dir = node('broken')
+    await fs.mkdir(dir, { recursive: true })
+    await fs.writeFile(path.join(dir, 'ssh_host_rsa_key'), 'not a key\n')
+    await expect(fingerprints(dir)).rejects.toThrow(
+      /ssh_host_rsa_key does not hold an unencrypted SSH private key/,
+    )
+    expect(await stored('sftp-host-keys')).toBeNull()
+
+    await fs.writeFile(path.join(dir, 'tls-cert.pem'), 'not a certificate\n')
+    await fs.writeFile(path.join(dir, 'tls-key.pem'), 'not a key\n')
+    await expect(
+      loadFtpTls({ ...s.container.config.ftp, tls: null, tlsDir: dir }, s.container.serverKeys),
+    ).rejects.toThrow(/are not a PEM certificate and its private key/)
+    expect(await stored('ftp-tls')).toBeNull()
+  })
+
   it('gives every node the same generated FTP certificate, importing one already on disk', async () => {
     const ftp = (dir: string) =>
       loadFtpTls({ ...s.container.config.ftp, tls: null, tlsDir: dir }, s.container.serverKeys)

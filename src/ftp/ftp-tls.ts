@@ -42,12 +42,17 @@ export async function loadFtpTls(config: FtpConfig, shared?: ServerKeys): Promis
     ;({ cert, key } = shared ? await sharedPair(config.tlsDir, shared) : await generatedPair(config.tlsDir))
     source = 'generated'
   }
+  const files = source === 'settings' ? 'FTP_TLS_CERT and FTP_TLS_KEY' : `the files in ${config.tlsDir}`
+  return { ...usable({ cert, key }, files), source }
+}
+
+/** The pair's TLS context and fingerprint; `files` names them in the error when they do not load. */
+function usable(pair: { cert: string; key: string }, files: string): Omit<FtpTls, 'source'> {
   try {
-    const context = tls.createSecureContext({ cert, key, minVersion: 'TLSv1.2' })
-    const fingerprint = new crypto.X509Certificate(cert).fingerprint256
-    return { context, fingerprint, source }
+    const context = tls.createSecureContext({ cert: pair.cert, key: pair.key, minVersion: 'TLSv1.2' })
+    const fingerprint = new crypto.X509Certificate(pair.cert).fingerprint256
+    return { context, fingerprint }
   } catch (err) {
-    const files = source === 'settings' ? 'FTP_TLS_CERT and FTP_TLS_KEY' : `the files in ${config.tlsDir}`
     throw new Error(`${files} are not a PEM certificate and its private key (${(err as Error).message})`)
   }
 }
@@ -71,7 +76,10 @@ async function generatedPair(dir: string): Promise<{ cert: string; key: string }
 /** The database's pair, proposing this node's own (or a new one) when there is none yet. */
 async function sharedPair(dir: string, shared: ServerKeys): Promise<{ cert: string; key: string }> {
   const set = await shared.agree(SHARED_NAME, async () => {
-    const pair = (await keptPair(dir)) ?? (await newPair())
+    const kept = await keptPair(dir)
+    // A pair that does not load stops this node here, before every node would read it from the database.
+    if (kept) usable(kept, `the files in ${dir}`)
+    const pair = kept ?? (await newPair())
     return { [CERT_FILE]: pair.cert, [KEY_FILE]: pair.key }
   })
   const cert = set[CERT_FILE]

@@ -86,7 +86,11 @@ export class HostKeys {
   private async proposal(): Promise<Record<string, string>> {
     const set: Record<string, string> = {}
     for (const g of GENERATED) {
-      set[g.file] = (await readIfThere(path.join(this.dir, g.file))) ?? (await generateValid(g.type, g.opts))
+      const file = path.join(this.dir, g.file)
+      const kept = await readIfThere(file)
+      // A file that is no key stops this node here, before every node would read it from the database.
+      if (kept !== null) keyFrom(0, file, kept)
+      set[g.file] = kept ?? (await generateValid(g.type, g.opts))
     }
     return set
   }
