@@ -1,9 +1,12 @@
 import fs from 'node:fs/promises'
+import os from 'node:os'
 import path from 'node:path'
 import { Readable } from 'node:stream'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { BlobJanitor } from '../src/blobs/blob-janitor.js'
 import type { BlobStore } from '../src/blobs/blob-store.js'
+import { S3BlobStore } from '../src/blobs/s3/s3-blob-store.js'
+import { createS3Client } from '../src/blobs/s3/s3-client.js'
 import { JobLease } from '../src/jobs/job-lease.js'
 import { S3_CREDENTIALS, type S3TestServer, startS3Server } from './helpers/s3-server.js'
 import { dialects, startServer, type TestServer } from './helpers/server.js'
@@ -40,7 +43,7 @@ const cases = dialects.flatMap((dialect) => [
   },
 ])
 
-describe.each(cases)('blob janitor ($dialect, $store)', ({ dialect, env }) => {
+describe.each(cases)('blob janitor ($dialect, $store)', ({ dialect, store, env }) => {
   let s: TestServer
   let clock: number
   let storage: string
@@ -252,6 +255,42 @@ describe.each(cases)('blob janitor ($dialect, $store)', ({ dialect, env }) => {
     expect(warn).toHaveBeenCalledOnce()
     expect(await garbageKeys()).toEqual([key])
     expect(await s.container.janitor.runOnce()).toMatchObject({ garbageDeleted: 1 })
+  })
+
+  it.runIf(store === 's3')('leaves another node its upload in progress and its temporary files', async () => {
+    // The other node: a janitor on the same database and bucket, with a DATA_DIR of its own.
+    const s3 = s.container.config.blobs.s3!
+    const client = createS3Client(s3)
+    const elsewhere = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-other-node-'))
+    try {
+      const theirs = new S3BlobStore({ client, bucket: s3.bucket, prefix: s3.prefix, tmpDir: elsewhere })
+      const other = new BlobJanitor(db(), theirs, () => clock, {
+        lease: new JobLease(db(), 'blob-janitor', { leaseMs: 60_000, now: () => clock }),
+      })
+      // Staged through this node, its parts older than the grace period; and a temporary file of
+      // this node's, as old.
+      await makeUpload('live1', clock + 48 * HOUR)
+      await fs.mkdir(path.join(storage, 'tmp'), { recursive: true })
+      await fs.writeFile(path.join(storage, 'tmp', 'crashed'), 'half an export')
+      await age(path.join(storage, 'tmp', 'crashed'), 2 * HOUR)
+      clock += 2 * HOUR
+
+      expect(await other.runOnce()).toEqual({
+        garbageDeleted: 0,
+        garbageFailed: 0,
+        uploadsExpired: 0,
+        orphanPartsDiscarded: 0,
+        temporaryRemoved: 0,
+      })
+      expect(await stagedRefs()).toEqual(['live1'])
+      expect(await fs.readdir(path.join(storage, 'tmp'))).toEqual(['crashed'])
+      expect((await blobs().assemble('live1', [1, 2])).size).toBe(12)
+      // This node's own janitor sweeps its own temporary file.
+      expect(await s.container.janitor.runOnce()).toMatchObject({ temporaryRemoved: 1 })
+    } finally {
+      client.destroy()
+      await fs.rm(elsewhere, { recursive: true, force: true })
+    }
   })
 
   it('sweeps in one process at a time, and takes over from a process that died sweeping', async () => {
