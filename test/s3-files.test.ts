@@ -18,6 +18,7 @@ import {
   putBytes,
   target,
   uploadFile,
+  withChecksums,
 } from './helpers/files.js'
 import { fetchCsvRows, readyHistoryExport } from './helpers/history-export-fixtures.js'
 import { captureLog } from './helpers/log-capture.js'
@@ -87,7 +88,12 @@ describe.each(dialects)('Wharf with BLOB_STORE=s3 (%s)', (dialect) => {
       const whole = Buffer.concat(parts)
       const { end } = await uploadFile(s, path, [...parts], { order: [2, 0, 1] })
       expect(end.status, end.text).toBe(201)
-      expect(end.body).toMatchObject({ size: whole.length, md5: md5(whole), crc32: crc32(whole) })
+      // Read back from the bucket by the checksum job, after the upload.
+      expect(await withChecksums(target(s), path)).toMatchObject({
+        size: whole.length,
+        md5: md5(whole),
+        crc32: crc32(whole),
+      })
       expect(md5(await download(target(s), path))).toBe(md5(whole))
       const row = await fileRow(path)
       expect(await keys('blobs/')).toContain(row!.blob_key)
@@ -185,7 +191,7 @@ describe.each(dialects)('Wharf with BLOB_STORE=s3 (%s)', (dialect) => {
     expectError(await endUpload(t, 's3/abandoned.bin', abandoned.ref), 404, 'not-found/file-upload-not-found')
     const end = await endUpload(t, 's3/live.bin', live.ref)
     expect(end.status).toBe(201)
-    expect(end.body.md5).toBe(md5('live'))
+    expect((await withChecksums(t, 's3/live.bin')).md5).toBe(md5('live'))
   })
 
   it('discards staged objects no upload owns once they are an hour old', async () => {

@@ -58,6 +58,7 @@ export function transferRoutes(c: HttpContext): Routes {
       async (request, reply) => {
         const { ref, part } = request.params
         const declared = request.headers['content-length']
+        const contentMd5 = request.headers['content-md5']
         try {
           await parts.receive(
             ref,
@@ -65,6 +66,7 @@ export function transferRoutes(c: HttpContext): Routes {
             request.query,
             request.raw,
             declared === undefined ? undefined : Number(declared),
+            typeof contentMd5 === 'string' ? contentMd5 : undefined,
           )
         } catch (err) {
           // A client that hangs up mid-part is not a server failure: nothing was kept.
