@@ -219,6 +219,29 @@ describe.each(dialects)('Wharf with BLOB_STORE=s3 (%s)', (dialect) => {
     expect(rows).toHaveLength(row.result_count! + 1)
     expect(rows.flat()).toContain('s3/moved/copy.bin')
   })
+
+  it('refuses a part whose bytes do not match its Content-MD5, and stages nothing of it', async () => {
+    skew = 0
+    const t = target(s)
+    const up = await beginUpload(t, 's3/digest.bin')
+    const uri = (await partUrl(t, 's3/digest.bin', up.ref, 1)).upload_uri
+    const digest = (b: Buffer | string) => Buffer.from(md5(b), 'hex').toString('base64')
+    // Larger than one of the store's own multipart parts: some of it reached the bucket already.
+    const res = await fetch(uri, {
+      method: 'PUT',
+      body: crypto.randomBytes(6 * MiB),
+      headers: { 'Content-MD5': digest('other bytes') },
+    })
+    expect(res.status).toBe(400)
+    expect(((await res.json()) as { type: string }).type).toBe('bad-request/invalid-body')
+    expect(await keys(`parts/${up.ref}/`)).toEqual([])
+    const body = Buffer.from('matching bytes')
+    const ok = await fetch(uri, { method: 'PUT', body, headers: { 'Content-MD5': digest(body) } })
+    expect(ok.status).toBe(200)
+    expect(await keys(`parts/${up.ref}/`)).toEqual(['1'])
+    expect((await endUpload(t, 's3/digest.bin', up.ref)).status).toBe(201)
+    expect((await withChecksums(t, 's3/digest.bin')).md5).toBe(md5(body))
+  })
 })
 
 describe('start-up on BLOB_STORE=s3', () => {

@@ -44,6 +44,8 @@ export function transferRoutes(c: HttpContext): Routes {
         config: { auth: false },
         schema: {
           summary: 'Send the bytes of one upload part to its signed upload_uri (no credentials)',
+          description:
+            'With a `Content-MD5` header (RFC 1864: the base64 of the bytes\' md5) the part is checked as it arrives, and refused with 400 `bad-request/invalid-body` if its bytes differ (nothing of it is kept).',
           tags,
           security: [],
           consumes: ['application/octet-stream'],
