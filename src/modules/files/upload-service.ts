@@ -152,7 +152,7 @@ export class UploadService {
     trx: Transaction<Database>,
     p: Principal,
     upload: UploadRow,
-    blob: Blob,
+    blob: NewBlob,
     garbageId: number,
     opts: UploadOptions,
   ): Promise<FileRow> {
@@ -253,7 +253,7 @@ export class UploadService {
   }
 
   /** The blob of the parts; an empty file's checksums are known at once (no bytes to read). */
-  private async assemble(upload: UploadRow, numbers: number[], sizes: number[]): Promise<Blob> {
+  private async assemble(upload: UploadRow, numbers: number[], sizes: number[]): Promise<NewBlob> {
     if (numbers.length === 0) return this.blobs.put(Readable.from([]))
     try {
       return await this.blobs.assemble(upload.ref, numbers, sizes)
@@ -269,7 +269,7 @@ export class UploadService {
 }
 
 /** A new blob, with its checksums when they came free with it. */
-type Blob = StoredBlob & Partial<BlobChecksums>
+type NewBlob = StoredBlob & Partial<BlobChecksums>
 
 /** with_rename's name was taken between choosing it and locking it (PostgreSQL only). */
 class NameTaken extends Error {}
