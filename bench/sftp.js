@@ -277,9 +277,16 @@ async function main() {
           user: 'admin',
           keyFile,
           remote,
-          // Wharf hashes what it stores: the file's md5 as the API gives it.
+          // Wharf hashes what it stores, after the upload: the file's md5 as the API gives it
+          // once its background job has read the file.
           checkUpload: async () => {
-            const f = await json(await fetch(`${w.api}/files${remote}`, { headers: w.headers }), 'GET /files')
+            const get = async () =>
+              json(await fetch(`${w.api}/files${remote}`, { headers: w.headers }), 'GET /files')
+            let f = await get()
+            while (f.md5 === null) {
+              await new Promise((r) => setTimeout(r, 50))
+              f = await get()
+            }
             if (f.size !== src.size || f.md5 !== src.md5)
               throw new Error(`${w.label}: uploaded file is ${f.size} bytes, md5 ${f.md5}`)
           },

@@ -62,6 +62,15 @@ export interface Config extends ModuleSettings {
     /** How long a worker's claim on a build lasts without renewal (renewed while it runs). */
     leaseSeconds: number
   }
+  /** The md5 and CRC-32 of uploads, computed after the upload (decisions.md, "Checksums"). */
+  checksums: {
+    /** Blobs read at once, per process. */
+    concurrency: number
+    /** Longest wait between looks for work queued by another process (this one wakes itself). */
+    pollMs: number
+    /** How long a worker's claim on a blob lasts without renewal (renewed while it reads). */
+    leaseSeconds: number
+  }
   /** The FTP/FTPS front end (docs/decisions.md, "FTP and FTPS"). */
   ftp: FtpConfig
 }
@@ -221,6 +230,11 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency: int('EXPORT_CONCURRENCY', 2, 1, 64),
       pageSize: int('EXPORT_PAGE_SIZE', 5000, 1, 100_000),
       leaseSeconds: int('EXPORT_LEASE_SECONDS', 60, 1, 86400),
+    },
+    checksums: {
+      concurrency: int('CHECKSUM_CONCURRENCY', 2, 1, 64),
+      pollMs: int('CHECKSUM_POLL_MS', 5000, 10, 3_600_000),
+      leaseSeconds: int('CHECKSUM_LEASE_SECONDS', 60, 1, 86400),
     },
     ftp: loadFtpConfig(env, { host, dataDir, int, bool, str }, problems),
   }

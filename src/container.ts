@@ -7,6 +7,7 @@ import { LocalBlobStore } from './blobs/disk/local-blob-store.js'
 import { S3BlobStore } from './blobs/s3/s3-blob-store.js'
 import { createS3Client } from './blobs/s3/s3-client.js'
 import { guardStorageFull } from './blobs/storage-full-guard.js'
+import { ChecksumWorker } from './checksums/checksum-worker.js'
 import type { Config } from './config.js'
 import { type DatabaseHandle, openDatabase } from './db/database.js'
 import type { Database, ExportKind } from './db/schema.js'
@@ -77,8 +78,10 @@ export interface Container {
   webhooks: { dispatcher: WebhookDispatcher; retention: WebhookLogRetention; sender: WebhookSender }
   /** Export builds (claimed with a lease) and the deletion of old exports. */
   exports: { worker: ExportWorker; retention: ExportRetention }
+  /** Computes the md5 and CRC-32 of uploads after they commit. */
+  checksums: ChecksumWorker
   now: () => number
-  /** Starts the background work (janitor, webhook delivery, export builds, retention) once the server listens. */
+  /** Starts the background work (janitor, webhook delivery, export builds, checksums, retention) once the server listens. */
   startBackground(): Promise<void>
   close(): Promise<void>
 }
@@ -204,6 +207,13 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const exportRetention = new ExportRetention(db, config.exports.retentionDays, now, opts.logger).takeTurns(
       turns('export-retention'),
     )
+    const checksums = new ChecksumWorker(db, blobs, now, {
+      concurrency: config.checksums.concurrency,
+      leaseMs: config.checksums.leaseSeconds * 1000,
+      pollMs: config.checksums.pollMs,
+      releaseClaimsOnStart: database.dialect.singleProcess,
+      logger: opts.logger,
+    })
     const auth = new AuthService(repos.apiKeys, repos.users, repos.sessions, config, now, identities)
     const uploads = new UploadService(
       db,
@@ -260,6 +270,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       serverKeys,
       webhooks: { dispatcher, retention, sender },
       exports: { worker: exportWorker, retention: exportRetention },
+      checksums,
       now,
       startBackground: async () => {
         janitor.start(config.files.janitorIntervalSeconds * 1000)
@@ -267,9 +278,11 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
         exportRetention.start(HOUR)
         await dispatcher.start()
         await exportWorker.start()
+        await checksums.start()
       },
       close: async () => {
         // Background work first: what is in progress finishes before the database closes under it.
+        await checksums.stop()
         await exportWorker.stop()
         await exportRetention.stop()
         await dispatcher.stop()

@@ -93,6 +93,11 @@ describe.each(stores)('blob store on $name', (storeCase) => {
   const from = (...chunks: (string | Buffer)[]) => Readable.from(chunks.map((c) => Buffer.from(c)))
   const read = async (key: string, range?: { start: number; end: number }) =>
     text(await store.open(key, range))
+  /** An assembled blob with the checksums the store computes by reading it. */
+  const summed = async (info: { key: string; size: number }) => ({
+    ...info,
+    ...(await store.checksums(info.key)),
+  })
 
   /** A stream that yields some bytes, then fails as an aborted request body would. */
   function failing(after: string): Readable {
@@ -118,6 +123,44 @@ describe.each(stores)('blob store on $name', (storeCase) => {
     expect(await read(info.key)).toBe('hello world')
     expect(await store.size(info.key)).toBe(11)
     expect(await files()).toEqual(storeCase.blobEntries(info.key))
+  })
+
+  it("computes a blob's checksums by reading it, whether put or assembled", async () => {
+    const put = await store.put(from('hello ', 'world'))
+    expect(await store.checksums(put.key)).toEqual({
+      size: 11,
+      md5: md5('hello world'),
+      crc32: crc('hello world'),
+    })
+    await store.putPart('sum', 1, from('hello '))
+    await store.putPart('sum', 2, from(''))
+    await store.putPart('sum', 3, from('world'))
+    const assembled = await store.assemble('sum', [1, 2, 3])
+    expect(assembled).toEqual({ key: assembled.key, size: 11 })
+    expect(await store.checksums(assembled.key)).toEqual({
+      size: 11,
+      md5: md5('hello world'),
+      crc32: crc('hello world'),
+    })
+    const empty = await store.put(Readable.from([]))
+    expect(await store.checksums(empty.key)).toEqual({
+      size: 0,
+      md5: 'd41d8cd98f00b204e9800998ecf8427e',
+      crc32: '00000000',
+    })
+  })
+
+  it('refuses the checksums of a blob that does not exist, and stops when aborted', async () => {
+    for (const key of ['f'.repeat(32), '../../etc/passwd']) {
+      await expect(store.checksums(key)).rejects.toBeInstanceOf(BlobNotFoundError)
+    }
+    const { key } = await store.put(from('abc'))
+    await store.delete(key)
+    await expect(store.checksums(key)).rejects.toBeInstanceOf(BlobNotFoundError)
+    const big = await store.put(Readable.from([crypto.randomBytes(3 * 1024 * 1024)]))
+    const abort = new AbortController()
+    abort.abort(new Error('stopping'))
+    await expect(store.checksums(big.key, { signal: abort.signal })).rejects.toThrow()
   })
 
   it('gives the empty blob the well-known empty checksums', async () => {
@@ -206,15 +249,17 @@ describe.each(stores)('blob store on $name', (storeCase) => {
       expect(await store.putPart('upload_A-1', n, Readable.from([bytes]))).toEqual({ size: bytes.length })
     }
     const all = Buffer.concat(parts)
-    const info = await store.assemble(
-      'upload_A-1',
-      parts.map((_, i) => i + 1),
+    const info = await summed(
+      await store.assemble(
+        'upload_A-1',
+        parts.map((_, i) => i + 1),
+      ),
     )
     expect(info).toMatchObject({ size: all.length, md5: md5(all), crc32: crc(all) })
     const back = Buffer.concat(await (await store.open(info.key)).toArray())
     expect(back.equals(all)).toBe(true)
     // Order is the caller's, and the parts stay staged until discarded.
-    const reversed = await store.assemble('upload_A-1', [2, 1])
+    const reversed = await summed(await store.assemble('upload_A-1', [2, 1]))
     expect(reversed.md5).toBe(md5(Buffer.concat([parts[1]!, parts[0]!])))
   })
 
@@ -228,10 +273,12 @@ describe.each(stores)('blob store on $name', (storeCase) => {
     ]
     for (const [i, p] of parts.entries()) await store.putPart('big', i + 1, Readable.from([p]))
     const all = Buffer.concat(parts)
-    const info = await store.assemble(
-      'big',
-      [1, 2, 3],
-      parts.map((p) => p.length),
+    const info = await summed(
+      await store.assemble(
+        'big',
+        [1, 2, 3],
+        parts.map((p) => p.length),
+      ),
     )
     expect(info).toMatchObject({ size: all.length, md5: md5(all), crc32: crc(all) })
     const back = Buffer.concat(await (await store.open(info.key)).toArray())
@@ -268,10 +315,9 @@ describe.each(stores)('blob store on $name', (storeCase) => {
   it('checksums a part restaged after it was hashed ahead by its new bytes', async () => {
     await store.putPart('again', 1, from('aaaa'))
     await store.putPart('again', 2, from('bbbb'))
-    // Let the background hashing of parts 1 and 2 finish before part 1 changes.
     await new Promise((r) => setTimeout(r, 50))
     await store.putPart('again', 1, from('xxxxxx'))
-    const info = await store.assemble('again', [1, 2])
+    const info = await summed(await store.assemble('again', [1, 2]))
     expect(info.md5).toBe(md5('xxxxxxbbbb'))
     expect(info.crc32).toBe(crc('xxxxxxbbbb'))
     expect(info.size).toBe(10)
@@ -284,9 +330,11 @@ describe.each(stores)('blob store on $name', (storeCase) => {
       [...parts.keys()].reverse().map((i) => store.putPart('shuffled', i + 1, from(parts[i]!))),
     )
     const whole = Buffer.concat(parts)
-    const info = await store.assemble(
-      'shuffled',
-      parts.map((_, i) => i + 1),
+    const info = await summed(
+      await store.assemble(
+        'shuffled',
+        parts.map((_, i) => i + 1),
+      ),
     )
     expect([info.md5, info.crc32, info.size]).toEqual([md5(whole), crc(whole), whole.length])
   })
@@ -323,7 +371,7 @@ describe.each(stores)('blob store on $name', (storeCase) => {
     await expect(store.putPart('up1', 1, failing('second, cut short'))).rejects.toThrow()
     expect(await text(await store.open((await store.assemble('up1', [1])).key))).toBe('first')
     await store.putPart('up1', 1, from('second'))
-    expect((await store.assemble('up1', [1])).md5).toBe(md5('second'))
+    expect((await summed(await store.assemble('up1', [1]))).md5).toBe(md5('second'))
   })
 
   it('keeps one whole copy when the same part arrives twice at once', async () => {
@@ -333,7 +381,7 @@ describe.each(stores)('blob store on $name', (storeCase) => {
       store.putPart('up1', 3, Readable.from([a.subarray(0, 100_000), a.subarray(100_000)])),
       store.putPart('up1', 3, Readable.from([b.subarray(0, 150_000), b.subarray(150_000)])),
     ])
-    const info = await store.assemble('up1', [3])
+    const info = await summed(await store.assemble('up1', [3]))
     expect([md5(a), md5(b)]).toContain(info.md5)
     // The part and the assembled blob; no temporary file.
     expect(await files()).toHaveLength(1 + storeCase.assembledEntries)

@@ -2,7 +2,7 @@ import crypto from 'node:crypto'
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { basic, dav, historyInterfaces, hookTo, md5, runClient, uploadsOf } from './helpers/dav.js'
 import { startListener, type TestListener } from './helpers/listener.js'
 import { dialects, grant, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'
@@ -72,6 +72,18 @@ describe.each(dialects)('WebDAV with curl (%s)', (dialect) => {
     expect((await curl(['-T', file, '-H', 'If-None-Match: *', url('work/file.bin')])).status).toBe(412)
     expect((await curl(['-T', file, '-H', 'If-Match: "0123"', url('work/file.bin')])).status).toBe(412)
     const etag = `"${md5(await fs.readFile(file))}"`
+    // The entity tag is the md5 once the background job has computed it (change time and size before).
+    await vi.waitFor(
+      async () => {
+        const row = await s.container.db
+          .selectFrom('files')
+          .select('md5')
+          .where('path', '=', 'work/file.bin')
+          .executeTakeFirst()
+        if (!row?.md5) throw new Error('no md5 yet')
+      },
+      { timeout: 20_000, interval: 20 },
+    )
     expect((await curl(['-T', file, '-H', `If-Match: ${etag}`, url('work/file.bin')])).status).toBe(204)
     expect((await curl(['-T', file, '-H', 'If-None-Match: *', url('work/fresh.bin')])).status).toBe(201)
     const head = await curl(['-I', url('work/file.bin')])

@@ -18,7 +18,7 @@ const FLOORS: { floor: number; name: string; match: (file: string) => boolean }[
   },
   { floor: 5, name: 'front ends', match: (f) => /^(http|sftp|ftp|dav)\//.test(f) },
   { floor: 4, name: 'modules', match: (f) => f.startsWith('modules/') },
-  { floor: 3, name: 'background machinery', match: (f) => /^(webhooks|exports|jobs)\//.test(f) },
+  { floor: 3, name: 'background machinery', match: (f) => /^(webhooks|exports|checksums|jobs)\//.test(f) },
   { floor: 2, name: 'storage', match: (f) => /^(blobs|db|security)\//.test(f) },
   { floor: 1, name: 'api', match: (f) => f.startsWith('api/') },
 ]

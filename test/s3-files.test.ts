@@ -18,6 +18,7 @@ import {
   putBytes,
   target,
   uploadFile,
+  withChecksums,
 } from './helpers/files.js'
 import { fetchCsvRows, readyHistoryExport } from './helpers/history-export-fixtures.js'
 import { captureLog } from './helpers/log-capture.js'
@@ -87,7 +88,12 @@ describe.each(dialects)('Wharf with BLOB_STORE=s3 (%s)', (dialect) => {
       const whole = Buffer.concat(parts)
       const { end } = await uploadFile(s, path, [...parts], { order: [2, 0, 1] })
       expect(end.status, end.text).toBe(201)
-      expect(end.body).toMatchObject({ size: whole.length, md5: md5(whole), crc32: crc32(whole) })
+      // Read back from the bucket by the checksum job, after the upload.
+      expect(await withChecksums(target(s), path)).toMatchObject({
+        size: whole.length,
+        md5: md5(whole),
+        crc32: crc32(whole),
+      })
       expect(md5(await download(target(s), path))).toBe(md5(whole))
       const row = await fileRow(path)
       expect(await keys('blobs/')).toContain(row!.blob_key)
@@ -185,7 +191,7 @@ describe.each(dialects)('Wharf with BLOB_STORE=s3 (%s)', (dialect) => {
     expectError(await endUpload(t, 's3/abandoned.bin', abandoned.ref), 404, 'not-found/file-upload-not-found')
     const end = await endUpload(t, 's3/live.bin', live.ref)
     expect(end.status).toBe(201)
-    expect(end.body.md5).toBe(md5('live'))
+    expect((await withChecksums(t, 's3/live.bin')).md5).toBe(md5('live'))
   })
 
   it('discards staged objects no upload owns once they are an hour old', async () => {
@@ -212,6 +218,29 @@ describe.each(dialects)('Wharf with BLOB_STORE=s3 (%s)', (dialect) => {
     expect(row.result_count).toBeGreaterThanOrEqual(5)
     expect(rows).toHaveLength(row.result_count! + 1)
     expect(rows.flat()).toContain('s3/moved/copy.bin')
+  })
+
+  it('refuses a part whose bytes do not match its Content-MD5, and stages nothing of it', async () => {
+    skew = 0
+    const t = target(s)
+    const up = await beginUpload(t, 's3/digest.bin')
+    const uri = (await partUrl(t, 's3/digest.bin', up.ref, 1)).upload_uri
+    const digest = (b: Buffer | string) => Buffer.from(md5(b), 'hex').toString('base64')
+    // Larger than one of the store's own multipart parts: some of it reached the bucket already.
+    const res = await fetch(uri, {
+      method: 'PUT',
+      body: crypto.randomBytes(6 * MiB),
+      headers: { 'Content-MD5': digest('other bytes') },
+    })
+    expect(res.status).toBe(400)
+    expect(((await res.json()) as { type: string }).type).toBe('bad-request/invalid-body')
+    expect(await keys(`parts/${up.ref}/`)).toEqual([])
+    const body = Buffer.from('matching bytes')
+    const ok = await fetch(uri, { method: 'PUT', body, headers: { 'Content-MD5': digest(body) } })
+    expect(ok.status).toBe(200)
+    expect(await keys(`parts/${up.ref}/`)).toEqual(['1'])
+    expect((await endUpload(t, 's3/digest.bin', up.ref)).status).toBe(201)
+    expect((await withChecksums(t, 's3/digest.bin')).md5).toBe(md5(body))
   })
 })
 

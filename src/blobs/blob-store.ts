@@ -1,14 +1,21 @@
 import type { Readable } from 'node:stream'
 
-/** A stored blob: its key in the store, its size and the checksums the File resource shows. */
-export interface BlobInfo {
-  key: string
-  size: number
+/** The checksums the File resource shows. */
+export interface BlobChecksums {
   /** 32 lower-case hex characters. */
   md5: string
   /** 8 lower-case hex characters (CRC-32, as zlib computes it). */
   crc32: string
 }
+
+/** A stored blob: its key in the store and its size. */
+export interface StoredBlob {
+  key: string
+  size: number
+}
+
+/** A stored blob with its checksums (computed on the way in by a single streamed `put`). */
+export interface BlobInfo extends StoredBlob, BlobChecksums {}
 
 /** Inclusive byte range, as in an HTTP `Range: bytes=start-end` header. */
 export interface ByteRange {
@@ -88,13 +95,20 @@ export interface BlobStore {
     opts?: { maxBytes?: number },
   ): Promise<{ size: number }>
   /**
-   * Makes a new blob of the staged parts, in the order given (their concatenation), with its
-   * checksums, flushed to disk. Staged parts are durable only from here: putPart does not flush
-   * them, which keeps many parts in flight cheap. With `sizes` (what each part measured when it
-   * was stored), a part lost or cut short by a crash is a StagedPartError, as is a missing part.
-   * The parts stay staged until discardUpload; restaging one does not alter the blob.
+   * Makes a new blob of the staged parts, in the order given (their concatenation), flushed to
+   * disk. Staged parts are durable only from here: putPart does not flush them, which keeps many
+   * parts in flight cheap. With `sizes` (what each part measured when it was stored), a part lost
+   * or cut short by a crash is a StagedPartError, as is a missing part. The parts stay staged
+   * until discardUpload; restaging one does not alter the blob. No checksums: reading a large
+   * upload back to hash it costs seconds of CPU per gigabyte, so they are computed afterwards
+   * (`checksums`), outside the request.
    */
-  assemble(ref: string, partNumbers: number[], sizes?: number[]): Promise<BlobInfo>
+  assemble(ref: string, partNumbers: number[], sizes?: number[]): Promise<StoredBlob>
+  /**
+   * The md5 and CRC-32 of a blob (and its size), by reading it once from start to end. Throws
+   * BlobNotFoundError; stops with the signal's reason once it is aborted.
+   */
+  checksums(key: string, opts?: { signal?: AbortSignal }): Promise<BlobChecksums & { size: number }>
   /** Deletes every staged part of an upload (idempotent). */
   discardUpload(ref: string): Promise<void>
   /** Refs with staged parts and when they last changed (epoch ms), for the janitor. */

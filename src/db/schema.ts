@@ -289,6 +289,17 @@ export interface Database {
   public_keys: PublicKeysTable
   server_keys: ServerKeysTable
   job_leases: JobLeasesTable
+  checksum_jobs: ChecksumJobsTable
+}
+
+/** Blobs whose md5 and CRC-32 are still to be computed (the checksum worker's jobs). */
+export interface ChecksumJobsTable {
+  id: Generated<number>
+  blob_key: string
+  attempts: Generated<number>
+  lease_owner: string | null
+  lease_until: number | null
+  created_at: number
 }
 
 /** SSH public keys of users, for SFTP logins (the PublicKey resource). */

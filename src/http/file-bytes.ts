@@ -70,7 +70,9 @@ export async function sendFileBytes(
   d: Download,
 ): Promise<FastifyReply> {
   const { row } = d
-  const etag = `"${row.md5 ?? ''}"`
+  // The md5 once known (it is computed after the upload); until then the change time and size,
+  // as WebDAV's entity tag: never one tag shared by two versions of a file.
+  const etag = row.md5 ? `"${row.md5}"` : `"${row.mtime.toString(16)}-${row.size.toString(16)}"`
   const ifRange = request.headers['if-range']
   // A stale If-Range means "send the whole current file", so the Range is not even looked at.
   const range = ifRangeHolds(typeof ifRange === 'string' ? ifRange : undefined, etag, row.mtime)

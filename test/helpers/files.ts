@@ -1,6 +1,6 @@
 import crypto from 'node:crypto'
 import http from 'node:http'
-import { expect } from 'vitest'
+import { expect, vi } from 'vitest'
 import type { TestServer } from './server.js'
 
 /**
@@ -221,6 +221,21 @@ export async function uploaded(s: TestServer, path: string, content: Buffer | st
   const { end } = await uploadFile(s, path, parts, key ? { key } : {})
   expect(end.status, end.text).toBe(201)
   return end.body
+}
+
+/**
+ * `GET /files/{path}` once the file's md5 and CRC-32 are known: a background job computes them
+ * after the upload commits, so `action=end` answers them as null.
+ */
+export async function withChecksums(t: Target, path: string): Promise<any> {
+  return vi.waitFor(
+    async () => {
+      const r = await req(t, 'GET', `/files/${urlPath(t, path)}`)
+      if (r.status !== 200 || r.body.md5 === null) throw new Error(`no checksums yet for ${path}: ${r.text}`)
+      return r.body
+    },
+    { timeout: 20_000, interval: 20 },
+  )
 }
 
 /** The reply of the first upload step the server refused (the test expects a refusal). */

@@ -64,6 +64,8 @@ export async function startServer(
     LOGIN_MAX_ATTEMPTS_PER_IP: '100000',
     // Tests change keys and users straight in the database, as another process would: no reuse.
     AUTH_CACHE_SECONDS: '0',
+    // Checksums queued by another worker (or left by a stopped one) are found within a moment.
+    CHECKSUM_POLL_MS: '100',
     ...(dialect === 'postgres' ? { DATABASE_URL: process.env['TEST_DATABASE_URL']! } : {}),
     ...env,
   })
@@ -76,10 +78,11 @@ export async function startServer(
   })
   const app = await buildApp(container)
   await app.listen({ host: '127.0.0.1', port: 0 })
-  // Webhooks go out and exports are built as in production; the janitor and the retention jobs
-  // run only when a test asks.
+  // Webhooks go out, exports are built and checksums computed as in production; the janitor and
+  // the retention jobs run only when a test asks.
   await container.webhooks.dispatcher.start()
   await container.exports.worker.start()
+  await container.checksums.start()
   const addr = app.server.address()
   const port = typeof addr === 'object' && addr ? addr.port : 0
   const url = `http://127.0.0.1:${port}`

@@ -3,7 +3,7 @@ import FileAction from 'files.com/lib/models/FileAction.js'
 import Folder from 'files.com/lib/models/Folder.js'
 import { describe, expect, it } from 'vitest'
 import { dialects } from '../helpers/server.js'
-import { filesSdkServer, md5, unique } from './files-sdk.js'
+import { filesSdkServer, findSummed, md5, unique } from './files-sdk.js'
 import { describeError, type Recorder, sdkError } from './sdk.js'
 
 describe.each(dialects)('files.com SDK: folders, copy, move and delete (%s)', (dialect) => {
@@ -25,6 +25,7 @@ describe.each(dialects)('files.com SDK: folders, copy, move and delete (%s)', (d
     const folder = unique('list')
     const files = ['a.txt', 'b.txt', 'c.txt', 'd.txt', 'e.txt', 'f.txt', 'g.txt']
     for (const f of files) await File.uploadData(`${folder}/${f}`, f)
+    await findSummed(`${folder}/a.txt`)
     await Folder.create(`${folder}/sub1`)
     await Folder.create(`${folder}/sub2`)
     rec.requests.length = 0
@@ -106,7 +107,8 @@ describe.each(dialects)('files.com SDK: folders, copy, move and delete (%s)', (d
   it('copies a file, refuses to overwrite unless asked, and copies folders with their contents', async () => {
     const root = unique('copy')
     await File.uploadData(`${root}/src.txt`, 'source bytes')
-    const src = await File.find(`${root}/src.txt`)
+    // Known by now: the copy takes them with it.
+    const src = await findSummed(`${root}/src.txt`)
     const action = await src.copy({ destination: `${root}/dst.txt` })
     expect(action).toBeInstanceOf(FileAction)
     expect(action.status).toBe('completed')
@@ -134,7 +136,8 @@ describe.each(dialects)('files.com SDK: folders, copy, move and delete (%s)', (d
 
   it('renames a file, moves it into another folder, and moves folders with their contents', async () => {
     const root = unique('move')
-    const up = await File.uploadData(`${root}/a/old.txt`, 'moving bytes')
+    await File.uploadData(`${root}/a/old.txt`, 'moving bytes')
+    const up = await findSummed(`${root}/a/old.txt`)
     await Folder.create(`${root}/b`)
     const action = await (await File.find(`${root}/a/old.txt`)).move({ destination: `${root}/a/new.txt` })
     expect(action.status).toBe('completed')

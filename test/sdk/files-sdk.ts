@@ -5,7 +5,8 @@ import os from 'node:os'
 import path from 'node:path'
 import zlib from 'node:zlib'
 import Files from 'files.com/lib/Files.js'
-import { afterAll, beforeAll, beforeEach } from 'vitest'
+import File from 'files.com/lib/models/File.js'
+import { afterAll, beforeAll, beforeEach, vi } from 'vitest'
 import { type DialectName, startServer, type TestServer } from '../helpers/server.js'
 import { startTlsFront, type TlsFront } from '../helpers/tls-front.js'
 import { type Recorder, resetSdk, startRecorder } from './sdk.js'
@@ -63,6 +64,21 @@ export const unique = (prefix: string) => `${prefix}-${crypto.randomBytes(4).toS
 
 export function md5(bytes: Buffer | string): string {
   return crypto.createHash('md5').update(bytes).digest('hex')
+}
+
+/**
+ * `File.find` once the file's md5 and CRC-32 are known: a background job computes them after
+ * the upload, so the File an upload answers has them as null.
+ */
+export async function findSummed(p: string): Promise<File> {
+  return vi.waitFor(
+    async () => {
+      const found = await File.find(p)
+      if (found.md5 === null || found.md5 === undefined) throw new Error(`no checksums yet for ${p}`)
+      return found
+    },
+    { timeout: 20_000, interval: 20 },
+  )
 }
 
 /** CRC-32 as the File resource shows it: 8 lower-case hex characters. */

@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises'
 import type { Page } from 'playwright-core'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import {
   expectNoOutsideRequests,
   hasBrowser,
@@ -25,6 +25,16 @@ describe.skipIf(!hasBrowser)('web interface: files', () => {
       .select(['id', 'path', 'type', 'md5', 'size'])
       .where('path', '=', path)
       .executeTakeFirst()
+  /** The row once its md5 is known: a background job computes it after the upload. */
+  const summedRow = (path: string) =>
+    vi.waitFor(
+      async () => {
+        const row = await fileRow(path)
+        if (!row?.md5) throw new Error(`no md5 yet for ${path}`)
+        return row
+      },
+      { timeout: 20_000, interval: 20 },
+    )
 
   const actionsOf = (action: string, path: string) =>
     web.s.container.db
@@ -92,7 +102,7 @@ describe.skipIf(!hasBrowser)('web interface: files', () => {
       'inbox/dropped.dat': dropped,
     }
     for (const [path, content] of Object.entries(expected)) {
-      const row = await fileRow(path)
+      const row = await summedRow(path)
       expect(row, path).toMatchObject({ type: 'file', size: content.length, md5: md5(content) })
       expect((await download(target(web.s), path)).equals(content), path).toBe(true)
       expect(await actionsOf('create', path)).toEqual([expect.objectContaining({ interface: 'web', path })])
@@ -137,7 +147,7 @@ describe.skipIf(!hasBrowser)('web interface: files', () => {
     await call(web.s, 'DELETE', '/files/later', { key: web.s.adminKey })
     await page.getByRole('button', { name: 'Retry x.txt' }).click()
     await waitComplete(page, 'x.txt')
-    expect(await fileRow('later/x.txt')).toMatchObject({ size: 1, md5: md5('x') })
+    expect(await summedRow('later/x.txt')).toMatchObject({ size: 1, md5: md5('x') })
     await page.getByRole('button', { name: 'Dismiss x.txt' }).click()
     await expect.poll(() => page.getByLabel('Upload progress of x.txt').count()).toBe(0)
     await page.context().close()
@@ -175,7 +185,7 @@ describe.skipIf(!hasBrowser)('web interface: files', () => {
     expect(await copy.getByLabel('Copy to (full path)').inputValue()).toBe('work/report-2026 copy.pdf')
     await copy.getByRole('button', { name: 'Copy' }).click()
     await shown(page.getByRole('cell', { name: 'report-2026 copy.pdf' }))
-    const copied = await fileRow('work/report-2026 copy.pdf')
+    const copied = await summedRow('work/report-2026 copy.pdf')
     expect(copied?.md5).toBe(md5(bytes(3000, 4)))
     expect((await actionsOf('copy', 'work/report-2026 copy.pdf'))[0]?.interface).toBe('web')
 
@@ -360,7 +370,7 @@ describe.skipIf(!hasBrowser)('web interface: files', () => {
       .setInputFiles([{ name: 'résumé #1 & notes.txt', mimeType: 'text/plain', buffer: content }])
     await waitComplete(page, 'résumé #1 & notes.txt')
     const path = `${folder}/résumé #1 & notes.txt`
-    expect(await fileRow(path)).toMatchObject({ md5: md5(content) })
+    expect(await summedRow(path)).toMatchObject({ md5: md5(content) })
     await shown(page.getByRole('cell', { name: 'résumé #1 & notes.txt' }))
     const [dl] = await Promise.all([
       page.waitForEvent('download', { timeout: 10_000 }),

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream'
 import { BlobTooLargeError } from '../blob-store.js'
 
-/** Counts the bytes of a part (checksums come later, from PartHasher) and stops past a limit. */
+/** Counts the bytes of a part (checksums come after the upload) and stops past a limit. */
 export class Counter {
   size = 0
   constructor(private readonly maxBytes = Number.POSITIVE_INFINITY) {}

@@ -5,16 +5,18 @@ import path from 'node:path'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import {
+  type BlobChecksums,
   type BlobInfo,
   BlobNotFoundError,
   type BlobStore,
   type ByteRange,
   StagedPartError,
+  type StoredBlob,
 } from '../blob-store.js'
 import { Digest } from '../digest.js'
 import { Counter } from './byte-counter.js'
 import { flushAll, linkOrCopy, mkdirDurable, newestWrite, syncDir } from './durable-files.js'
-import { hashFiles, PartHasher } from './part-hasher.js'
+import { hashFiles } from './hash-files.js'
 import { checkRange, readSegments } from './segments.js'
 import { Writeback } from './writeback.js'
 
@@ -41,7 +43,6 @@ export class LocalBlobStore implements BlobStore {
   private readonly parts: string
   private readonly tmp: string
   private ready: Promise<void> | null = null
-  private readonly hasher = new PartHasher()
   private readonly writeback = new Writeback()
 
   constructor(readonly root: string) {
@@ -165,12 +166,11 @@ export class LocalBlobStore implements BlobStore {
       await fsp.rm(tmp, { force: true })
       throw err
     }
-    this.hasher.staged(ref, this.partDir(ref))
     this.writeback.add(ref, file)
     return { size: digest.size }
   }
 
-  async assemble(ref: string, partNumbers: number[], expected?: number[]): Promise<BlobInfo> {
+  async assemble(ref: string, partNumbers: number[], expected?: number[]): Promise<StoredBlob> {
     const dir = this.partDir(ref)
     const names = partNumbers.map(partName)
     // Parts still waiting for their head start are flushed below anyway.
@@ -195,24 +195,39 @@ export class LocalBlobStore implements BlobStore {
         names.map((_, i) => path.join(tmp, String(i + 1))),
         expected?.map((size, i) => ({ size, part: partNumbers[i]!, ref })),
       )
-      // Checksums and sizes: what was hashed while the parts arrived, if it still holds, then
-      // one read pass over the rest (usually still in the page cache).
+      // Sizes as the segments hold them now (checksums come later: `checksums`).
       const files = names.map((_, i) => path.join(tmp, String(i + 1)))
-      const ahead = await this.hasher.take(ref, files)
-      const digest = ahead?.digest ?? new Digest()
-      const sizes = ahead?.sizes ?? []
-      sizes.push(...(await hashFiles(digest, files.slice(sizes.length))))
+      const sizes = await Promise.all(files.map(async (f) => (await fsp.stat(f)).size))
       await fsp.writeFile(path.join(tmp, SIZES), JSON.stringify(sizes), { flush: true })
       await syncDir(tmp)
-      return digest.result(await this.publish(tmp))
+      return { key: await this.publish(tmp), size: sizes.reduce((a, b) => a + b, 0) }
     } catch (err) {
       await fsp.rm(tmp, { recursive: true, force: true })
       throw err
     }
   }
 
+  async checksums(
+    key: string,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<BlobChecksums & { size: number }> {
+    const file = this.blobPath(key)
+    const sizes = await this.segments(key)
+    const files = sizes ? sizes.map((_, i) => path.join(file, String(i + 1))) : [file]
+    const digest = new Digest()
+    try {
+      await hashFiles(digest, files, opts.signal)
+    } catch (err) {
+      if (['ENOENT', 'EISDIR'].includes((err as NodeJS.ErrnoException).code ?? '')) {
+        throw new BlobNotFoundError(key)
+      }
+      throw err
+    }
+    const { md5, crc32, size } = digest.result(key)
+    return { md5, crc32, size }
+  }
+
   async discardUpload(ref: string): Promise<void> {
-    this.hasher.forget(ref)
     this.writeback.forget(ref)
     await fsp.rm(this.partDir(ref), { recursive: true, force: true })
   }

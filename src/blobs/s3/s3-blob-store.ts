@@ -2,7 +2,7 @@ import crypto from 'node:crypto'
 import fs from 'node:fs'
 import fsp from 'node:fs/promises'
 import path from 'node:path'
-import { Readable, type Transform } from 'node:stream'
+import { addAbortSignal, Readable, type Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import {
   CopyObjectCommand,
@@ -11,7 +11,14 @@ import {
   type GetObjectCommandOutput,
   HeadObjectCommand,
 } from '@aws-sdk/client-s3'
-import { type BlobInfo, BlobNotFoundError, type BlobStore, type ByteRange } from '../blob-store.js'
+import {
+  type BlobChecksums,
+  type BlobInfo,
+  BlobNotFoundError,
+  type BlobStore,
+  type ByteRange,
+  type StoredBlob,
+} from '../blob-store.js'
 import { Digest } from '../digest.js'
 import { sweepFolder } from './local-temporary.js'
 import { copyable, readParts, stagedParts } from './s3-assemble.js'
@@ -151,7 +158,7 @@ export class S3BlobStore implements BlobStore {
     return { size: measure.size }
   }
 
-  async assemble(ref: string, partNumbers: number[], expected?: number[]): Promise<BlobInfo> {
+  async assemble(ref: string, partNumbers: number[], expected?: number[]): Promise<StoredBlob> {
     const dir = this.partPrefix(ref)
     const parts = await stagedParts(
       this.place,
@@ -162,33 +169,39 @@ export class S3BlobStore implements BlobStore {
     )
     const key = newKey()
     const dest = this.objectKey(key)
+    const size = parts.reduce((sum, p) => sum + p.size, 0)
     if (this.partCopy && copyable(parts)) {
       try {
-        // The object is built server-side; its checksums still need one read of it.
+        // The object is built server-side: no byte passes through Wharf.
         await copyPieces(this.place, dest, parts)
-        const digest = new Digest()
-        try {
-          for await (const chunk of await this.open(key)) digest.add(chunk as Buffer)
-        } catch (err) {
-          await this.delete(key).catch(() => undefined)
-          throw err
-        }
-        return digest.result(key)
+        return { key, size }
       } catch (err) {
         // A part restaged meanwhile: streaming them names it (its If-Match fails there too).
         if (isNotImplemented(err)) this.partCopy = false
         else if (!isPreconditionFailed(err)) throw err
       }
     }
-    const digest = new Digest()
-    const size = parts.reduce((sum, p) => sum + p.size, 0)
+    const measure = new Measure()
     await this.upload(
       dest,
       Readable.from(readParts(this.place, ref, parts), { objectMode: false }),
-      digest,
+      measure,
       size,
     )
-    return digest.result(key)
+    return { key, size: measure.size }
+  }
+
+  async checksums(
+    key: string,
+    opts: { signal?: AbortSignal } = {},
+  ): Promise<BlobChecksums & { size: number }> {
+    const digest = new Digest()
+    const body = await this.open(key)
+    // An abort destroys the response body, which ends the loop with the abort's error.
+    if (opts.signal) addAbortSignal(opts.signal, body)
+    for await (const chunk of body) digest.add(chunk as Buffer)
+    const { md5, crc32, size } = digest.result(key)
+    return { md5, crc32, size }
   }
 
   async discardUpload(ref: string): Promise<void> {

@@ -14,8 +14,14 @@ export const FileSchema = Type.Object(
     created_at: DateTime(),
     mtime: DateTime('Last modified, by the server'),
     provided_mtime: DateTime('Last modified, as the uploading client said'),
-    crc32: Nullable(Type.String()),
-    md5: Nullable(Type.String()),
+    crc32: Nullable(
+      Type.String({
+        description: 'CRC-32, 8 hex characters; null for folders and until computed after the upload',
+      }),
+    ),
+    md5: Nullable(
+      Type.String({ description: '32 hex characters; null for folders and until computed after the upload' }),
+    ),
     sha1: Nullable(Type.String({ description: 'Not computed: always null' })),
     sha256: Nullable(Type.String({ description: 'Not computed: always null' })),
     mime_type: Nullable(Type.String()),

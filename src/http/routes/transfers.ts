@@ -44,6 +44,8 @@ export function transferRoutes(c: HttpContext): Routes {
         config: { auth: false },
         schema: {
           summary: 'Send the bytes of one upload part to its signed upload_uri (no credentials)',
+          description:
+            "With a `Content-MD5` header (RFC 1864: the base64 of the bytes' md5) the part is checked as it arrives, and refused with 400 `bad-request/invalid-body` if its bytes differ (nothing of it is kept).",
           tags,
           security: [],
           consumes: ['application/octet-stream'],
@@ -58,6 +60,7 @@ export function transferRoutes(c: HttpContext): Routes {
       async (request, reply) => {
         const { ref, part } = request.params
         const declared = request.headers['content-length']
+        const contentMd5 = request.headers['content-md5']
         try {
           await parts.receive(
             ref,
@@ -65,6 +68,7 @@ export function transferRoutes(c: HttpContext): Routes {
             request.query,
             request.raw,
             declared === undefined ? undefined : Number(declared),
+            typeof contentMd5 === 'string' ? contentMd5 : undefined,
           )
         } catch (err) {
           // A client that hangs up mid-part is not a server failure: nothing was kept.

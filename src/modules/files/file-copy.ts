@@ -1,6 +1,7 @@
 import type { Insertable, Transaction } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import { BlobNotFoundError, type BlobStore } from '../../blobs/blob-store.js'
+import { queueChecksums, wakeChecksumWorkers } from '../../checksums/checksum-queue.js'
 import type { Database, FilesTable } from '../../db/schema.js'
 import { contextOf } from '../actions/action-recorder.js'
 import type { Principal } from '../auth/principal.js'
@@ -89,7 +90,10 @@ export async function copyPath(d: Deps, p: Principal, rawPath: string, input: Co
   const ctx = contextOf(p)
   const author = authorOf(p)
   const now = d.now()
+  // A source whose checksums are not known yet: its copy (another blob) gets a job of its own.
+  const unsummed: string[] = []
   await d.db.transaction().execute(async (trx) => {
+    unsummed.length = 0
     await lockPaths(trx, d.dialect, p.siteId, [source.path, dest])
     const existing = await findByPath(trx, p.siteId, dest)
     checkDestination(source, existing, overwrite)
@@ -114,6 +118,7 @@ export async function copyPath(d: Deps, p: Principal, rawPath: string, input: Co
       const target = rebase(r.path, depth, base)
       const copy = copies.get(r.id)
       if (copy) used.push(copy.garbageId)
+      if (copy && r.md5 === null) unsummed.push(copy.key)
       const there = present.get(target.toLowerCase())
       if (!there) {
         inserts.push(newRow(p.siteId, r, target, copy?.key ?? null, author, now))
@@ -127,9 +132,11 @@ export async function copyPath(d: Deps, p: Principal, rawPath: string, input: Co
       await insertFileRows(trx, inserts.slice(i, i + BATCH))
     }
     await claimBlobs(trx, used)
+    await queueChecksums(trx, unsummed, now)
     const root = await findByPath(trx, p.siteId, base)
     await recordTransfer(trx, ctx, 'copy', source, base, root!, now)
   })
+  if (unsummed.length > 0) wakeChecksumWorkers()
 }
 
 function newRow(

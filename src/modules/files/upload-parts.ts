@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
 import type { Kysely, Selectable } from 'kysely'
 import { formatDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
@@ -6,6 +7,7 @@ import { type BlobStore, BlobTooLargeError } from '../../blobs/blob-store.js'
 import type { Database, UploadsTable } from '../../db/schema.js'
 import type { ModuleSettings } from '../settings.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
+import { ContentMd5Mismatch, Md5Check, parseContentMd5 } from './content-md5.js'
 import { checkUploadPartSignature, parseExpiry, uploadPartUrl } from './signed-link.js'
 import { extendUpload, findUploadByRef, upsertPart } from './upload-repository.js'
 
@@ -89,7 +91,9 @@ export class UploadParts {
 
   /**
    * `PUT upload_uri`: checks the link before reading a byte, stages the part (an aborted or
-   * oversized body leaves nothing behind), then records it.
+   * oversized body leaves nothing behind), then records it. With `contentMd5` (the request's
+   * `Content-MD5` header) the part's md5 is computed as it streams in, and a part whose bytes do
+   * not match is refused whole (400 invalid-body); without it nothing is hashed here.
    */
   async receive(
     ref: string,
@@ -97,6 +101,7 @@ export class UploadParts {
     link: { expires?: string | undefined; signature?: string | undefined },
     data: Readable,
     declaredLength: number | undefined,
+    contentMd5?: string,
   ): Promise<void> {
     const now = this.now()
     const expires = parseExpiry(link.expires, now)
@@ -105,12 +110,28 @@ export class UploadParts {
     const secret = await this.secrets.signingSecret(upload.site_id)
     checkUploadPartSignature(secret, upload.site_id, ref, part, expires, link.signature ?? '')
     if (declaredLength !== undefined && declaredLength > MAX_PART_BYTES) throw partTooLarge()
+    let input = data
+    if (contentMd5 !== undefined) {
+      const expected = parseContentMd5(contentMd5)
+      if (!expected) {
+        throw ERRORS.requestParamsInvalid("Content-MD5 must be the base64 form of the body's 16-byte md5")
+      }
+      const check = new Md5Check(expected)
+      // Either side failing destroys the other: the store sees the body's errors and its own.
+      pipeline(data, check).catch(() => undefined)
+      input = check
+    }
 
     let size: number
     try {
-      ;({ size } = await this.blobs.putPart(ref, part, data, { maxBytes: MAX_PART_BYTES }))
+      ;({ size } = await this.blobs.putPart(ref, part, input, { maxBytes: MAX_PART_BYTES }))
     } catch (err) {
       if (err instanceof BlobTooLargeError) throw partTooLarge()
+      if (err instanceof ContentMd5Mismatch) {
+        throw ERRORS.invalidBody(
+          `The part's bytes do not match its Content-MD5 header (their md5 is ${err.actual}); nothing was kept`,
+        )
+      }
       throw err
     }
 

@@ -2,7 +2,13 @@ import { Readable } from 'node:stream'
 import type { Kysely, Transaction } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import { normalizePath } from '../../api/paths.js'
-import { type BlobInfo, type BlobStore, StagedPartError } from '../../blobs/blob-store.js'
+import {
+  type BlobChecksums,
+  type BlobStore,
+  StagedPartError,
+  type StoredBlob,
+} from '../../blobs/blob-store.js'
+import { queueChecksums, wakeChecksumWorkers } from '../../checksums/checksum-queue.js'
 import type { SqlDialect } from '../../db/dialects/dialect.js'
 import { isUniqueViolation } from '../../db/errors.js'
 import type { Database } from '../../db/schema.js'
@@ -111,6 +117,8 @@ export class UploadService {
    * `action=end`: assembles parts 1…N into a new blob outside any transaction, then makes it the
    * file's content in one transaction. Until that commits the new blob is queued for deletion,
    * so a failure or crash at any point leaves no blob that nothing points to and nobody deletes.
+   * The file's md5 and CRC-32 are null until the checksum job queued in that transaction has
+   * read the blob (checksums/): the request never reads the upload back.
    */
   async end(p: Principal, rawPath: string, ref: string, opts: UploadOptions): Promise<FileJson> {
     checkParts(opts)
@@ -134,6 +142,7 @@ export class UploadService {
         throw err
       }
     }
+    if (row.md5 === null) wakeChecksumWorkers()
     // The new blob holds its own links to (or copy of) the bytes: the staged parts can go.
     await this.blobs.discardUpload(ref).catch(() => undefined)
     return toFileJson(row, access)
@@ -143,7 +152,7 @@ export class UploadService {
     trx: Transaction<Database>,
     p: Principal,
     upload: UploadRow,
-    blob: BlobInfo,
+    blob: NewBlob,
     garbageId: number,
     opts: UploadOptions,
   ): Promise<FileRow> {
@@ -168,8 +177,8 @@ export class UploadService {
     const content = {
       blob_key: blob.key,
       size: blob.size,
-      md5: blob.md5,
-      crc32: blob.crc32,
+      md5: blob.md5 ?? null,
+      crc32: blob.crc32 ?? null,
       mtime: now,
       provided_mtime: providedMtime,
       last_modified_by_id: author.userId,
@@ -208,8 +217,10 @@ export class UploadService {
       },
       now,
     )
-    // The new blob is the file's now: it leaves the deletion queue in the same commit.
+    // The new blob is the file's now: it leaves the deletion queue in the same commit, and its
+    // checksums, if still unknown, are asked for in it too.
     await unqueueBlob(trx, garbageId)
+    if (blob.md5 === undefined) await queueChecksums(trx, [blob.key], now)
     return row
   }
 
@@ -241,7 +252,8 @@ export class UploadService {
     return { numbers, sizes: rows.map((r) => r.size) }
   }
 
-  private async assemble(upload: UploadRow, numbers: number[], sizes: number[]): Promise<BlobInfo> {
+  /** The blob of the parts; an empty file's checksums are known at once (no bytes to read). */
+  private async assemble(upload: UploadRow, numbers: number[], sizes: number[]): Promise<NewBlob> {
     if (numbers.length === 0) return this.blobs.put(Readable.from([]))
     try {
       return await this.blobs.assemble(upload.ref, numbers, sizes)
@@ -255,6 +267,9 @@ export class UploadService {
     }
   }
 }
+
+/** A new blob, with its checksums when they came free with it. */
+type NewBlob = StoredBlob & Partial<BlobChecksums>
 
 /** with_rename's name was taken between choosing it and locking it (PostgreSQL only). */
 class NameTaken extends Error {}
