@@ -206,6 +206,11 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const folders = new FolderService(db, database.dialect, fileAccess, secrets, now)
     const fileOps = new FileOperations(db, database.dialect, blobs, fileAccess, now)
     const hostKeys = new HostKeys(path.join(config.dataDir, 'sftp'), config.sftp.hostKeyFiles)
+    const webhookSettings = new WebhookSettingsService(
+      repos.webhookSettings,
+      new AddressGuard(hooks.allowedCidrs),
+      now,
+    )
     const services: Services = {
       auth,
       apiKeys: new ApiKeyService(repos.apiKeys, repos.users, config, secrets, now, identities),
@@ -222,8 +227,8 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       publicKeys: new PublicKeyService(repos.publicKeys, secrets, now),
       hostKeys: new HostKeyService(hostKeys),
       history: new HistoryService(repos.history, fileAccess, secrets, now),
-      webhookSettings: new WebhookSettingsService(db, new AddressGuard(hooks.allowedCidrs), now),
-      webhooks: new WebhookService(db, dispatcher, retryPolicy, leaseMs, now),
+      webhookSettings,
+      webhooks: new WebhookService(db, webhookSettings, dispatcher, retryPolicy, leaseMs, now),
       billing: new BillingService(repos.billing, config, secrets, now),
       billingLedger: new BillingLedger(repos.billing, now),
       apps: new AppService(apps, secrets, () => config.baseUrl),

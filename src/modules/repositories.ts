@@ -10,6 +10,7 @@ import { PublicKeyRepository } from './public-keys/public-key-repository.js'
 import { SessionRepository } from './sessions/session-repository.js'
 import { SiteRepository } from './sites/site-repository.js'
 import { UserRepository } from './users/user-repository.js'
+import { WebhookSettingsRepository } from './webhooks/webhook-settings-repository.js'
 
 /** One repository per module that owns tables, on one connection and its dialect. */
 export interface Repositories {
@@ -22,6 +23,7 @@ export interface Repositories {
   history: HistoryRepository
   publicKeys: PublicKeyRepository
   exports: ExportRepository
+  webhookSettings: WebhookSettingsRepository
 }
 
 export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): Repositories {
@@ -35,5 +37,6 @@ export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): R
     history: new HistoryRepository(db, dialect),
     publicKeys: new PublicKeyRepository(db, dialect),
     exports: new ExportRepository(db, dialect),
+    webhookSettings: new WebhookSettingsRepository(db, dialect),
   }
 }
