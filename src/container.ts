@@ -224,7 +224,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       fileOps,
       fileSystem: new FileSystem({ folders, downloads, uploads, fileOps, fileAccess, blobs, now }),
       protocolLogin: new ProtocolLogin(repos.users, auth, sessions, now),
-      publicKeys: new PublicKeyService(repos.publicKeys, secrets, now),
+      publicKeys: new PublicKeyService(repos.publicKeys, repos.users, secrets, now),
       hostKeys: new HostKeyService(hostKeys),
       history: new HistoryService(repos.history, fileAccess, secrets, now),
       webhookSettings,
@@ -232,7 +232,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       billing: new BillingService(repos.billing, config, secrets, now),
       billingLedger: new BillingLedger(repos.billing, now),
       apps: new AppService(apps, secrets, () => config.baseUrl),
-      exports: new ExportService(repos.exports, blobs, secrets, () => config.baseUrl, now),
+      exports: new ExportService(repos.exports, repos.users, blobs, secrets, () => config.baseUrl, now),
     }
     return {
       config,
