@@ -233,6 +233,11 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       serverKeys,
       opts.logger,
     )
+    const webhookSettings = new WebhookSettingsService(
+      repos.webhookSettings,
+      new AddressGuard(hooks.allowedCidrs),
+      now,
+    )
     const services: Services = {
       auth,
       apiKeys: new ApiKeyService(repos.apiKeys, repos.users, config, secrets, now, identities),
@@ -246,15 +251,15 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       fileOps,
       fileSystem: new FileSystem({ folders, downloads, uploads, fileOps, fileAccess, blobs, now }),
       protocolLogin: new ProtocolLogin(repos.users, auth, sessions, now),
-      publicKeys: new PublicKeyService(repos.publicKeys, secrets, now),
+      publicKeys: new PublicKeyService(repos.publicKeys, repos.users, secrets, now),
       hostKeys: new HostKeyService(hostKeys),
       history: new HistoryService(repos.history, fileAccess, secrets, now),
-      webhookSettings: new WebhookSettingsService(db, new AddressGuard(hooks.allowedCidrs), now),
-      webhooks: new WebhookService(db, dispatcher, retryPolicy, leaseMs, now),
+      webhookSettings,
+      webhooks: new WebhookService(db, webhookSettings, dispatcher, retryPolicy, leaseMs, now),
       billing: new BillingService(repos.billing, config, secrets, now),
       billingLedger: new BillingLedger(repos.billing, now),
       apps: new AppService(apps, secrets, () => config.baseUrl),
-      exports: new ExportService(repos.exports, blobs, secrets, () => config.baseUrl, now),
+      exports: new ExportService(repos.exports, repos.users, blobs, secrets, () => config.baseUrl, now),
     }
     return {
       config,

@@ -248,3 +248,27 @@ describe.each(dialects)('SFTP limits and refusals (%s)', (dialect) => {
     await expect.poll(() => idleClosed, { timeout: 10_000 }).toBe(true)
   })
 })
+
+describe.each(dialects)('SFTP login re-check (%s)', (dialect) => {
+  it('ends a connection once its user is disabled, when it reads the login again', async () => {
+    let clock = Date.now()
+    const s = await startSftpServer(dialect, {}, { now: () => clock })
+    try {
+      const user = await makeUser(s)
+      const { client, sftp } = await connect(s.sftp.port, user.username, user.password)
+      const closed = new Promise<void>((resolve) => client.once('close', () => resolve()))
+      await s.container.db.updateTable('users').set({ disabled: 1 }).where('id', '=', user.id).execute()
+      // Read again every 30 s, not on every request.
+      await new Promise<void>((resolve, reject) => sftp.stat('/', (err) => (err ? reject(err) : resolve())))
+      clock += 31_000
+      // The connection is closed before the request is answered.
+      expect(await failure((cb) => sftp.stat('/', cb))).toEqual({
+        code: undefined,
+        message: 'No response from server',
+      })
+      await closed
+    } finally {
+      await s.close()
+    }
+  })
+})

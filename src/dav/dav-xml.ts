@@ -1,10 +1,8 @@
 export { xmlEscape } from './xml-escape.js'
 
-import { createRequire } from 'node:module'
-import type { XMLParser, XMLValidator } from 'fast-xml-parser'
 import type { FastifyRequest } from 'fastify'
 import { ApiError } from '../api/errors.js'
-import { xmlEntityDecoder } from '../http/format.js'
+import { lazyXmlReader } from '../http/format.js'
 import { DavError } from './dav-errors.js'
 import { xmlEscape } from './xml-escape.js'
 
@@ -18,26 +16,9 @@ export interface XmlElement {
   text: string
 }
 
-const ENTITY_DECODER = xmlEntityDecoder(() => new DavError(400, 'XML bodies must not declare entities'))
-
-const PARSER_OPTIONS = {
+const xmlParser = lazyXmlReader(() => new DavError(400, 'XML bodies must not declare entities'), {
   preserveOrder: true,
-  ignoreAttributes: false,
-  attributeNamePrefix: '@_',
-  parseTagValue: false,
-  parseAttributeValue: false,
-  trimValues: true,
-  processEntities: true,
-  entityDecoder: ENTITY_DECODER,
-}
-
-let xml: { parser: XMLParser; validator: typeof XMLValidator } | undefined
-function xmlParser() {
-  if (xml) return xml
-  const fxp = createRequire(import.meta.url)('fast-xml-parser') as typeof import('fast-xml-parser')
-  xml = { parser: new fxp.XMLParser(PARSER_OPTIONS), validator: fxp.XMLValidator }
-  return xml
-}
+})
 
 type Node = Record<string, unknown>
 

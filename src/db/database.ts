@@ -2,12 +2,13 @@ import fs from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import type SQLite from 'better-sqlite3'
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely'
+import { Kysely, Migrator, SqliteDialect, sql } from 'kysely'
 import type pg from 'pg'
 import type { SqlDialect } from './dialects/dialect.js'
 import { POSTGRES } from './dialects/postgres.js'
 import { SQLITE } from './dialects/sqlite.js'
 import { migrations } from './migrations/index.js'
+import { OwnSchemaPostgresDialect } from './own-schema-introspector.js'
 import type { Database } from './schema.js'
 
 export interface DatabaseHandle {
@@ -179,7 +180,7 @@ function openPostgres(url: string, schema: string | undefined): DatabaseHandle {
     types: pgTypes,
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   })
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) })
+  const db = new Kysely<Database>({ dialect: new OwnSchemaPostgresDialect({ pool }) })
   const queryArrays = async (text: string, params: readonly unknown[]) =>
     (await pool.query({ text, values: params as unknown[], rowMode: 'array' })).rows as unknown[][]
   const h = {
@@ -228,15 +229,10 @@ function handle(
         provider: { getMigrations: async () => migrations },
         ...(tableSchema ? { migrationTableSchema: tableSchema } : {}),
       })
-      // Kysely's migrator reads the catalog of every schema (has_schema_privilege by name): a
-      // schema another process drops meanwhile fails it with 3F000. Nothing was migrated then, so
-      // it runs again. (Seen when test runs share one database and drop their schemas.)
-      for (let attempt = 1; ; attempt++) {
-        const { error, results } = await migrator.migrateToLatest()
-        if (error && attempt < 5 && (error as { code?: unknown }).code === '3F000') continue
-        if (error) throw error
-        return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
-      }
+      // On PostgreSQL the migrator's introspection reads only this schema (own-schema-introspector.ts).
+      const { error, results } = await migrator.migrateToLatest()
+      if (error) throw error
+      return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
     },
     close: () => db.destroy(),
   }

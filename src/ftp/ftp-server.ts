@@ -1,6 +1,7 @@
 import net from 'node:net'
 import type { Logger } from 'pino'
 import type { ProtocolLogin } from '../modules/auth/protocol-login.js'
+import { SessionCounter } from '../modules/auth/session-counter.js'
 import type { FileSystem } from '../modules/files/vfs/file-system.js'
 import type { ServerKeys } from '../modules/server-keys/server-keys.js'
 import { COMMANDS } from './ftp-commands.js'
@@ -26,8 +27,8 @@ export interface FtpServerDeps {
  */
 export class FtpServer {
   private readonly sessions = new Set<FtpSession>()
-  private readonly perIp = new Map<string, number>()
-  private readonly perUser = new Map<number, number>()
+  private readonly perIp = new SessionCounter<string>()
+  private readonly perUser = new SessionCounter<number>()
   /** Commands of closed sessions still finishing (an upload being aborted). */
   private readonly closing = new Set<Promise<void>>()
 
@@ -46,13 +47,12 @@ export class FtpServer {
     server.on('connection', (socket) => {
       socket.on('error', () => undefined)
       const ip = plainAddress(socket.remoteAddress)
-      const count = ftp.perIp.get(ip) ?? 0
-      if (count >= config.maxSessionsPerIp) {
+      const releaseIp = ftp.perIp.claim(ip, config.maxSessionsPerIp)
+      if (!releaseIp) {
         socket.end('421 Too many connections from your address; try again later\r\n')
         setTimeout(() => socket.destroy(), 1000).unref()
         return
       }
-      ftp.perIp.set(ip, count + 1)
       const session = new FtpSession(
         {
           commands: COMMANDS,
@@ -63,16 +63,10 @@ export class FtpServer {
             deps.protocolLogin.password(deps.siteId, { username, password, ip: from, interface: 'ftp' }),
           logger: deps.logger,
           now,
-          claimUser: (userId) => {
-            const n = ftp.perUser.get(userId) ?? 0
-            if (n >= config.maxSessionsPerUser) return false
-            ftp.perUser.set(userId, n + 1)
-            return true
-          },
-          releaseUser: (userId) => decrement(ftp.perUser, userId),
+          claimUser: (userId) => ftp.perUser.claim(userId, config.maxSessionsPerUser),
           ended: (s) => {
             if (!ftp.sessions.delete(s)) return
-            decrement(ftp.perIp, s.ip)
+            releaseIp()
             const settled = s.settled()
             ftp.closing.add(settled)
             void settled.finally(() => ftp.closing.delete(settled))
@@ -114,10 +108,4 @@ export class FtpServer {
     for (const s of [...this.sessions]) s.close('Server shutting down')
     await Promise.all([closed, this.settled()])
   }
-}
-
-function decrement<K>(map: Map<K, number>, key: K): void {
-  const n = (map.get(key) ?? 1) - 1
-  if (n <= 0) map.delete(key)
-  else map.set(key, n)
 }

@@ -1,6 +1,7 @@
 import type net from 'node:net'
 import tls from 'node:tls'
 import type { Logger } from 'pino'
+import { CheckedLogin } from '../modules/auth/checked-login.js'
 import type { ProtocolSession } from '../modules/auth/protocol-login.js'
 import type { FileSystem, UserFileSystem } from '../modules/files/vfs/file-system.js'
 import type { FtpConfig } from './ftp-config.js'
@@ -29,9 +30,8 @@ export interface FtpContext {
   login: (username: string, password: string, ip: string) => Promise<ProtocolSession>
   logger: Logger | undefined
   now: () => number
-  /** Counts a logged-in user; false when the user already has as many sessions as allowed. */
-  claimUser(userId: number): boolean
-  releaseUser(userId: number): void
+  /** Counts a logged-in user: the release, or null when the user already has as many sessions as allowed. */
+  claimUser(userId: number): (() => void) | null
   ended(session: FtpSession): void
 }
 
@@ -42,7 +42,6 @@ export interface Transfer {
 
 const MAX_LINE_BYTES = 8192
 const MAX_QUEUED_LINES = 64
-const REFRESH_MS = 30_000
 const TRANSFERS = new Set(['RETR', 'STOR', 'APPE', 'LIST', 'NLST', 'MLSD'])
 
 /** One control connection: reads commands a line at a time, runs them in order, replies. */
@@ -60,9 +59,8 @@ export class FtpSession {
   restOffset = 0
   passive: PassiveListener | null = null
   transfer: Transfer | null = null
-  private fs: UserFileSystem | null = null
-  private refreshedAt = 0
-  private claimedUser: number | null = null
+  private checked: CheckedLogin<UserFileSystem> | null = null
+  private releaseUser: (() => void) | null = null
   private buffer = Buffer.alloc(0)
   private discarding = false
   private upgrading = false
@@ -96,8 +94,8 @@ export class FtpSession {
 
   /** The file tree of the logged-in user. */
   get files(): UserFileSystem {
-    if (!this.fs) throw new Error('not logged in')
-    return this.fs
+    if (!this.checked) throw new Error('not logged in')
+    return this.checked.value
   }
 
   path(arg: string): string {
@@ -106,12 +104,10 @@ export class FtpSession {
 
   /** The user has logged in: the session counts against the user's limit. */
   loggedIn(login: ProtocolSession): boolean {
-    const userId = login.principal.user?.id ?? 0
-    if (!this.ctx.claimUser(userId)) return false
-    this.claimedUser = userId
+    this.releaseUser = this.ctx.claimUser(login.principal.user?.id ?? 0)
+    if (!this.releaseUser) return false
     this.login = login
-    this.fs = this.ctx.fileSystem.as(login.principal, 'ftp')
-    this.refreshedAt = this.ctx.now()
+    this.checked = new CheckedLogin(login, (p) => this.ctx.fileSystem.as(p, 'ftp'), this.ctx.now)
     this.arm(this.ctx.config.idleTimeoutMs, 'Idle timeout')
     return true
   }
@@ -161,8 +157,8 @@ export class FtpSession {
     // A client that never reads its replies is not waited for.
     setTimeout(() => this.socket.destroy(), 2000).unref()
     void this.login?.end().catch(() => undefined)
-    if (this.claimedUser !== null) this.ctx.releaseUser(this.claimedUser)
-    this.claimedUser = null
+    this.releaseUser?.()
+    this.releaseUser = null
     this.ctx.ended(this)
   }
 
@@ -271,11 +267,9 @@ export class FtpSession {
 
   /** Reads the principal again now and then: a disabled user or revoked key stops working. */
   private async refresh(): Promise<boolean> {
-    if (!this.login || this.ctx.now() - this.refreshedAt < REFRESH_MS) return true
+    if (!this.checked) return true
     try {
-      const principal = await this.login.refresh()
-      this.fs = this.ctx.fileSystem.as(principal, 'ftp')
-      this.refreshedAt = this.ctx.now()
+      await this.checked.current()
       return true
     } catch {
       this.close('Your login is no longer valid')

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module'
-import type { XMLParser, XMLValidator } from 'fast-xml-parser'
+import type { X2jOptions, XMLParser, XMLValidator } from 'fast-xml-parser'
 import { ERRORS } from '../api/error-factories.js'
 import { ApiError } from '../api/errors.js'
 
@@ -186,7 +186,7 @@ export function decodeXmlReferences(text: string): string {
  * references only. `declared` is thrown for a declared entity, reached only from a DOCTYPE, which
  * the body's parser refuses first: declared entities never count.
  */
-export function xmlEntityDecoder(declared: () => Error) {
+function xmlEntityDecoder(declared: () => Error) {
   return {
     decode: decodeXmlReferences,
     reset() {},
@@ -198,27 +198,38 @@ export function xmlEntityDecoder(declared: () => Error) {
   }
 }
 
-const ENTITY_DECODER = xmlEntityDecoder(() => ERRORS.invalidBody('XML bodies must not declare entities'))
+/**
+ * The parser and validator of XML bodies Wharf reads (the REST API's, WebDAV's), loaded with the
+ * first XML body (~3 MiB of memory a JSON-only server never needs): attributes kept as `@_name`,
+ * text never converted to numbers or booleans, only the predefined entities and numeric
+ * references (`declared` is thrown for any other), plus the reader's own `options`.
+ */
+export function lazyXmlReader(
+  declared: () => Error,
+  options: X2jOptions,
+): () => { parser: XMLParser; validator: typeof XMLValidator } {
+  let xml: { parser: XMLParser; validator: typeof XMLValidator } | undefined
+  return () => {
+    if (xml) return xml
+    const fxp = createRequire(import.meta.url)('fast-xml-parser') as typeof import('fast-xml-parser')
+    const parser = new fxp.XMLParser({
+      ignoreAttributes: false,
+      attributeNamePrefix: '@_',
+      parseTagValue: false,
+      parseAttributeValue: false,
+      trimValues: true,
+      processEntities: true,
+      entityDecoder: xmlEntityDecoder(declared),
+      ...options,
+    })
+    xml = { parser, validator: fxp.XMLValidator }
+    return xml
+  }
+}
 
-const PARSER_OPTIONS = {
-  ignoreAttributes: false,
-  attributeNamePrefix: '@_',
-  parseTagValue: false,
-  parseAttributeValue: false,
-  trimValues: true,
-  processEntities: true,
-  entityDecoder: ENTITY_DECODER,
+const xmlParser = lazyXmlReader(() => ERRORS.invalidBody('XML bodies must not declare entities'), {
   isArray: () => false,
-}
-
-// The parser is loaded with the first XML body (~3 MiB of memory a JSON-only server never needs).
-let xml: { parser: XMLParser; validator: typeof XMLValidator } | undefined
-function xmlParser() {
-  if (xml) return xml
-  const fxp = createRequire(import.meta.url)('fast-xml-parser') as typeof import('fast-xml-parser')
-  xml = { parser: new fxp.XMLParser(PARSER_OPTIONS), validator: fxp.XMLValidator }
-  return xml
-}
+})
 
 /** Parses an XML request body: the root's child elements are the fields. Never resolves a DTD. */
 export function parseXmlBody(text: string): Record<string, unknown> {

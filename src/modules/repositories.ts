@@ -11,6 +11,7 @@ import { ServerKeyRepository } from './server-keys/server-key-repository.js'
 import { SessionRepository } from './sessions/session-repository.js'
 import { SiteRepository } from './sites/site-repository.js'
 import { UserRepository } from './users/user-repository.js'
+import { WebhookSettingsRepository } from './webhooks/webhook-settings-repository.js'
 
 /** One repository per module that owns tables, on one connection and its dialect. */
 export interface Repositories {
@@ -24,6 +25,7 @@ export interface Repositories {
   publicKeys: PublicKeyRepository
   exports: ExportRepository
   serverKeys: ServerKeyRepository
+  webhookSettings: WebhookSettingsRepository
 }
 
 export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): Repositories {
@@ -38,5 +40,6 @@ export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): R
     publicKeys: new PublicKeyRepository(db, dialect),
     exports: new ExportRepository(db, dialect),
     serverKeys: new ServerKeyRepository(db, dialect),
+    webhookSettings: new WebhookSettingsRepository(db, dialect),
   }
 }

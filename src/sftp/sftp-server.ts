@@ -1,41 +1,20 @@
 import net, { type AddressInfo } from 'node:net'
 import type { Logger } from 'pino'
 import ssh2, { type Connection } from 'ssh2'
+import { CheckedLogin } from '../modules/auth/checked-login.js'
 import type { ProtocolSession } from '../modules/auth/protocol-login.js'
-import type { UserFileSystem } from '../modules/files/vfs/file-system.js'
+import { SessionCounter } from '../modules/auth/session-counter.js'
 import type { FrontEndContext } from '../modules/services.js'
 import type { HostKey, HostKeys } from '../modules/ssh/host-keys.js'
 import { authenticate, MAX_AUTH_TRIES } from './sftp-login.js'
 import { serveSftp } from './sftp-session.js'
 import type { SftpSettings } from './sftp-settings.js'
 
-/** How often a connection reads its user (and key or session) again: a disabled user is cut off. */
-const REFRESH_MS = 60_000
-
 export interface SftpServer {
   host: string
   port: number
   hostKeys: HostKey[]
   close(): Promise<void>
-}
-
-/** Counts of open connections, per address and per user. */
-class Tally {
-  private readonly counts = new Map<string, number>()
-  get(k: string): number {
-    return this.counts.get(k) ?? 0
-  }
-  add(k: string): () => void {
-    this.counts.set(k, this.get(k) + 1)
-    let done = false
-    return () => {
-      if (done) return
-      done = true
-      const n = this.get(k) - 1
-      if (n <= 0) this.counts.delete(k)
-      else this.counts.set(k, n)
-    }
-  }
 }
 
 /**
@@ -48,8 +27,8 @@ export async function startSftp(
   logger: Logger,
 ): Promise<SftpServer> {
   const hostKeys = await c.hostKeys.all()
-  const byIp = new Tally()
-  const byUser = new Tally()
+  const byIp = new SessionCounter<string>()
+  const byUser = new SessionCounter<string>()
   const connections = new Set<Connection>()
   /** Sockets by `address:port`, from accept until close, with their login deadline. */
   const sockets = new Map<string, { socket: net.Socket; loginTimer: NodeJS.Timeout }>()
@@ -97,14 +76,15 @@ export async function startSftp(
                 return
               }
               const userKey = `u${s.principal.user?.id ?? `k${s.principal.apiKey?.id}`}`
-              if (byUser.get(userKey) >= cfg.maxSessionsPerUser) {
+              const release = byUser.claim(userKey, cfg.maxSessionsPerUser)
+              if (!release) {
                 log.warn({ user: s.principal.user?.username }, 'SFTP login refused: too many sessions')
                 ctx.reject([])
                 end()
                 await s.end()
                 return
               }
-              releases.push(byUser.add(userKey))
+              releases.push(release)
               session = s
               ctx.accept()
             },
@@ -120,21 +100,13 @@ export async function startSftp(
       client.on('ready', () => {
         clearTimeout(tcp?.loginTimer)
         activity()
-        const s = session!
-        let files: UserFileSystem = c.services.fileSystem.as(s.principal, 'sftp')
-        let refreshedAt = c.now()
-        const current = async () => {
-          if (c.now() - refreshedAt >= REFRESH_MS) {
-            try {
-              files = c.services.fileSystem.as(await s.refresh(), 'sftp')
-              refreshedAt = c.now()
-            } catch (err) {
-              end()
-              throw err
-            }
-          }
-          return files
-        }
+        // A user disabled meanwhile is disconnected at the next request after the re-check.
+        const login = new CheckedLogin(session!, (p) => c.services.fileSystem.as(p, 'sftp'), c.now)
+        const current = () =>
+          login.current().catch((err: unknown) => {
+            end()
+            throw err
+          })
         client.on('session', (accept) => {
           const sess = accept()
           sess.on('sftp', (acceptSftp) => {
@@ -184,7 +156,7 @@ export async function startSftp(
       clearTimeout(loginTimer)
       sockets.delete(key)
     })
-    if (byIp.get(ip) > cfg.maxSessionsPerIp) {
+    if (byIp.count(ip) > cfg.maxSessionsPerIp) {
       logger.warn({ sftp: { ip } }, 'SFTP connection refused: too many connections from this address')
       socket.destroy()
       return

@@ -1,21 +1,9 @@
-import { type TProperties, Type } from '@sinclair/typebox'
-import { ERRORS } from '../../api/error-factories.js'
+import { Type } from '@sinclair/typebox'
 import { WEBHOOK_LOG_EXPORT } from '../../exports/webhook-log-export.js'
+import { exportRoutes } from '../export-routes.js'
 import type { HttpContext } from '../http-context.js'
-import { setCursorHeaders } from '../pagination.js'
 import type { Routes } from '../route-types.js'
-import {
-  DateTime,
-  DateTimeText,
-  EchoId,
-  errorResponses,
-  Id,
-  IdParams,
-  Nullable,
-  Page,
-  PerPage,
-  UserIdParam,
-} from '../schemas.js'
+import { DateTime, DateTimeText, Nullable, UserIdParam } from '../schemas.js'
 
 /** The query fields and the links every export shows (both kinds). */
 export const exportCommon = {
@@ -116,93 +104,20 @@ const CreateBody = Type.Object(
   { additionalProperties: false, title: 'ActionNotificationExportCreate' },
 )
 
-/** GET /{id}: the Files.com SDKs repeat the id in the query string. */
-export const ShowQuery = Type.Object({ id: EchoId }, { additionalProperties: false })
-
-/** The query of a results list: `id`, the export's id under the name the kind gives it. */
-export const resultsQuery = <P extends TProperties>(id: P) =>
-  Type.Object(
-    {
-      ...id,
-      user_id: Type.Optional(UserIdParam),
-      cursor: Type.Optional(
-        Type.String({ maxLength: 4096, description: 'Cursor from X-Service-Cursor-Next' }),
-      ),
-      per_page: PerPage,
-      page: Page,
-    },
-    { additionalProperties: false },
-  )
-
-const ResultsQuery = resultsQuery({ action_notification_export_id: Id('Id of the export') })
-
-export function checkShowEcho(params: { id: number }, query: { id?: number | undefined }): void {
-  if (query.id !== undefined && query.id !== params.id) {
-    throw ERRORS.requestParamsInvalid('The id in the query differs from the id in the path')
-  }
-}
-
-const tags = ['action_notification_exports']
-
 /** Webhook-log exports: create, show, and the JSON results (the CSV is under /export_files). */
 export function actionNotificationExportRoutes(c: HttpContext): Routes {
-  const svc = c.services.exports
-  const spec = WEBHOOK_LOG_EXPORT
-  return async (app) => {
-    app.post(
-      '/action_notification_exports',
-      {
-        config: { xml: 'action-notification-export' },
-        schema: {
-          summary: 'Export the webhook log: starts building it in the background',
-          tags,
-          body: CreateBody,
-          response: { 201: ActionNotificationExportSchema, ...errorResponses },
-        },
-      },
-      async (request, reply) => reply.code(201).send(await svc.create(request.principal, spec, request.body)),
-    )
-
-    app.get(
-      '/action_notification_exports/:id',
-      {
-        config: { xml: 'action-notification-export' },
-        schema: {
-          summary: 'Show a webhook-log export (poll until status is ready)',
-          tags,
-          params: IdParams,
-          querystring: ShowQuery,
-          response: { 200: ActionNotificationExportSchema, ...errorResponses },
-        },
-      },
-      async (request) => {
-        checkShowEcho(request.params, request.query)
-        return svc.get(request.principal, spec, request.params.id)
-      },
-    )
-
-    app.get(
-      '/action_notification_export_results',
-      {
-        config: { xml: ['action-notification-export-results', 'action-notification-export-result'] },
-        schema: {
-          summary: 'Records of a ready webhook-log export, oldest first (forward-only cursor)',
-          tags: ['action_notification_export_results'],
-          querystring: ResultsQuery,
-          response: { 200: Type.Array(ActionNotificationExportResultSchema), ...errorResponses },
-        },
-      },
-      async (request, reply) => {
-        const { action_notification_export_id: id, user_id, cursor, per_page } = request.query
-        const page = await svc.results(request.principal, spec, {
-          id,
-          user_id,
-          cursor,
-          per_page: per_page?.toString(),
-        })
-        setCursorHeaders(reply, { items: page.items, next: page.next, prev: null })
-        return page.items
-      },
-    )
-  }
+  return exportRoutes(c, {
+    spec: WEBHOOK_LOG_EXPORT,
+    collection: 'action_notification_exports',
+    xml: 'action-notification-export',
+    schema: ActionNotificationExportSchema,
+    createBody: CreateBody,
+    resultSchema: ActionNotificationExportResultSchema,
+    resultsId: { name: 'action_notification_export_id', description: 'Id of the export' },
+    summaries: {
+      create: 'Export the webhook log: starts building it in the background',
+      show: 'Show a webhook-log export (poll until status is ready)',
+      results: 'Records of a ready webhook-log export, oldest first (forward-only cursor)',
+    },
+  })
 }

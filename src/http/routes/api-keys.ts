@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { API_KEY_LIST } from '../../modules/api-keys/api-key-service.js'
 import { PERMISSION_SETS } from '../../modules/auth/permission-sets.js'
+import { deleteById } from '../delete-by-id.js'
 import { checked, exclusive } from '../field-checks.js'
 import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
@@ -109,8 +110,6 @@ const UpdateCurrentBody = Type.Object(
   { additionalProperties: false },
 )
 
-const DeleteBody = Type.Object({ id: EchoId }, { additionalProperties: false })
-
 const ListQuery = listQuery(
   {
     user_id: Type.Optional(UserIdParam),
@@ -211,21 +210,6 @@ export function apiKeyRoutes(c: HttpContext): Routes {
       },
     )
 
-    app.delete(
-      '/api_keys/:id',
-      {
-        schema: {
-          summary: 'Delete an API key',
-          tags,
-          params: IdParams,
-          body: DeleteBody,
-          response: { 204: Type.Null(), ...errorResponses },
-        },
-      },
-      async (request, reply) => {
-        await svc.remove(request.principal, request.params.id)
-        return reply.code(204).send()
-      },
-    )
+    deleteById(app, '/api_keys/:id', { summary: 'Delete an API key', tags }, (p, id) => svc.remove(p, id))
   }
 }

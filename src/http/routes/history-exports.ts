@@ -1,19 +1,10 @@
 import { Type } from '@sinclair/typebox'
 import { HISTORY_EXPORT, UNSUPPORTED_HISTORY_FIELDS } from '../../exports/history-export.js'
+import { exportRoutes } from '../export-routes.js'
 import type { HttpContext } from '../http-context.js'
-import { setCursorHeaders } from '../pagination.js'
 import type { Routes } from '../route-types.js'
-import { errorResponses, Id, IdParams, Nullable, UserIdParam } from '../schemas.js'
-import {
-  Commas,
-  checkShowEcho,
-  ExportTime,
-  exportCommon,
-  exportTail,
-  INTEGER_LIST,
-  resultsQuery,
-  ShowQuery,
-} from './action-notification-exports.js'
+import { Nullable, UserIdParam } from '../schemas.js'
+import { Commas, ExportTime, exportCommon, exportTail, INTEGER_LIST } from './action-notification-exports.js'
 
 const QueryText = (description: string) =>
   Type.Optional(Nullable(Type.String({ maxLength: 50_000, description })))
@@ -102,69 +93,20 @@ const CreateBody = Type.Object(
   { additionalProperties: false, title: 'HistoryExportCreate' },
 )
 
-const ResultsQuery = resultsQuery({ history_export_id: Id('Id of the history export') })
-
-const tags = ['history_exports']
-
 /** History exports: every stored Action (not only the last 24 hours), as CSV and JSON results. */
 export function historyExportRoutes(c: HttpContext): Routes {
-  const svc = c.services.exports
-  const spec = HISTORY_EXPORT
-  return async (app) => {
-    app.post(
-      '/history_exports',
-      {
-        config: { xml: 'history-export' },
-        schema: {
-          summary: 'Export the action history: starts building it in the background',
-          tags,
-          body: CreateBody,
-          response: { 201: HistoryExportSchema, ...errorResponses },
-        },
-      },
-      async (request, reply) => reply.code(201).send(await svc.create(request.principal, spec, request.body)),
-    )
-
-    app.get(
-      '/history_exports/:id',
-      {
-        config: { xml: 'history-export' },
-        schema: {
-          summary: 'Show a history export (poll until status is ready)',
-          tags,
-          params: IdParams,
-          querystring: ShowQuery,
-          response: { 200: HistoryExportSchema, ...errorResponses },
-        },
-      },
-      async (request) => {
-        checkShowEcho(request.params, request.query)
-        return svc.get(request.principal, spec, request.params.id)
-      },
-    )
-
-    app.get(
-      '/history_export_results',
-      {
-        config: { xml: ['history-export-results', 'history-export-result'] },
-        schema: {
-          summary: 'Records of a ready history export, oldest first (forward-only cursor)',
-          tags: ['history_export_results'],
-          querystring: ResultsQuery,
-          response: { 200: Type.Array(HistoryExportResultSchema), ...errorResponses },
-        },
-      },
-      async (request, reply) => {
-        const { history_export_id: id, user_id, cursor, per_page } = request.query
-        const page = await svc.results(request.principal, spec, {
-          id,
-          user_id,
-          cursor,
-          per_page: per_page?.toString(),
-        })
-        setCursorHeaders(reply, { items: page.items, next: page.next, prev: null })
-        return page.items
-      },
-    )
-  }
+  return exportRoutes(c, {
+    spec: HISTORY_EXPORT,
+    collection: 'history_exports',
+    xml: 'history-export',
+    schema: HistoryExportSchema,
+    createBody: CreateBody,
+    resultSchema: HistoryExportResultSchema,
+    resultsId: { name: 'history_export_id', description: 'Id of the history export' },
+    summaries: {
+      create: 'Export the action history: starts building it in the background',
+      show: 'Show a history export (poll until status is ready)',
+      results: 'Records of a ready history export, oldest first (forward-only cursor)',
+    },
+  })
 }

@@ -1,10 +1,11 @@
 import { Type } from '@sinclair/typebox'
 import { PERMISSION_LIST, PERMISSIONS } from '../../modules/permissions/permission-service.js'
+import { deleteById } from '../delete-by-id.js'
 import { checked, exclusive } from '../field-checks.js'
 import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
-import { EchoId, errorResponses, IdParams, listQuery, Nullable, PathText, UserIdParam } from '../schemas.js'
+import { errorResponses, listQuery, Nullable, PathText, UserIdParam } from '../schemas.js'
 
 export const PermissionSchema = Type.Object(
   {
@@ -57,8 +58,6 @@ const CreateBody = Type.Object(
   { additionalProperties: false, title: 'PermissionCreate' },
 )
 
-const DeleteBody = Type.Object({ id: EchoId }, { additionalProperties: false })
-
 const ListQuery = listQuery(
   {
     path: Type.Optional(PathText('Permissions that apply to this path (on it or above it)')),
@@ -102,21 +101,8 @@ export function permissionRoutes(c: HttpContext): Routes {
       async (request, reply) => reply.code(201).send(await svc.create(request.principal, request.body)),
     )
 
-    app.delete(
-      '/permissions/:id',
-      {
-        schema: {
-          summary: 'Remove a folder permission',
-          tags,
-          params: IdParams,
-          body: DeleteBody,
-          response: { 204: Type.Null(), ...errorResponses },
-        },
-      },
-      async (request, reply) => {
-        await svc.remove(request.principal, request.params.id)
-        return reply.code(204).send()
-      },
+    deleteById(app, '/permissions/:id', { summary: 'Remove a folder permission', tags }, (p, id) =>
+      svc.remove(p, id),
     )
   }
 }

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox'
+import { deleteById } from '../delete-by-id.js'
 import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
@@ -50,8 +51,6 @@ const UpdateBody = Type.Object(
   },
   { additionalProperties: false, title: 'PublicKeyUpdate' },
 )
-
-const DeleteBody = Type.Object({ id: EchoId }, { additionalProperties: false })
 
 const ListQuery = listQuery({ user_id: Type.Optional(UserIdParam) })
 
@@ -114,21 +113,8 @@ export function publicKeyRoutes(c: HttpContext): Routes {
       async (request) => svc.update(request.principal, request.params.id, request.body),
     )
 
-    app.delete(
-      '/public_keys/:id',
-      {
-        schema: {
-          summary: 'Delete an SSH public key',
-          tags,
-          params: IdParams,
-          body: DeleteBody,
-          response: { 204: Type.Null(), ...errorResponses },
-        },
-      },
-      async (request, reply) => {
-        await svc.remove(request.principal, request.params.id)
-        return reply.code(204).send()
-      },
+    deleteById(app, '/public_keys/:id', { summary: 'Delete an SSH public key', tags }, (p, id) =>
+      svc.remove(p, id),
     )
   }
 }

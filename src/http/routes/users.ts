@@ -7,6 +7,7 @@ import {
   USER_LIST,
   USERNAME_PATTERN,
 } from '../../modules/users/user-model.js'
+import { DeleteBody } from '../delete-by-id.js'
 import { checked } from '../field-checks.js'
 import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
@@ -90,8 +91,6 @@ const UpdateBody = Type.Object(
   },
   { additionalProperties: false, title: 'UserUpdate' },
 )
-
-const DeleteBody = Type.Object({ id: EchoId }, { additionalProperties: false })
 
 const ListQuery = listQuery({}, USER_LIST)
 

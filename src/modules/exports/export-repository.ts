@@ -37,13 +37,4 @@ export class ExportRepository extends Repository {
       .where('id', '=', id)
       .executeTakeFirst()
   }
-
-  findUser(siteId: number, userId: number) {
-    return this.db
-      .selectFrom('users')
-      .select(['id', 'site_admin'])
-      .where('site_id', '=', siteId)
-      .where('id', '=', userId)
-      .executeTakeFirst()
-  }
 }

@@ -15,6 +15,7 @@ import { isSiteAdmin, type Principal } from '../auth/principal.js'
 import { invalidLink } from '../files/signed-link.js'
 import { adminFolders } from '../permissions/permission-service.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
+import type { UserRepository } from '../users/user-repository.js'
 import { checkExportResultsLink, exportResultsUrl } from './export-link.js'
 import type { ExportRepository, ExportRow } from './export-repository.js'
 
@@ -44,6 +45,7 @@ export interface ResultsPage {
 export class ExportService {
   constructor(
     private readonly exports: ExportRepository,
+    private readonly users: UserRepository,
     private readonly blobs: BlobStore,
     private readonly secrets: SiteSecrets,
     private readonly baseUrl: () => string,
@@ -188,7 +190,7 @@ export class ExportService {
     if (!isSiteAdmin(p)) {
       throw ERRORS.userIdWithoutSiteAdmin('Only site administrators can name another user_id')
     }
-    const user = await this.exports.findUser(p.siteId, userId)
+    const user = await this.users.find(p.siteId, userId)
     if (!user) throw ERRORS.userNotFound(`User ${userId} not found`)
     return { userId: user.id, siteAdmin: user.site_admin === 1 }
   }

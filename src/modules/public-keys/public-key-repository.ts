@@ -55,15 +55,6 @@ export class PublicKeyRepository extends Repository {
     await this.db.deleteFrom('public_keys').where('id', '=', id).execute()
   }
 
-  findUser(siteId: number, userId: number) {
-    return this.db
-      .selectFrom('users')
-      .select(['id', 'username'])
-      .where('site_id', '=', siteId)
-      .where('id', '=', userId)
-      .executeTakeFirst()
-  }
-
   /** The user a key (by its SHA-256 fingerprint) logs in as, if the name given is theirs. */
   async userForLogin(
     siteId: number,

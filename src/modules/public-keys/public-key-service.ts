@@ -10,6 +10,7 @@ import { isSiteAdmin, type Principal } from '../auth/principal.js'
 import { readListRequest } from '../list-request.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import { parsePublicKey } from '../ssh/ssh-keys.js'
+import type { UserRepository } from '../users/user-repository.js'
 import { PUBLIC_KEY_LIST, type PublicKeyRepository, type PublicKeyRow } from './public-key-repository.js'
 
 /** The PublicKey resource (Files.com's fields; keys are registered, never generated here). */
@@ -50,6 +51,7 @@ export interface CreatePublicKeyInput {
 export class PublicKeyService {
   constructor(
     private readonly repo: PublicKeyRepository,
+    private readonly users: UserRepository,
     private readonly secrets: SiteSecrets,
     private readonly now: () => number = Date.now,
   ) {}
@@ -71,7 +73,7 @@ export class PublicKeyService {
     if (userId === undefined) {
       throw ERRORS.userRequired('A site-wide API key has no user: name user_id')
     }
-    if (userId !== p.user?.id && !(await this.repo.findUser(p.siteId, userId))) {
+    if (userId !== p.user?.id && !(await this.users.find(p.siteId, userId))) {
       throw ERRORS.userNotFound(`User ${userId} not found`)
     }
     const title = input.title.trim()

@@ -8,7 +8,7 @@ import type { RetryPolicy } from '../../webhooks/retry-policy.js'
 import type { WebhookDispatcher } from '../../webhooks/webhook-dispatcher.js'
 import { enqueueClaimedTest, requeueNotification, signalOutbox } from '../../webhooks/webhook-outbox.js'
 import { type Principal, requireSiteAdmin } from '../auth/principal.js'
-import { loadWebhookSettings } from './webhook-settings.js'
+import type { WebhookSettingsService } from './webhook-settings.js'
 
 /** What `POST /webhook_settings/test` answers: the attempt as the log records it. */
 export interface WebhookTestResult {
@@ -26,6 +26,7 @@ export interface WebhookTestResult {
 export class WebhookService {
   constructor(
     private readonly db: Kysely<Database>,
+    private readonly settings: WebhookSettingsService,
     private readonly dispatcher: WebhookDispatcher,
     private readonly policy: RetryPolicy,
     private readonly leaseMs: number,
@@ -74,7 +75,7 @@ export class WebhookService {
   async sendTest(p: Principal): Promise<WebhookTestResult> {
     requireSiteAdmin(p)
     const now = this.now()
-    const settings = await loadWebhookSettings(this.db, p.siteId, now)
+    const settings = await this.settings.load(p.siteId)
     if (!settings.url) {
       throw ERRORS.requestParamsRequired('Save a listener url in the webhook settings before sending a test')
     }

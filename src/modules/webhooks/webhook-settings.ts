@@ -1,22 +1,15 @@
 import crypto from 'node:crypto'
 import net from 'node:net'
-import type { Kysely, Transaction } from 'kysely'
 import { hasControlCharacter } from '../../api/control-characters.js'
 import { formatDateTime } from '../../api/datetime.js'
 import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
 import { refuseChangedReadOnly } from '../../api/read-only-fields.js'
-import { dialectOf } from '../../db/dialects/dialect-of.js'
-import type { Database } from '../../db/schema.js'
 import { type AddressGuard, WHY_REFUSED } from '../../webhooks/address-guard.js'
-import {
-  findWebhookSettings,
-  isWebhookOperation,
-  settingsFromRow,
-  type WebhookSettings,
-} from '../../webhooks/listener-settings.js'
+import { isWebhookOperation, type WebhookSettings } from '../../webhooks/listener-settings.js'
 import { WEBHOOK_OPERATIONS, type WebhookOperation } from '../../webhooks/webhook-operations.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { type Principal, requireSiteAdmin } from '../auth/principal.js'
+import type { WebhookSettingsDefaults, WebhookSettingsRepository } from './webhook-settings-repository.js'
 
 export { WEBHOOK_OPERATIONS, type WebhookOperation, type WebhookSettings }
 
@@ -61,46 +54,18 @@ export function toWebhookSettingsJson(s: WebhookSettings): WebhookSettingsJson {
   }
 }
 
-/** The site's settings, created with fresh secrets on first use (insert … on conflict do nothing, then read). */
-export async function loadWebhookSettings(
-  db: Kysely<Database>,
-  siteId: number,
-  now: number,
-): Promise<WebhookSettings> {
-  const found = await findWebhookSettings(db, siteId)
-  if (found) return found
-  await insertDefaults(db, siteId, now)
-  // Another request may have created the row first: its secrets win, and everyone reads them.
-  const row = await db
-    .selectFrom('webhook_settings')
-    .selectAll()
-    .where('site_id', '=', siteId)
-    .executeTakeFirstOrThrow()
-  return settingsFromRow(row)
-}
-
-async function insertDefaults(db: Kysely<Database>, siteId: number, now: number): Promise<void> {
-  await db
-    .insertInto('webhook_settings')
-    .values({
-      site_id: siteId,
-      url: null,
-      triggers: '[]',
-      enabled: 0,
-      verification_token: crypto.randomBytes(16).toString('hex'),
-      // Standard Webhooks: `whsec_` and the base64 of the HMAC key (24 bytes: no padding).
-      signing_secret: `whsec_${crypto.randomBytes(24).toString('base64')}`,
-      created_at: now,
-      updated_at: now,
-    })
-    .onConflict((oc) => oc.column('site_id').doNothing())
-    .execute()
+/** A new site's secrets: Standard Webhooks' `whsec_` and the base64 of a 24-byte HMAC key (no padding). */
+function freshSecrets(): WebhookSettingsDefaults {
+  return {
+    verificationToken: crypto.randomBytes(16).toString('hex'),
+    signingSecret: `whsec_${crypto.randomBytes(24).toString('base64')}`,
+  }
 }
 
 /** GET and PATCH /webhook_settings: one listener per site, for site administrators. */
 export class WebhookSettingsService {
   constructor(
-    private readonly db: Kysely<Database>,
+    private readonly settings: WebhookSettingsRepository,
     /** The delivery guard's own rule, so that a URL is refused on saving exactly when it would be on sending. */
     private readonly guard: AddressGuard,
     private readonly now: () => number = Date.now,
@@ -108,7 +73,16 @@ export class WebhookSettingsService {
 
   async get(p: Principal): Promise<WebhookSettingsJson> {
     requireSiteAdmin(p)
-    return toWebhookSettingsJson(await loadWebhookSettings(this.db, p.siteId, this.now()))
+    return toWebhookSettingsJson(await this.load(p.siteId))
+  }
+
+  /** The site's settings, created with fresh secrets on first use (insert … on conflict do nothing, then read). */
+  async load(siteId: number): Promise<WebhookSettings> {
+    const found = await this.settings.find(siteId)
+    if (found) return found
+    await this.settings.insertDefaults(siteId, freshSecrets(), this.now())
+    // Another request may have created the row first: its secrets win, and everyone reads them.
+    return this.settings.get(siteId)
   }
 
   /**
@@ -119,24 +93,15 @@ export class WebhookSettingsService {
   async update(p: Principal, input: UpdateWebhookSettingsInput): Promise<WebhookSettingsJson> {
     requireSiteAdmin(p)
     const now = this.now()
-    const saved = await this.db.transaction().execute(async (trx) => {
-      const current = await lockedSettings(trx, p.siteId, now)
+    const saved = await this.settings.transaction(async (tx) => {
+      const current = await lockedSettings(tx, p.siteId, now)
       refuseChangedReadOnly(input, toWebhookSettingsJson(current), READ_ONLY_FIELDS)
       const next = applyPatch(current, input, this.guard)
       const changed = changedFields(current, next)
       if (changed.length === 0) return current
-      await trx
-        .updateTable('webhook_settings')
-        .set({
-          url: next.url,
-          triggers: JSON.stringify(next.triggers),
-          enabled: next.enabled ? 1 : 0,
-          updated_at: now,
-        })
-        .where('site_id', '=', p.siteId)
-        .execute()
+      await tx.update(p.siteId, next, now)
       await recordAction(
-        trx,
+        tx.db,
         contextOf(p),
         {
           action: 'update',
@@ -158,14 +123,12 @@ export class WebhookSettingsService {
  * row the other is changing.
  */
 async function lockedSettings(
-  trx: Transaction<Database>,
+  tx: WebhookSettingsRepository,
   siteId: number,
   now: number,
 ): Promise<WebhookSettings> {
-  if (!(await findWebhookSettings(trx, siteId))) await insertDefaults(trx, siteId, now)
-  let q = trx.selectFrom('webhook_settings').selectAll().where('site_id', '=', siteId)
-  if (dialectOf(trx).rowLocks) q = q.forUpdate()
-  return settingsFromRow(await q.executeTakeFirstOrThrow())
+  if (!(await tx.find(siteId))) await tx.insertDefaults(siteId, freshSecrets(), now)
+  return tx.get(siteId, true)
 }
 
 /** The settings with the input applied, or a model-save error naming every bad field. */

@@ -1,21 +1,10 @@
+import type { ApiKeyJson } from '../../../../src/modules/api-keys/api-key-model'
 import { PERMISSION_SET_LABELS } from '../../../../src/modules/auth/permission-sets'
 import { localDateToIso } from '../../components/admin-time'
 import { formatDate } from '../../ui'
 
 /** The ApiKey resource as the API shows it (`key` only in the answer to the POST that made it). */
-export interface ApiKey {
-  id: number
-  descriptive_label: string
-  description: string | null
-  created_at: string
-  expires_at: string | null
-  key?: string
-  last_use_at: string | null
-  name: string | null
-  path: string | null
-  permission_set: string
-  user_id: number | null
-}
+export type ApiKey = ApiKeyJson
 
 export interface User {
   id: number

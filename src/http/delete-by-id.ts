@@ -1,0 +1,34 @@
+import { Type } from '@sinclair/typebox'
+import type { Principal } from '../modules/auth/principal.js'
+import type { Routes } from './route-types.js'
+import { EchoId, errorResponses, IdParams } from './schemas.js'
+
+/** The body a delete by id takes: nothing, or the path's id again (the Files.com SDKs send it). */
+export const DeleteBody = Type.Object({ id: EchoId }, { additionalProperties: false })
+
+/**
+ * `DELETE <collection>/:id`: the record named by the path goes, and the answer is 204 with no
+ * body. The service decides who may delete it and answers 404 for an id it does not show.
+ */
+export function deleteById(
+  app: Parameters<Routes>[0],
+  url: `${string}/:id`,
+  schema: { summary: string; tags: string[] },
+  remove: (principal: Principal, id: number) => Promise<void>,
+): void {
+  app.delete(
+    url,
+    {
+      schema: {
+        ...schema,
+        params: IdParams,
+        body: DeleteBody,
+        response: { 204: Type.Null(), ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      await remove(request.principal, request.params.id)
+      return reply.code(204).send()
+    },
+  )
+}
