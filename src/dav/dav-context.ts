@@ -8,7 +8,7 @@ import type { DavPaths } from './dav-paths.js'
 import { xmlEscape } from './dav-xml.js'
 import { ifHolds, parseIf, submittedTokens } from './if-header.js'
 import type { DavLock, LockTable } from './locks.js'
-import { etagOf } from './properties.js'
+import { etagMatches } from './properties.js'
 
 /** What every WebDAV handler works with: the tree's URLs, the lock table, the services. */
 export interface DavContext {
@@ -72,13 +72,13 @@ export async function guardWrite(
         try {
           target = ctx.paths.pathOf(resource.startsWith('/') ? resource : new URL(resource).pathname)
         } catch {
-          return { tokens: new Set(), etag: null }
+          return { tokens: new Set(), etagMatches: null }
         }
       }
       const entry = await files.exists(target).catch(() => null)
       return {
         tokens: new Set(ctx.locks.covering(target).map((l) => l.token)),
-        etag: entry && entry.type === 'file' ? etagOf(entry) : null,
+        etagMatches: entry && entry.type === 'file' ? (tag: string) => etagMatches(tag, entry) : null,
       }
     })
     if (!holds) throw new DavError(412, 'The If header does not hold for this resource')
@@ -106,17 +106,17 @@ export async function guardWrite(
  * overwrite each other. 412 when they do not hold.
  */
 export function checkEntityTags(request: FastifyRequest, entry: FsEntry | null): void {
-  const etag = entry && entry.type === 'file' ? etagOf(entry) : null
+  const file = entry && entry.type === 'file' ? entry : null
   const listed = (header: string) => header.split(',').map((t) => t.trim().replace(/^W\//, ''))
+  const named = (header: string) => file !== null && listed(header).some((t) => etagMatches(t, file))
   const ifMatch = request.headers['if-match']
   if (ifMatch !== undefined) {
-    const holds = ifMatch.trim() === '*' ? entry !== null : etag !== null && listed(ifMatch).includes(etag)
+    const holds = ifMatch.trim() === '*' ? entry !== null : named(ifMatch)
     if (!holds) throw new DavError(412, 'If-Match does not hold: the resource has changed or is not there')
   }
   const ifNoneMatch = request.headers['if-none-match']
   if (ifNoneMatch !== undefined) {
-    const matches =
-      ifNoneMatch.trim() === '*' ? entry !== null : etag !== null && listed(ifNoneMatch).includes(etag)
+    const matches = ifNoneMatch.trim() === '*' ? entry !== null : named(ifNoneMatch)
     if (matches) throw new DavError(412, 'If-None-Match does not hold: the resource is already there')
   }
 }

@@ -77,10 +77,11 @@ export function submittedTokens(lists: IfList[]): Set<string> {
   return tokens
 }
 
-/** What a condition is checked against: the resource's lock tokens and entity tag. */
+/** What a condition is checked against: the resource's lock tokens and entity tags. */
 export interface ResourceState {
   tokens: Set<string>
-  etag: string | null
+  /** Whether an entity tag (without `W/`) names the resource's current version; null: no file. */
+  etagMatches: ((tag: string) => boolean) | null
 }
 
 /**
@@ -97,12 +98,10 @@ export async function ifHolds(
       const match =
         c.token !== undefined
           ? state.tokens.has(c.token)
-          : state.etag !== null && sameEtag(state.etag, c.etag!)
+          : state.etagMatches?.(c.etag!.replace(/^W\//, '')) === true
       return c.not ? !match : match
     })
     if (holds) return true
   }
   return false
 }
-
-const sameEtag = (a: string, b: string) => a.replace(/^W\//, '') === b.replace(/^W\//, '')

@@ -1,4 +1,5 @@
 import mime from 'mime-types'
+import { entityTag, tagNamesVersion } from '../api/entity-tag.js'
 import type { FsEntry } from '../modules/files/vfs/file-system.js'
 import { DavError } from './dav-errors.js'
 import { child, DAV_NS, isDav, propTag, type XmlElement, xmlEscape } from './dav-xml.js'
@@ -39,7 +40,12 @@ export function propRequestOf(body: XmlElement | null): PropRequest {
 
 /** A file's entity tag: its MD5 when Wharf has it, else its change time and size. */
 export function etagOf(e: FsEntry): string {
-  return e.md5 ? `"${e.md5}"` : `"${e.mtime.toString(16)}-${e.size.toString(16)}"`
+  return entityTag(e)
+}
+
+/** Whether a tag a client sent names this file's version (either of its tags: api/entity-tag.ts). */
+export function etagMatches(tag: string, e: FsEntry): boolean {
+  return tagNamesVersion(tag, e)
 }
 
 export function contentTypeOf(e: FsEntry): string {

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { entityTag, type TaggedVersion, tagNamesVersion } from '../api/entity-tag.js'
 import { ApiError } from '../api/errors.js'
 import type { ByteRange } from '../blobs/blob-store.js'
 import type { Download, DownloadService } from '../modules/files/download-service.js'
@@ -40,12 +41,12 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
 }
 
 /** `If-Range`: the range applies only if the client's copy is still current (ETag or date). */
-function ifRangeHolds(header: string | undefined, etag: string, mtimeMs: number): boolean {
+function ifRangeHolds(header: string | undefined, version: TaggedVersion): boolean {
   if (header === undefined) return true
   const v = header.trim()
-  if (v.startsWith('"') || v.startsWith('W/')) return v === etag
+  if (v.startsWith('"') || v.startsWith('W/')) return tagNamesVersion(v, version)
   const date = Date.parse(v)
-  return Number.isFinite(date) && Math.floor(date / 1000) === Math.floor(mtimeMs / 1000)
+  return Number.isFinite(date) && Math.floor(date / 1000) === Math.floor(version.mtime / 1000)
 }
 
 /** `attachment` with an ASCII fallback name and the exact name in RFC 5987 form. */
@@ -72,10 +73,10 @@ export async function sendFileBytes(
   const { row } = d
   // The md5 once known (it is computed after the upload); until then the change time and size,
   // as WebDAV's entity tag: never one tag shared by two versions of a file.
-  const etag = row.md5 ? `"${row.md5}"` : `"${row.mtime.toString(16)}-${row.size.toString(16)}"`
+  const etag = entityTag(row)
   const ifRange = request.headers['if-range']
   // A stale If-Range means "send the whole current file", so the Range is not even looked at.
-  const range = ifRangeHolds(typeof ifRange === 'string' ? ifRange : undefined, etag, row.mtime)
+  const range = ifRangeHolds(typeof ifRange === 'string' ? ifRange : undefined, row)
     ? parseRange(request.headers.range, row.size)
     : null
   const length = range ? range.end - range.start + 1 : row.size

@@ -6,6 +6,7 @@ import { DavError, isApiError } from '../dav-errors.js'
 import { parseDavXml, readBody, xmlEscape } from '../dav-xml.js'
 import {
   contentTypeOf,
+  etagMatches,
   etagOf,
   MULTISTATUS_HEAD,
   MULTISTATUS_TAIL,
@@ -79,13 +80,13 @@ function fileHeaders(e: FsEntry): Record<string, string> {
 
 /** 304 when the client's copy is current (If-None-Match, else If-Modified-Since); 412 when If-Match fails. */
 function notModified(request: FastifyRequest, e: FsEntry): boolean {
-  const etag = etagOf(e)
   const ifMatch = request.headers['if-match']
-  if (ifMatch && ifMatch.trim() !== '*' && !ifMatch.split(',').some((t) => t.trim() === etag)) {
+  if (ifMatch && ifMatch.trim() !== '*' && !ifMatch.split(',').some((t) => etagMatches(t.trim(), e))) {
     throw new DavError(412, 'If-Match does not match the file')
   }
   const ifNoneMatch = request.headers['if-none-match']
-  if (ifNoneMatch) return ifNoneMatch.trim() === '*' || ifNoneMatch.split(',').some((t) => t.trim() === etag)
+  if (ifNoneMatch)
+    return ifNoneMatch.trim() === '*' || ifNoneMatch.split(',').some((t) => etagMatches(t.trim(), e))
   const since = Date.parse(request.headers['if-modified-since'] ?? '')
   return Number.isFinite(since) && Math.floor(e.mtime / 1000) * 1000 <= since
 }
@@ -98,7 +99,13 @@ function rangeOf(request: FastifyRequest, e: FsEntry): { start: number; end: num
   const header = request.headers.range
   if (!header) return null
   const ifRange = request.headers['if-range']
-  if (ifRange && ifRange !== etagOf(e) && ifRange !== new Date(e.mtime).toUTCString()) return null
+  if (
+    typeof ifRange === 'string' &&
+    !etagMatches(ifRange, e) &&
+    ifRange !== new Date(e.mtime).toUTCString()
+  ) {
+    return null
+  }
   const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim())
   if (!m || (m[1] === '' && m[2] === '')) return null
   const size = e.size
