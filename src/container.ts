@@ -6,6 +6,7 @@ import type { BlobStore } from './blobs/blob-store.js'
 import { LocalBlobStore } from './blobs/disk/local-blob-store.js'
 import { S3BlobStore } from './blobs/s3/s3-blob-store.js'
 import { createS3Client } from './blobs/s3/s3-client.js'
+import { S3DirectBlobStore } from './blobs/s3/s3-direct-store.js'
 import { guardStorageFull } from './blobs/storage-full-guard.js'
 import type { Config } from './config.js'
 import { type DatabaseHandle, openDatabase } from './db/database.js'
@@ -98,7 +99,11 @@ export interface ContainerOptions {
 const HOUR = 3600_000
 
 /** The store BLOB_STORE names; start-up says which, and where (never with credentials). */
-function openBlobStore(config: Config, logger: Logger | undefined): { store: BlobStore; close(): void } {
+function openBlobStore(
+  config: Config,
+  logger: Logger | undefined,
+  now: () => number,
+): { store: BlobStore; close(): void } {
   const storage = path.join(config.dataDir, 'storage')
   const s3 = config.blobs.s3
   if (config.blobs.store === 's3' && s3) {
@@ -109,16 +114,15 @@ function openBlobStore(config: Config, logger: Logger | undefined): { store: Blo
         region: s3.region,
         bucket: s3.bucket,
         prefix: s3.prefix,
+        transferMode: s3.transferMode,
       },
       'file bytes are stored in an S3 bucket',
     )
     const client = createS3Client(s3)
-    const store = new S3BlobStore({
-      client,
-      bucket: s3.bucket,
-      prefix: s3.prefix,
-      tmpDir: path.join(storage, 'tmp'),
-    })
+    const options = { client, bucket: s3.bucket, prefix: s3.prefix, tmpDir: path.join(storage, 'tmp') }
+    // Direct: clients send and fetch bytes with presigned URLs of the bucket; proxy: through Wharf.
+    const store =
+      s3.transferMode === 'direct' ? new S3DirectBlobStore({ ...options, now }) : new S3BlobStore(options)
     // Its kept-alive connections to the object store go with the container.
     return { store, close: () => client.destroy() }
   }
@@ -145,7 +149,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const sessions = new SessionService(repos.sessions, repos.users, config, now)
     const identities = new IdentityCache(config.authCacheSeconds * 1000)
     const secrets = new SiteSecrets(repos.sites)
-    const { store, close: closeBlobStore } = openBlobStore(config, opts.logger)
+    const { store, close: closeBlobStore } = openBlobStore(config, opts.logger, now)
     const blobs = guardStorageFull(opts.wrapBlobStore ? opts.wrapBlobStore(store) : store)
     const fileAccess = new FileAccess(repos.permissions)
     const heldReads = new HeldActions(opts.logger)
