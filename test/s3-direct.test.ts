@@ -7,8 +7,10 @@ import zlib from 'node:zlib'
 import { ListPartsCommand } from '@aws-sdk/client-s3'
 import Files from 'files.com/lib/Files.js'
 import File from 'files.com/lib/models/File.js'
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest'
 import { contentDisposition } from '../src/api/content-disposition.js'
+import { createS3Client } from '../src/blobs/s3/s3-client.js'
+import { S3DirectBlobStore } from '../src/blobs/s3/s3-direct-store.js'
 import { FileSystem } from '../src/modules/files/vfs/file-system.js'
 import { beginUpload, encAll, endUpload, md5, partUrl, putBytes, target, uploaded } from './helpers/files.js'
 import { S3_CREDENTIALS, type S3TestServer, startS3Server } from './helpers/s3-server.js'
@@ -325,6 +327,45 @@ describe.each(dialects)('BLOB_STORE=s3 in direct mode (%s)', (dialect) => {
     expect(
       Buffer.from(await (await fetch(meta.body.download_uri as string)).arrayBuffer()).equals(data),
     ).toBe(true)
+  })
+
+  it('ties an upload to its multipart upload in the bucket: another process on the bucket ends it', async () => {
+    // A second store on the same bucket and prefix, as another Wharf node would have.
+    const client = createS3Client(s3.settings(bucket, prefix), S3_CREDENTIALS)
+    onTestFinished(() => client.destroy())
+    const other = new S3DirectBlobStore({
+      client,
+      bucket,
+      prefix,
+      tmpDir: path.join(tmp, 'other'),
+    })
+    const first = await beginUpload(t(), 'direct/two-nodes.bin', {})
+    const a = crypto.randomBytes(PART_SIZE)
+    const b = crypto.randomBytes(100)
+    expect((await putBytes(first.upload_uri, a)).status).toBe(200)
+    // Part 2's URL from the other store: the same multipart upload.
+    expect((await putBytes(await other.directPartUrl(first.ref, 2, 60), b)).status).toBe(200)
+    expect(await other.directParts(first.ref)).toEqual([
+      { partNumber: 1, size: a.length },
+      { partNumber: 2, size: b.length },
+    ])
+    // A part S3 does not hold is named, whoever asks.
+    await expect(other.assemble(first.ref, [1, 2, 3])).rejects.toMatchObject({
+      name: 'StagedPartError',
+      partNumber: 3,
+    })
+    const blob = await other.assemble(first.ref, [1, 2], [a.length, b.length])
+    expect(blob).toMatchObject({ size: a.length + b.length, md5: md5(Buffer.concat([a, b])) })
+    // Completed: the upload is gone from S3, so Wharf's end answers as for a lost part.
+    expectError(
+      await endUpload(t(), 'direct/two-nodes.bin', first.ref),
+      422,
+      'processing-failure/file-not-uploaded',
+    )
+    await other.discardUpload(first.ref)
+    expect(await keys(`parts/${first.ref}/`)).toEqual([])
+    expect(await other.directParts(first.ref)).toEqual([])
+    await other.delete(blob.key)
   })
 
   it('copies server-side (CopyObject) and serves the copy from its own object', async () => {
