@@ -114,6 +114,8 @@ export interface BlobStore {
    * seconds. It keeps serving the blob's bytes until they are deleted.
    */
   directDownloadUrl?(key: string, opts: { fileName: string; expiresIn: number }): Promise<string>
+  /** The origins those URLs lead to (for a page's Content-Security-Policy). */
+  directOrigins?(): Promise<string[]>
   /** Refs with staged parts and when they last changed (epoch ms), for the janitor. */
   stagedUploads(): AsyncIterable<{ ref: string; modifiedAt: number }>
   /** Reads a blob, or the inclusive byte range of it. Throws BlobNotFoundError. */

@@ -87,6 +87,11 @@ export class S3DirectBlobStore extends S3BlobStore {
     )
   }
 
+  async directOrigins(): Promise<string[]> {
+    // The SDK decides the host (path or virtual-host style, the region's endpoint): ask it.
+    return [new URL(await this.directDownloadUrl('0'.repeat(32), { fileName: 'x', expiresIn: 1 })).origin]
+  }
+
   override async assemble(ref: string, partNumbers: number[], expected?: number[]): Promise<BlobInfo> {
     const upload = await this.find(ref)
     // No presigned part was ever asked for: the parts were staged through Wharf.
