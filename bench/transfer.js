@@ -5,7 +5,8 @@
 //
 // Settings (environment): BENCH_TRANSFER_MB (1024), BENCH_PARALLEL_PARTS (4),
 // BENCH_PART_MB (part size the server asks for; default: the server's default, 5 MiB),
-// BENCH_DATABASE_URL (also runs against PostgreSQL). See docs/performance.md.
+// BENCH_DATABASE_URL (also runs against PostgreSQL). BLOB_STORE=s3 measures the S3 store instead,
+// in direct and proxy modes against the AWS SDK alone (transfer-s3.js). See docs/performance.md.
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import fsp from 'node:fs/promises'
@@ -29,6 +30,7 @@ import {
   stopChild,
   table,
 } from './harness.js'
+import { benchS3 } from './transfer-s3.js'
 
 const MB = intSetting('BENCH_TRANSFER_MB', 1024, 1, 65536)
 const PARALLEL = intSetting('BENCH_PARALLEL_PARTS', 4, 1, 64)
@@ -150,6 +152,15 @@ async function main() {
   console.log(`Wharf transfer benchmark: ${MB} MiB file, ${PARALLEL} parts in flight`)
   console.log(`Node ${process.version}, ${os.cpus().length} CPU(s); ${new Date().toISOString()}\n`)
   const src = await makeRandomFile(work, MB)
+  if (process.env['BLOB_STORE'] === 's3') {
+    try {
+      await benchS3({ src, work, parallel: PARALLEL, partMb: PART_MB, upload, download })
+    } finally {
+      await runCleanups()
+      agent.destroy()
+    }
+    return
+  }
   const env = PART_MB ? { UPLOAD_PART_SIZE: String(PART_MB * 1024 * 1024) } : {}
   const targets = [{ label: 'SQLite' }]
   if (PG_URL) targets.push({ label: 'PostgreSQL', pg: true })

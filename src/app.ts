@@ -235,7 +235,8 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
   )
 
   if (config.dav.enabled) await registerDav(app, container, config)
-  await registerWebUi(app, config.webDir)
+  // Where the blob store has clients send parts itself, the interface's uploads go there too.
+  await registerWebUi(app, config.webDir, (await container.blobs.directOrigins?.()) ?? [])
 
   // A path without the request's method: 405 with Allow, or 404 when no method has it. Decided at
   // onRequest, before any body is read, so a body-carrying method (QUERY, an unknown one) is not

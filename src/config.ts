@@ -84,6 +84,11 @@ export interface S3Config {
   prefix: string
   /** `endpoint/bucket/key` rather than `bucket.endpoint/key` (most self-hosted servers want it). */
   forcePathStyle: boolean
+  /**
+   * `direct`: clients send parts to and download from presigned URLs of the bucket itself.
+   * `proxy`: every byte passes through Wharf's own signed URLs (for buckets clients cannot reach).
+   */
+  transferMode: 'direct' | 'proxy'
 }
 
 // src/config.ts and dist/config.js both sit one folder below the project: its dist/web either way.
@@ -275,6 +280,10 @@ function parseBlobStore(
   ) {
     problems.push(`S3_PREFIX must be up to 512 characters without empty segments (got "${env['S3_PREFIX']}")`)
   }
+  const transferMode = str('S3_TRANSFER_MODE', 'direct')
+  if (transferMode !== 'direct' && transferMode !== 'proxy') {
+    problems.push(`S3_TRANSFER_MODE must be direct or proxy (got "${transferMode}")`)
+  }
   return {
     store,
     s3: {
@@ -284,6 +293,7 @@ function parseBlobStore(
       bucket,
       prefix,
       forcePathStyle: bool('S3_FORCE_PATH_STYLE', false),
+      transferMode: transferMode === 'proxy' ? 'proxy' : 'direct',
     },
   }
 }

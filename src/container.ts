@@ -4,8 +4,6 @@ import type { Logger } from 'pino'
 import { BlobJanitor } from './blobs/blob-janitor.js'
 import type { BlobStore } from './blobs/blob-store.js'
 import { LocalBlobStore } from './blobs/disk/local-blob-store.js'
-import { S3BlobStore } from './blobs/s3/s3-blob-store.js'
-import { createS3Client } from './blobs/s3/s3-client.js'
 import { guardStorageFull } from './blobs/storage-full-guard.js'
 import { ChecksumWorker } from './checksums/checksum-worker.js'
 import type { Config } from './config.js'
@@ -104,8 +102,15 @@ export interface ContainerOptions {
 
 const HOUR = 3600_000
 
-/** The store BLOB_STORE names; start-up says which, and where (never with credentials). */
-function openBlobStore(config: Config, logger: Logger | undefined): { store: BlobStore; close(): void } {
+/**
+ * The store BLOB_STORE names; start-up says which, and where (never with credentials). The S3
+ * store's modules, and the AWS SDK with them (about 35 MiB resident), load only when it is chosen.
+ */
+async function openBlobStore(
+  config: Config,
+  logger: Logger | undefined,
+  now: () => number,
+): Promise<{ store: BlobStore; close(): void }> {
   const storage = path.join(config.dataDir, 'storage')
   const s3 = config.blobs.s3
   if (config.blobs.store === 's3' && s3) {
@@ -116,16 +121,20 @@ function openBlobStore(config: Config, logger: Logger | undefined): { store: Blo
         region: s3.region,
         bucket: s3.bucket,
         prefix: s3.prefix,
+        transferMode: s3.transferMode,
       },
       'file bytes are stored in an S3 bucket',
     )
+    const [{ S3BlobStore }, { S3DirectBlobStore }, { createS3Client }] = await Promise.all([
+      import('./blobs/s3/s3-blob-store.js'),
+      import('./blobs/s3/s3-direct-store.js'),
+      import('./blobs/s3/s3-client.js'),
+    ])
     const client = createS3Client(s3)
-    const store = new S3BlobStore({
-      client,
-      bucket: s3.bucket,
-      prefix: s3.prefix,
-      tmpDir: path.join(storage, 'tmp'),
-    })
+    const options = { client, bucket: s3.bucket, prefix: s3.prefix, tmpDir: path.join(storage, 'tmp') }
+    // Direct: clients send and fetch bytes with presigned URLs of the bucket; proxy: through Wharf.
+    const store =
+      s3.transferMode === 'direct' ? new S3DirectBlobStore({ ...options, now }) : new S3BlobStore(options)
     // Its kept-alive connections to the object store go with the container.
     return { store, close: () => client.destroy() }
   }
@@ -152,7 +161,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const sessions = new SessionService(repos.sessions, repos.users, config, now)
     const identities = new IdentityCache(config.authCacheSeconds * 1000)
     const secrets = new SiteSecrets(repos.sites)
-    const { store, close: closeBlobStore } = openBlobStore(config, opts.logger)
+    const { store, close: closeBlobStore } = await openBlobStore(config, opts.logger, now)
     const blobs = guardStorageFull(opts.wrapBlobStore ? opts.wrapBlobStore(store) : store)
     const fileAccess = new FileAccess(repos.permissions)
     const heldReads = new HeldActions(opts.logger)

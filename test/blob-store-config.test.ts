@@ -35,8 +35,15 @@ describe('blob store settings', () => {
         bucket: 'wharf-files',
         prefix: 'site-a/blobs/',
         forcePathStyle: true,
+        transferMode: 'direct',
       },
     })
+  })
+
+  it('reads S3_TRANSFER_MODE=proxy', () => {
+    expect(
+      loadConfig({ BLOB_STORE: 's3', S3_BUCKET: 'files', S3_TRANSFER_MODE: 'proxy' }).blobs.s3?.transferMode,
+    ).toBe('proxy')
   })
 
   it('defaults to AWS itself, its region variable, no prefix and virtual-host addressing', () => {
@@ -46,6 +53,7 @@ describe('blob store settings', () => {
       bucket: 'files',
       prefix: '',
       forcePathStyle: false,
+      transferMode: 'direct',
     })
     expect(
       loadConfig({ BLOB_STORE: 's3', S3_BUCKET: 'files', AWS_REGION: 'ap-south-1' }).blobs.s3?.region,
@@ -62,6 +70,7 @@ describe('blob store settings', () => {
       [{ BLOB_STORE: 's3', S3_BUCKET: 'files', S3_ENDPOINT: 'minio:9000' }, 'S3_ENDPOINT'],
       [{ BLOB_STORE: 's3', S3_BUCKET: 'files', S3_PREFIX: 'a//b' }, 'S3_PREFIX'],
       [{ BLOB_STORE: 's3', S3_BUCKET: 'files', S3_FORCE_PATH_STYLE: 'maybe' }, 'S3_FORCE_PATH_STYLE'],
+      [{ BLOB_STORE: 's3', S3_BUCKET: 'files', S3_TRANSFER_MODE: 'redirect' }, 'S3_TRANSFER_MODE'],
     ]
     for (const [env, name] of cases) {
       const problems = problemsOf(env)

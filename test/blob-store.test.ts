@@ -15,6 +15,7 @@ import {
 import { LocalBlobStore } from '../src/blobs/disk/local-blob-store.js'
 import { S3BlobStore } from '../src/blobs/s3/s3-blob-store.js'
 import { createS3Client } from '../src/blobs/s3/s3-client.js'
+import { S3DirectBlobStore } from '../src/blobs/s3/s3-direct-store.js'
 import { S3_CREDENTIALS, type S3TestServer, startS3Server } from './helpers/s3-server.js'
 
 /** One store under test: how to make it, and where its bytes show (files, or objects). */
@@ -64,6 +65,23 @@ const stores: StoreCase[] = [
       // A prefix of its own per test: the bucket is shared, the store sees only its part.
       prefix = `wharf-${crypto.randomBytes(4).toString('hex')}/`
       return new S3BlobStore({
+        client: createS3Client(s3.settings(bucket, prefix), S3_CREDENTIALS),
+        bucket,
+        prefix,
+        tmpDir: path.join(root, 'tmp'),
+      })
+    },
+    entries: async (root) => [...(await s3.keys(bucket, prefix)), ...(await filesUnder(root))].sort(),
+    blobEntries: (key) => [`blobs/${key}`],
+    assembledEntries: 1,
+  },
+  {
+    // Direct mode's store keeps the whole contract for parts sent through Wharf (the protocol
+    // front ends' uploads), beside the presigned URLs it adds.
+    name: 'S3 in direct mode',
+    make: async (root) => {
+      prefix = `wharf-${crypto.randomBytes(4).toString('hex')}/`
+      return new S3DirectBlobStore({
         client: createS3Client(s3.settings(bucket, prefix), S3_CREDENTIALS),
         bucket,
         prefix,

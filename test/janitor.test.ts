@@ -39,6 +39,8 @@ const cases = dialects.flatMap((dialect) => [
       // A prefix per server: the bucket is shared.
       S3_PREFIX: `janitor-${Date.now()}-${Math.random().toString(36).slice(2)}`,
       S3_FORCE_PATH_STYLE: 'true',
+      // Every byte through Wharf: the proxy mode's own behaviour.
+      S3_TRANSFER_MODE: 'proxy',
     }),
   },
 ])

@@ -58,6 +58,8 @@ describe.each(dialects)('Wharf with BLOB_STORE=s3 (%s)', (dialect) => {
         S3_BUCKET: bucket,
         S3_PREFIX: prefix,
         S3_FORCE_PATH_STYLE: 'true',
+        // Every byte through Wharf: the proxy mode's own behaviour.
+        S3_TRANSFER_MODE: 'proxy',
       },
       { now: () => Date.now() + skew },
     )

@@ -99,7 +99,8 @@ export interface BlobStore {
    * disk. Staged parts are durable only from here: putPart does not flush them, which keeps many
    * parts in flight cheap. With `sizes` (what each part measured when it was stored), a part lost
    * or cut short by a crash is a StagedPartError, as is a missing part. The parts stay staged
-   * until discardUpload; restaging one does not alter the blob. No checksums: reading a large
+   * until discardUpload; restaging one does not alter the blob. Where parts were sent straight to
+   * the store (directPartUrl), those are the parts assembled. No checksums: reading a large
    * upload back to hash it costs seconds of CPU per gigabyte, so they are computed afterwards
    * (`checksums`), outside the request.
    */
@@ -109,8 +110,26 @@ export interface BlobStore {
    * BlobNotFoundError; stops with the signal's reason once it is aborted.
    */
   checksums(key: string, opts?: { signal?: AbortSignal }): Promise<BlobChecksums & { size: number }>
-  /** Deletes every staged part of an upload (idempotent). */
+  /** Deletes every staged part of an upload, and gives up the parts sent directly (idempotent). */
   discardUpload(ref: string): Promise<void>
+  /**
+   * Optional: a store clients can reach themselves (S3 in direct mode) takes parts and serves bytes
+   * without Wharf in between. The local disk store has none of the three.
+   *
+   * A URL to which a client PUTs part `partNumber` of upload `ref`, valid `expiresIn` seconds. The
+   * first call for a ref opens the store's own upload: make it before handing the ref out, so that
+   * two calls for a new ref never race.
+   */
+  directPartUrl?(ref: string, partNumber: number, expiresIn: number): Promise<string>
+  /** The parts sent to an upload's directPartUrls so far, in part order (none: empty). */
+  directParts?(ref: string): Promise<{ partNumber: number; size: number }[]>
+  /**
+   * A URL serving the blob (Range included) as an attachment named `fileName`, valid `expiresIn`
+   * seconds. It keeps serving the blob's bytes until they are deleted.
+   */
+  directDownloadUrl?(key: string, opts: { fileName: string; expiresIn: number }): Promise<string>
+  /** The origins those URLs lead to (for a page's Content-Security-Policy). */
+  directOrigins?(): Promise<string[]>
   /** Refs with staged parts and when they last changed (epoch ms), for the janitor. */
   stagedUploads(): AsyncIterable<{ ref: string; modifiedAt: number }>
   /** Reads a blob, or the inclusive byte range of it. Throws BlobNotFoundError. */

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { contentDisposition } from '../api/content-disposition.js'
 import { entityTag, type TaggedVersion, tagNamesVersion } from '../api/entity-tag.js'
 import { ApiError } from '../api/errors.js'
 import type { ByteRange } from '../blobs/blob-store.js'
@@ -49,15 +50,8 @@ function ifRangeHolds(header: string | undefined, version: TaggedVersion): boole
   return Number.isFinite(date) && Math.floor(date / 1000) === Math.floor(version.mtime / 1000)
 }
 
-/** `attachment` with an ASCII fallback name and the exact name in RFC 5987 form. */
-export function contentDisposition(name: string): string {
-  const fallback = name.replace(/[^\x20-\x7e]|["\\%]/g, '_')
-  const exact = encodeURIComponent(name).replace(
-    /['()*]/g,
-    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
-  )
-  return `attachment; filename="${fallback}"; filename*=UTF-8''${exact}`
-}
+// The header is the contract's: a blob store's own download links carry the same one.
+export { contentDisposition }
 
 /**
  * Streams a file (never buffered whole), with Range and HEAD support. The `read` Action is

@@ -5,25 +5,32 @@ import type { FastifyInstance } from 'fastify'
 
 /**
  * The web interface's own policy: it loads nothing from other origins (no fonts, no CDNs) and
- * talks only to this server's API.
+ * talks only to this server's API, and to the origins its upload URLs lead to (`connectTo`: an
+ * S3 bucket in direct mode).
  */
-export const WEB_CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data: blob:",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ')
+export function webCsp(connectTo: string[] = []): string {
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data: blob:",
+    ["connect-src 'self'", ...connectTo].join(' '),
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ')
+}
 
-const SECURITY_HEADERS = {
-  'content-security-policy': WEB_CSP,
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
-  'x-frame-options': 'DENY',
+export const WEB_CSP = webCsp()
+
+function securityHeaders(connectTo: string[]) {
+  return {
+    'content-security-policy': webCsp(connectTo),
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+    'x-frame-options': 'DENY',
+  }
 }
 
 /**
@@ -31,7 +38,12 @@ const SECURITY_HEADERS = {
  * never cached, the hashed files under /assets/ are cached for good. Without a build, `/` says
  * how to make one instead of failing.
  */
-export async function registerWebUi(app: FastifyInstance, webDir: string): Promise<void> {
+export async function registerWebUi(
+  app: FastifyInstance,
+  webDir: string,
+  connectTo: string[] = [],
+): Promise<void> {
+  const SECURITY_HEADERS = securityHeaders(connectTo)
   const indexFile = path.join(webDir, 'index.html')
   if (!fs.existsSync(indexFile)) {
     app.get('/', { schema: { hide: true } }, async (_request, reply) =>

@@ -74,12 +74,14 @@ const outside = new WeakMap<Page, string[]>()
 
 /**
  * A fresh page (its own storage) whose requests outside the server under test are refused and
- * remembered: the interface must never reach for fonts, CDNs or anything else outside.
+ * remembered: the interface must never reach for fonts, CDNs or anything else outside. `alsoTo`:
+ * other origins the server itself sends the page to (an S3 bucket's presigned URLs).
  */
 export async function newPage(
   browser: Browser,
   s: TestServer,
   viewport = { width: 1280, height: 800 },
+  alsoTo: string[] = [],
 ): Promise<Page> {
   const context = await browser.newContext({ acceptDownloads: true, viewport })
   const page = await context.newPage()
@@ -89,6 +91,7 @@ export async function newPage(
     const url = route.request().url()
     if (url.startsWith(`${s.url}/`) || url.startsWith('data:') || url.startsWith('blob:'))
       return route.continue()
+    if (alsoTo.some((origin) => url.startsWith(`${origin}/`))) return route.continue()
     refused.push(url)
     return route.abort()
   })

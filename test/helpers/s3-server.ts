@@ -16,7 +16,9 @@ export const S3_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER'
  * A real S3 protocol server (s3rver, in a child process) on loopback, storing under a temporary
  * folder. What it lacks
  * that S3 has: UploadPartCopy and ListMultipartUploads (both answer 501 Not Implemented), and
- * the 5 MiB minimum size of a multipart upload's parts, which it does not enforce.
+ * the 5 MiB minimum size of a multipart upload's parts, which it does not enforce. It checks a
+ * presigned URL's key and expiry, not its SigV4 signature. ListParts and AbortMultipartUpload,
+ * which it lacks too, are added in front of it (s3rver-multipart.mjs).
  */
 export interface S3TestServer {
   endpoint: string

@@ -2,8 +2,11 @@
 // Usage: node s3rver-main.mjs <directory>; prints {"port":n} once listening, and exits when its
 // standard input closes (the test process ended, however it ended).
 import S3rver from 's3rver'
+import { multipartExtras } from './s3rver-multipart.mjs'
 
 const server = new S3rver({ address: '127.0.0.1', port: 0, directory: process.argv[2], silent: true })
+// Before its router (the last middleware): what s3rver lacks of multipart uploads.
+server.middleware.splice(server.middleware.length - 1, 0, multipartExtras(server))
 const { port } = await server.run()
 process.stdout.write(`${JSON.stringify({ port })}\n`)
 process.stdin.resume()

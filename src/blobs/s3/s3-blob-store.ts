@@ -62,7 +62,7 @@ export interface S3BlobStoreOptions extends Place {
  * A failed write aborts its multipart upload; one a crash left is aborted by sweepTemporary.
  */
 export class S3BlobStore implements BlobStore {
-  private readonly place: Place
+  protected readonly place: Place
   private readonly tmpDir: string
   /** Cleared the first time the server says it has no UploadPartCopy: assemble then streams. */
   private partCopy = true
@@ -72,12 +72,12 @@ export class S3BlobStore implements BlobStore {
     this.tmpDir = opts.tmpDir
   }
 
-  private objectKey(key: string): string {
+  protected objectKey(key: string): string {
     if (!KEY.test(key)) throw new BlobNotFoundError(key)
     return `${this.place.prefix}blobs/${key}`
   }
 
-  private partPrefix(ref: string): string {
+  protected partPrefix(ref: string): string {
     if (!REF.test(ref)) throw new Error(`Invalid upload ref ${JSON.stringify(ref)}`)
     return `${this.place.prefix}parts/${ref}/`
   }
@@ -304,12 +304,17 @@ export class S3BlobStore implements BlobStore {
     )
   }
 
+  /** Object keys of multipart uploads that Wharf's own uploads still use, however old: none here. */
+  protected async uploadsInUse(): Promise<Set<string>> {
+    return new Set()
+  }
+
   async sweepTemporary(olderThanMs: number): Promise<number> {
     // Wall-clock times on both sides: file times here, upload and part times from the server.
     const cutoff = Date.now() - olderThanMs
     let removed = await sweepFolder(this.tmpDir, cutoff)
     try {
-      removed += await abortStaleUploads(this.place, cutoff)
+      removed += await abortStaleUploads(this.place, cutoff, await this.uploadsInUse())
     } catch (err) {
       // A server without ListMultipartUploads: nothing to list (a failed write aborts its own).
       if (!isNotImplemented(err)) throw err
@@ -331,12 +336,12 @@ function partsFor(size?: number): { partSize: number; queueSize: number } {
   return { partSize, queueSize: partSize > 4 * MIN_PART_BYTES ? 1 : 4 }
 }
 
-function newKey(): string {
+export function newKey(): string {
   return crypto.randomBytes(16).toString('hex')
 }
 
 /** The object name of a part; refuses anything but 1…10000, so no number can name another object. */
-function partName(n: number): string {
+export function partName(n: number): string {
   if (!Number.isInteger(n) || n < 1 || n > MAX_PART) throw new Error(`Invalid part number ${n}`)
   return String(n)
 }

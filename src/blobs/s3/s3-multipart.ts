@@ -78,9 +78,14 @@ export async function copyPieces(place: Place, dest: string, pieces: Piece[]): P
 /**
  * Aborts multipart uploads under the store's prefix that nothing has added a part to since
  * `cutoff` (epoch ms): what a crash mid-put or mid-assemble left behind. An upload still running
- * for hours keeps sending parts, so it is judged by its newest part, not by when it began.
+ * for hours keeps sending parts, so it is judged by its newest part, not by when it began. Uploads
+ * into the object keys in `keep` are left alone: a Wharf upload still open owns them.
  */
-export async function abortStaleUploads(place: Place, cutoff: number): Promise<number> {
+export async function abortStaleUploads(
+  place: Place,
+  cutoff: number,
+  keep: Set<string> = new Set(),
+): Promise<number> {
   const { client, bucket, prefix } = place
   let aborted = 0
   let keyMarker: string | undefined
@@ -95,7 +100,7 @@ export async function abortStaleUploads(place: Place, cutoff: number): Promise<n
       }),
     )
     for (const u of page.Uploads ?? []) {
-      if (!u.Key || !u.UploadId || (u.Initiated?.getTime() ?? 0) >= cutoff) continue
+      if (!u.Key || !u.UploadId || keep.has(u.Key) || (u.Initiated?.getTime() ?? 0) >= cutoff) continue
       if ((await newestPart(place, u.Key, u.UploadId)) >= cutoff) continue
       await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: u.Key, UploadId: u.UploadId }))
       aborted++

@@ -61,14 +61,29 @@ export class UploadParts {
     return now + this.config.files.uploadExpiryMinutes * 60_000
   }
 
+  /**
+   * Part `part` of an upload: sent straight to the blob store where it takes parts directly (a
+   * presigned URL, unless `throughWharf`), else to Wharf's own signed URL. Both expire alike.
+   */
   async describe(
     upload: Pick<UploadRow, 'site_id' | 'ref' | 'path'>,
     part: number,
     askAboutOverwrites: boolean,
+    throughWharf = false,
   ): Promise<FileUploadPartJson> {
     const { partSize, uploadUrlSeconds } = this.config.files
     const expires = Math.floor(this.now() / 1000) + uploadUrlSeconds
-    const secret = await this.secrets.signingSecret(upload.site_id)
+    const uri =
+      this.blobs.directPartUrl && !throughWharf
+        ? await this.blobs.directPartUrl(upload.ref, part, uploadUrlSeconds)
+        : uploadPartUrl(
+            this.config.baseUrl,
+            await this.secrets.signingSecret(upload.site_id),
+            upload.site_id,
+            upload.ref,
+            part,
+            expires,
+          )
     return {
       send: {},
       action: 'put/write',
@@ -85,7 +100,7 @@ export class UploadParts {
       partsize: partSize,
       path: upload.path,
       ref: upload.ref,
-      upload_uri: uploadPartUrl(this.config.baseUrl, secret, upload.site_id, upload.ref, part, expires),
+      upload_uri: uri,
     }
   }
 

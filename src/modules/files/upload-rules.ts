@@ -15,6 +15,11 @@ export interface UploadOptions {
   /** Epoch ms. */
   providedMtime?: number | undefined
   withRename?: boolean | undefined
+  /**
+   * Wharf's own part URLs even where the blob store takes parts directly: the protocol front ends
+   * stream their parts through Wharf. Never set from a request.
+   */
+  throughWharf?: boolean | undefined
 }
 
 /**

@@ -91,7 +91,7 @@ export class UploadService {
     await insertUpload(this.db, upload)
     const out: FileUploadPartJson[] = []
     for (let n = first; n < first + (opts.parts ?? 1); n++) {
-      out.push(await this.parts.describe(upload, n, target?.type === 'file'))
+      out.push(await this.parts.describe(upload, n, target?.type === 'file', opts.throughWharf))
     }
     return out
   }
@@ -108,7 +108,7 @@ export class UploadService {
     const existing = await findByPath(this.db, p.siteId, upload.path)
     const out: FileUploadPartJson[] = []
     for (let n = first; n < first + (opts.parts ?? 1); n++) {
-      out.push(await this.parts.describe(upload, n, existing?.type === 'file'))
+      out.push(await this.parts.describe(upload, n, existing?.type === 'file', opts.throughWharf))
     }
     return out
   }
@@ -125,7 +125,7 @@ export class UploadService {
     const upload = await this.ownUpload(p, normalizePath(rawPath), ref)
     const access = await this.fileAccess.of(p)
     access.require(upload.path, 'write')
-    const { numbers, sizes } = await this.partNumbers(upload.id)
+    const { numbers, sizes } = await this.partNumbers(upload)
     const blob = await this.assemble(upload, numbers, sizes)
     const garbageId = await queueNewBlob(this.db, blob.key, this.now())
 
@@ -241,8 +241,13 @@ export class UploadService {
 
   /** Parts 1…N, without a gap (N = 0: an empty file). */
   /** Parts 1…N with the size each had when it was stored. */
-  private async partNumbers(uploadId: number): Promise<{ numbers: number[]; sizes: number[] }> {
-    const rows = await partsOf(this.db, uploadId)
+  private async partNumbers(upload: UploadRow): Promise<{ numbers: number[]; sizes: number[] }> {
+    let rows: { part_number: number; size: number }[] = await partsOf(this.db, upload.id)
+    // Parts sent straight to the blob store never passed through Wharf: the store lists them.
+    if (rows.length === 0 && this.blobs.directParts) {
+      const direct = await this.staged(upload, this.blobs.directParts(upload.ref))
+      rows = direct.map((p) => ({ part_number: p.partNumber, size: p.size }))
+    }
     const numbers = rows.map((r, i) => {
       if (r.part_number !== i + 1) {
         throw ERRORS.invalidUploadPartGap(`Part ${i + 1} was never uploaded, but part ${r.part_number} was`)
@@ -255,8 +260,13 @@ export class UploadService {
   /** The blob of the parts; an empty file's checksums are known at once (no bytes to read). */
   private async assemble(upload: UploadRow, numbers: number[], sizes: number[]): Promise<NewBlob> {
     if (numbers.length === 0) return this.blobs.put(Readable.from([]))
+    return this.staged(upload, this.blobs.assemble(upload.ref, numbers, sizes))
+  }
+
+  /** The answer to a part lost or missing from the store while it is listed or assembled. */
+  private async staged<T>(upload: UploadRow, work: Promise<T>): Promise<T> {
     try {
-      return await this.blobs.assemble(upload.ref, numbers, sizes)
+      return await work
     } catch (err) {
       if (!(err instanceof StagedPartError)) throw err
       // Its parts went away: a concurrent `end` of the same upload finished first, or a part is lost.

@@ -151,6 +151,7 @@ export class UserFileSystem {
     }
     const [first] = await this.d.uploads.begin(this.principal, path, {
       mkdirParents: opts.mkdirParents ?? false,
+      throughWharf: true,
     })
     return new UploadWriter(
       this.d.uploads,

@@ -109,7 +109,12 @@ export class UploadWriter implements FileWriter {
     const described =
       number === 1
         ? this.first
-        : (await this.uploads.continue(this.principal, this.path, this.first.ref, { part: number }))[0]!
+        : (
+            await this.uploads.continue(this.principal, this.path, this.first.ref, {
+              part: number,
+              throughWharf: true,
+            })
+          )[0]!
     const link = new URL(described.upload_uri).searchParams
     const stream = new PassThrough({ highWaterMark: 256 * 1024 })
     // Its failures reach `done`; the store may not be reading it yet when it is destroyed.

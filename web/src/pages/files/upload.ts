@@ -138,12 +138,15 @@ export function uploadFile(path: string, file: Blob, onProgress: (sent: number) 
 }
 
 /**
- * The part URL on the page's own origin: the server signs it with its BASE_URL, which may name
- * another host than the one the browser reached (and the page may only talk to its own).
+ * Wharf's own part URL on the page's own origin: the server signs it with its BASE_URL, which may
+ * name another host than the one the browser reached (and the page may only talk to its own). A
+ * URL of the object store itself (S3 in direct mode) is used as it is: the bucket's CORS rule lets
+ * the page send to it.
  */
 function sameOrigin(uri: string): string {
   const u = new URL(uri, location.href)
-  return u.origin === location.origin ? u.href : `${u.pathname}${u.search}`
+  const wharfs = u.pathname.includes('/api/rest/v1/upload_parts/')
+  return u.origin === location.origin || !wharfs ? u.href : `${u.pathname}${u.search}`
 }
 
 function partError(xhr: XMLHttpRequest, n: number): ApiError {
