@@ -29,7 +29,16 @@ import {
   stopChild,
   table,
 } from './harness.js'
-import { deliveryFacts, insertBacklog, openDatabase, siteFacts, undelivered } from './webhook-backlog.js'
+import {
+  backendCpu,
+  backendCpuSpent,
+  deliveryFacts,
+  insertBacklog,
+  openDatabase,
+  siteFacts,
+  transactions,
+  undelivered,
+} from './webhook-backlog.js'
 import { api, latency } from './webhook-latency.js'
 import { listenerRate, startListener } from './webhook-listener-client.js'
 
@@ -108,15 +117,18 @@ async function memoryPeak(pid) {
 async function deliverBacklog(w, listener, db, range) {
   await listener.reset({ expect: N })
   const done = listener.next((m) => m.done, deliveryTimeoutMs, `all ${fmt(N)} notifications`)
+  const xacts0 = await transactions(db)
   const started = restartWharf(w)
   // restartWharf has spawned the process by now; CPU counts from the first delivery, not start-up.
   const pid = w.proc.child.pid
   const first = listener.next((m) => m.first, 60_000, 'first notification')
-  const cpuAtFirst = first.then(() => Promise.all([cpuSeconds(pid), cpuSeconds(listener.proc.child.pid)]))
+  const cpuAtFirst = first.then(() =>
+    Promise.all([cpuSeconds(pid), cpuSeconds(listener.proc.child.pid), backendCpu(db)]),
+  )
   // Awaited below; until then a failure elsewhere must not also surface as an unhandled rejection.
   for (const p of [done, cpuAtFirst]) p.catch(() => {})
   await started
-  const [cpu0, listenerCpu0] = await cpuAtFirst
+  const [cpu0, listenerCpu0, dbCpu0] = await cpuAtFirst
   await done
   const listenerCpu = (await cpuSeconds(listener.proc.child.pid)) - listenerCpu0
   const deadline = Date.now() + 60_000
@@ -125,8 +137,13 @@ async function deliverBacklog(w, listener, db, range) {
     await new Promise((r) => setTimeout(r, 50))
   }
   const cpu = (await cpuSeconds(pid)) - cpu0
+  const dbCpu = dbCpu0 && backendCpuSpent(dbCpu0, await backendCpu(db))
   const peakMiB = await memoryPeak(pid)
   const r = await listener.report()
+  // PostgreSQL: the backends report their transactions as they end, once Wharf has stopped.
+  await stopChild(w.proc)
+  await new Promise((r) => setTimeout(r, 500))
+  const xacts = xacts0 === undefined ? undefined : (await transactions(db)) - xacts0
   const log = await deliveryFacts(db, range)
   const valid =
     r.count === N &&
@@ -140,6 +157,8 @@ async function deliverBacklog(w, listener, db, range) {
     rate: listenerRate(r),
     allDeliveredRate: (N * 1000) / (log.lastDeliveredAt - r.first),
     cpu,
+    dbCpu,
+    xacts,
     listenerCpu,
     peakMiB,
     bytes: r.bytes,
@@ -171,7 +190,6 @@ async function run(label, listener, databaseUrl) {
     await bareLoop(listener, signing, facts, Math.min(N, 2000)) // warm-up of this process's JIT
     const bare1 = await bareLoop(listener, signing, facts)
     const wharf = await deliverBacklog(w, listener, db, range)
-    await stopChild(w.proc)
     const bare2 = await bareLoop(listener, signing, facts)
     console.log(
       `  ${label}: bare loop ${fmt(bare1.rate)} then ${fmt(bare2.rate)}/s; Wharf ${fmt(wharf.rate)}/s at the listener, ${fmt(wharf.allDeliveredRate)}/s until all were marked delivered; request bytes (bodies) ${fmt(bare1.bytes / N)} vs ${fmt(wharf.bytes / N)}`,
@@ -190,6 +208,8 @@ function report(results) {
       'deliveries/s',
       'vs bare',
       'server CPU µs each',
+      'database CPU µs each',
+      'transactions each',
       'listener CPU µs each',
       'peak RSS MiB',
       'targets',
@@ -211,17 +231,21 @@ function report(results) {
       fmt(w.rate),
       fmt(ratio, 2),
       us(w.cpu),
+      w.dbCpu === undefined ? '' : us(w.dbCpu),
+      w.xacts === undefined ? '' : fmt(w.xacts / N, 3),
       us(w.listenerCpu),
       fmt(w.peakMiB),
       met ? 'met' : 'MISSED',
     ])
-    rows.push(['  until all marked delivered', fmt(w.allDeliveredRate), '', '', '', '', ''])
+    rows.push(['  until all marked delivered', fmt(w.allDeliveredRate), '', '', '', '', '', '', ''])
     const client = `${us(mean((i) => r.bare[i].clientCpu))} (client)`
     rows.push([
       '  bare undici loop (mean of 2)',
       fmt(bare),
       '1.00',
       client,
+      '',
+      '',
       us(mean((i) => r.bare[i].listenerCpu)),
       '',
       '',
