@@ -71,6 +71,8 @@ for (const c of ['next_attempt_at', 'lease_until', 'created_at', 'updated_at']) 
 /** Writes `n` pending notifications in one transaction; returns the id range they got. */
 export async function insertBacklog(db, facts, n) {
   const now = Date.now()
+  // A second backlog in the same database (the two-process run) counts only its own rows.
+  const [before] = await db.all('select coalesce(max(id), 0) as hi from webhook_notifications')
   const BATCH = db.pool ? 5000 : 500
   if (db.pool) {
     const types = COLUMNS.map((c, i) => `$${i + 1}::${PG_TYPES[c] ?? 'text'}[]`)
@@ -117,7 +119,8 @@ export async function insertBacklog(db, facts, n) {
     sqlite.pragma('wal_checkpoint(TRUNCATE)')
   }
   const [r] = await db.all(
-    "select min(id) as lo, max(id) as hi, count(*) as n from webhook_notifications where folder = 'bench-backlog'",
+    "select min(id) as lo, max(id) as hi, count(*) as n from webhook_notifications where folder = 'bench-backlog' and id > $1",
+    [Number(before.hi)],
   )
   return { lo: Number(r.lo), hi: Number(r.hi), count: Number(r.n), insertedAt: now }
 }
