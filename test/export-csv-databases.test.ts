@@ -1,3 +1,4 @@
+import { CompiledQuery } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ADMIN_USERNAME, startServer, type TestServer } from './helpers/server.js'
 import { fetchCsv, readyExport } from './helpers/webhook-log-fixtures.js'
@@ -136,4 +137,60 @@ describe.skipIf(!process.env['TEST_DATABASE_URL'])('webhook-log CSV on SQLite an
     expect(a.split('\r\n').length).toBeGreaterThan(10)
     expect(b === a, 'the PostgreSQL CSV differs from the SQLite CSV').toBe(true)
   }, 60_000)
+
+  // COPY through the driver's protocol parser (db/copy-csv.ts): a connection left mid-COPY must
+  // never go back to the pool, where the next statement would read the rest of the rows.
+  const manyRows = CompiledQuery.raw(
+    "select g, repeat('x', 1000) || E'\\n' || g from generate_series(1, 20000) g order by g",
+  )
+  async function poolStillAnswers(s: TestServer) {
+    // More statements at once than the pool has connections, so every connection serves one.
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => s.container.database.queryArrays(`select ${i} + 1`, [])),
+    )
+    expect(answers.map((a) => a[0]![0])).toEqual(Array.from({ length: 20 }, (_, i) => i + 1))
+  }
+
+  it('reads a COPY as blocks of records ending in CRLF, a row per record whatever LFs it holds', async () => {
+    const postgres = servers[1]!
+    let text = ''
+    let count = 0
+    let blocks = 0
+    for await (const b of postgres.container.database.copyCsv!(manyRows, new AbortController().signal)) {
+      text += b.csv.toString()
+      count += b.count
+      blocks++
+    }
+    expect(count).toBe(20000)
+    expect(blocks).toBeGreaterThan(10)
+    const x = 'x'.repeat(1000)
+    const expected = Array.from({ length: 20000 }, (_, i) => `${i + 1},"${x}\n${i + 1}"\r\n`).join('')
+    expect(text === expected).toBe(true)
+    await poolStillAnswers(postgres)
+  })
+
+  it('closes, rather than pools, a connection whose COPY was left early or failed', async () => {
+    const postgres = servers[1]!
+    const handle = postgres.container.database
+    for (let i = 0; i < 3; i++) {
+      for await (const b of handle.copyCsv!(manyRows, new AbortController().signal)) {
+        expect(b.count).toBeGreaterThan(0)
+        break
+      }
+    }
+    await poolStillAnswers(postgres)
+    const failing = CompiledQuery.raw('select 1 / (g - 15000) from generate_series(1, 20000) g')
+    const read = async () => {
+      for await (const _ of handle.copyCsv!(failing, new AbortController().signal));
+    }
+    await expect(read()).rejects.toMatchObject({ code: '22012' })
+    const stop = new AbortController()
+    stop.abort(new Error('stopped'))
+    await expect(
+      (async () => {
+        for await (const _ of handle.copyCsv!(manyRows, stop.signal));
+      })(),
+    ).rejects.toThrow('stopped')
+    await poolStillAnswers(postgres)
+  })
 })
