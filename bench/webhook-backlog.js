@@ -4,7 +4,7 @@
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
 import pg from 'pg'
-import { root } from './harness.js'
+import { cpuSeconds, root } from './harness.js'
 
 // The message ids come from the outbox's own function, so they have its form and uniqueness.
 const { newMessageId } = await import(path.join(root, 'dist/webhooks/webhook-outbox.js'))
@@ -71,6 +71,8 @@ for (const c of ['next_attempt_at', 'lease_until', 'created_at', 'updated_at']) 
 /** Writes `n` pending notifications in one transaction; returns the id range they got. */
 export async function insertBacklog(db, facts, n) {
   const now = Date.now()
+  // A second backlog in the same database (the two-process run) counts only its own rows.
+  const [before] = await db.all('select coalesce(max(id), 0) as hi from webhook_notifications')
   const BATCH = db.pool ? 5000 : 500
   if (db.pool) {
     const types = COLUMNS.map((c, i) => `$${i + 1}::${PG_TYPES[c] ?? 'text'}[]`)
@@ -117,7 +119,8 @@ export async function insertBacklog(db, facts, n) {
     sqlite.pragma('wal_checkpoint(TRUNCATE)')
   }
   const [r] = await db.all(
-    "select min(id) as lo, max(id) as hi, count(*) as n from webhook_notifications where folder = 'bench-backlog'",
+    "select min(id) as lo, max(id) as hi, count(*) as n from webhook_notifications where folder = 'bench-backlog' and id > $1",
+    [Number(before.hi)],
   )
   return { lo: Number(r.lo), hi: Number(r.hi), count: Number(r.n), insertedAt: now }
 }
@@ -155,4 +158,41 @@ export async function deliveryFacts(db, range) {
     attemptedOnce: Number(n.once ?? 0),
     lastDeliveredAt: Number(n.last),
   }
+}
+
+/**
+ * PostgreSQL: the CPU seconds of the run database's other backends (Wharf's connections), read
+ * from /proc (the database runs on this machine), by backend pid. Undefined on SQLite.
+ */
+export async function backendCpu(db) {
+  if (!db.pool) return undefined
+  const rows = await db.all(
+    'select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+  )
+  const out = new Map()
+  for (const { pid } of rows) {
+    const s = await cpuSeconds(pid)
+    if (s !== null) out.set(pid, s)
+  }
+  return out
+}
+
+/** CPU seconds the backends spent between two readings of backendCpu (new backends count whole). */
+export function backendCpuSpent(before, after) {
+  let sum = 0
+  for (const [pid, s] of after) sum += s - (before.get(pid) ?? 0)
+  return sum
+}
+
+/**
+ * PostgreSQL: transactions committed or rolled back in the run's database so far: with every
+ * statement of the dispatcher its own transaction, its round trips that write. A backend reports
+ * them when it ends, so read after Wharf stopped.
+ */
+export async function transactions(db) {
+  if (!db.pool) return undefined
+  const [r] = await db.all(
+    'select xact_commit + xact_rollback as n from pg_stat_database where datname = current_database()',
+  )
+  return Number(r.n)
 }

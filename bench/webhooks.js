@@ -20,6 +20,7 @@ import {
   createPgDatabase,
   dropPgDatabase,
   fmt,
+  freePort,
   intSetting,
   profilesUsed,
   restartWharf,
@@ -29,13 +30,23 @@ import {
   stopChild,
   table,
 } from './harness.js'
-import { deliveryFacts, insertBacklog, openDatabase, siteFacts, undelivered } from './webhook-backlog.js'
+import {
+  backendCpu,
+  backendCpuSpent,
+  deliveryFacts,
+  insertBacklog,
+  openDatabase,
+  siteFacts,
+  transactions,
+  undelivered,
+} from './webhook-backlog.js'
 import { api, latency } from './webhook-latency.js'
 import { listenerRate, startListener } from './webhook-listener-client.js'
 
 const N = intSetting('BENCH_WEBHOOK_COUNT', 20_000, 100, 10_000_000)
 const UPLOADS = intSetting('BENCH_WEBHOOK_UPLOADS', 300, 10, 100_000)
 const CONCURRENCY = intSetting('WEBHOOK_CONCURRENCY', 64, 1, 1024)
+const PROCESSES = intSetting('BENCH_WEBHOOK_PROCESSES', 2, 1, 8) // PostgreSQL only
 const PG_URL = process.env['BENCH_DATABASE_URL'] || undefined
 const WARMUP_UPLOADS = 20
 const TARGET_RATIO = 0.5
@@ -99,24 +110,48 @@ async function bareLoop(listener, keys, facts, n = N) {
 
 // ---------- Wharf ----------
 
+/** A second Wharf (stopped) on the same database as `w`: a port and data directory of its own. */
+async function anotherWharf(w) {
+  const port = await freePort()
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-bench-'))
+  cleanups.push(() => fs.rm(dataDir, { recursive: true, force: true }))
+  const env = { ...w.env, PORT: String(port), DATA_DIR: dataDir }
+  const url = `http://127.0.0.1:${port}/api/rest/v1/api_key`
+  const other = { ...w, env, url, label: `${w.label} (2)` }
+  other.proc = { child: { exitCode: 0, signalCode: null } }
+  cleanups.push(() => stopChild(other.proc))
+  return other
+}
+
 async function memoryPeak(pid) {
   const status = await fs.readFile(`/proc/${pid}/status`, 'utf8').catch(() => '')
   return Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) / 1024
 }
 
 /** The backlog delivered by a freshly started Wharf, checked against the delivery log. */
-async function deliverBacklog(w, listener, db, range) {
+async function deliverBacklog(ws, listener, db, range) {
   await listener.reset({ expect: N })
   const done = listener.next((m) => m.done, deliveryTimeoutMs, `all ${fmt(N)} notifications`)
-  const started = restartWharf(w)
-  // restartWharf has spawned the process by now; CPU counts from the first delivery, not start-up.
-  const pid = w.proc.child.pid
+  const xacts0 = await transactions(db)
+  const starts = ws.map(restartWharf)
+  const started = Promise.all(starts)
+  // restartWharf has spawned the processes by now; CPU counts from the first delivery, not
+  // start-up: for each process from the later of the first delivery and its being ready (a
+  // second process may still be starting when the first has begun delivering).
+  const pids = ws.map((w) => w.proc.child.pid)
+  const atReady = starts.map((p, i) => p.then(() => cpuSeconds(pids[i])))
+  const wharfCpu = async () => (await Promise.all(pids.map(cpuSeconds))).reduce((a, b) => a + b, 0)
   const first = listener.next((m) => m.first, 60_000, 'first notification')
-  const cpuAtFirst = first.then(() => Promise.all([cpuSeconds(pid), cpuSeconds(listener.proc.child.pid)]))
+  const cpuAtFirst = first.then(async () => {
+    const at = await Promise.all(pids.map(cpuSeconds))
+    const ready = await Promise.all(atReady)
+    const wharf = at.reduce((sum, c, i) => sum + Math.max(c, ready[i]), 0)
+    return [wharf, await cpuSeconds(listener.proc.child.pid), await backendCpu(db)]
+  })
   // Awaited below; until then a failure elsewhere must not also surface as an unhandled rejection.
-  for (const p of [done, cpuAtFirst]) p.catch(() => {})
+  for (const p of [done, cpuAtFirst, ...atReady]) p.catch(() => {})
   await started
-  const [cpu0, listenerCpu0] = await cpuAtFirst
+  const [cpu0, listenerCpu0, dbCpu0] = await cpuAtFirst
   await done
   const listenerCpu = (await cpuSeconds(listener.proc.child.pid)) - listenerCpu0
   const deadline = Date.now() + 60_000
@@ -124,9 +159,14 @@ async function deliverBacklog(w, listener, db, range) {
     if (Date.now() > deadline) throw new Error('the listener got every request, the outbox still has some')
     await new Promise((r) => setTimeout(r, 50))
   }
-  const cpu = (await cpuSeconds(pid)) - cpu0
-  const peakMiB = await memoryPeak(pid)
+  const cpu = (await wharfCpu()) - cpu0
+  const dbCpu = dbCpu0 && backendCpuSpent(dbCpu0, await backendCpu(db))
+  const peakMiB = Math.max(...(await Promise.all(pids.map(memoryPeak))))
   const r = await listener.report()
+  // PostgreSQL: the backends report their transactions as they end, once Wharf has stopped.
+  await Promise.all(ws.map((w) => stopChild(w.proc)))
+  await new Promise((r) => setTimeout(r, 500))
+  const xacts = xacts0 === undefined ? undefined : (await transactions(db)) - xacts0
   const log = await deliveryFacts(db, range)
   const valid =
     r.count === N &&
@@ -140,6 +180,8 @@ async function deliverBacklog(w, listener, db, range) {
     rate: listenerRate(r),
     allDeliveredRate: (N * 1000) / (log.lastDeliveredAt - r.first),
     cpu,
+    dbCpu,
+    xacts,
     listenerCpu,
     peakMiB,
     bytes: r.bytes,
@@ -170,13 +212,25 @@ async function run(label, listener, databaseUrl) {
     const signing = { verificationToken: keys.verification_token, signingSecret: keys.signing_secret }
     await bareLoop(listener, signing, facts, Math.min(N, 2000)) // warm-up of this process's JIT
     const bare1 = await bareLoop(listener, signing, facts)
-    const wharf = await deliverBacklog(w, listener, db, range)
-    await stopChild(w.proc)
+    const wharf = await deliverBacklog([w], listener, db, range)
     const bare2 = await bareLoop(listener, signing, facts)
+    // PostgreSQL: two processes share one outbox (SKIP LOCKED claims); a second backlog, the
+    // same size, delivered by both at once.
+    let pair
+    if (databaseUrl && PROCESSES > 1) {
+      const range2 = await insertBacklog(db, facts, N)
+      if (range2.count !== N) throw new Error(`backlog: ${range2.count} rows written`)
+      const others = []
+      for (let i = 1; i < PROCESSES; i++) others.push(await anotherWharf(w))
+      pair = await deliverBacklog([w, ...others], listener, db, range2)
+      console.log(
+        `  ${label}: ${PROCESSES} processes: Wharf ${fmt(pair.rate)}/s at the listener, ${fmt(pair.allDeliveredRate)}/s until all were marked delivered`,
+      )
+    }
     console.log(
       `  ${label}: bare loop ${fmt(bare1.rate)} then ${fmt(bare2.rate)}/s; Wharf ${fmt(wharf.rate)}/s at the listener, ${fmt(wharf.allDeliveredRate)}/s until all were marked delivered; request bytes (bodies) ${fmt(bare1.bytes / N)} vs ${fmt(wharf.bytes / N)}`,
     )
-    return { label, lat, wharf, bare: [bare1, bare2] }
+    return { label, lat, wharf, pair, bare: [bare1, bare2] }
   } finally {
     await db?.close()
     await stopChild(w.proc)
@@ -190,6 +244,8 @@ function report(results) {
       'deliveries/s',
       'vs bare',
       'server CPU µs each',
+      'database CPU µs each',
+      'transactions each',
       'listener CPU µs each',
       'peak RSS MiB',
       'targets',
@@ -211,17 +267,35 @@ function report(results) {
       fmt(w.rate),
       fmt(ratio, 2),
       us(w.cpu),
+      w.dbCpu === undefined ? '' : us(w.dbCpu),
+      w.xacts === undefined ? '' : fmt(w.xacts / N, 3),
       us(w.listenerCpu),
       fmt(w.peakMiB),
       met ? 'met' : 'MISSED',
     ])
-    rows.push(['  until all marked delivered', fmt(w.allDeliveredRate), '', '', '', '', ''])
+    rows.push(['  until all marked delivered', fmt(w.allDeliveredRate), '', '', '', '', '', '', ''])
+    if (r.pair) {
+      const p = r.pair
+      rows.push([
+        `  ${PROCESSES} processes, one database`,
+        fmt(p.rate),
+        fmt(p.rate / bare, 2),
+        us(p.cpu),
+        us(p.dbCpu),
+        fmt(p.xacts / N, 3),
+        us(p.listenerCpu),
+        fmt(p.peakMiB),
+        '',
+      ])
+    }
     const client = `${us(mean((i) => r.bare[i].clientCpu))} (client)`
     rows.push([
       '  bare undici loop (mean of 2)',
       fmt(bare),
       '1.00',
       client,
+      '',
+      '',
       us(mean((i) => r.bare[i].listenerCpu)),
       '',
       '',

@@ -188,6 +188,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       // One process owns a SQLite file: claims left by a crash are void at once.
       releaseClaimsOnStart: database.dialect.singleProcess,
       sqlite: database.sqlite,
+      prepared: database.prepared,
       logger: opts.logger,
       ...(listen
         ? { listen: (onNotify: () => void) => listen((schema) => `wharf_webhooks_${schema}`, onNotify) }

@@ -119,6 +119,26 @@ export function keysetCsvBlocks(
   })
 }
 
+/**
+ * The same records as keysetCsvBlocks, where the database writes CSV itself (`copyCsv`,
+ * PostgreSQL): one statement over the whole id range, read as blocks of records. The select
+ * must give the CSV's columns, as text the way the CSV shows them.
+ */
+export async function* copiedCsvBlocks(
+  handle: DatabaseHandle,
+  r: KeysetRead,
+): AsyncIterable<{ csv: Buffer; count: number }> {
+  if (!handle.copyCsv) throw new Error('the database cannot write CSV itself')
+  const bounds = await idBounds(r)
+  if (!bounds) return
+  const query = within(r, r.select(r.db.selectFrom(r.table)))
+    .where('id', '>', bounds.after)
+    .where('id', '<=', bounds.hi)
+    .orderBy('id')
+    .compile()
+  yield* handle.copyCsv(query, r.signal)
+}
+
 let gc: ((opts: { type: 'minor' }) => void) | undefined
 /**
  * A block's buffer lives outside V8's heap, which an export hardly touches otherwise: without a

@@ -1,10 +1,10 @@
-import { type Kysely, sql } from 'kysely'
+import { type Kysely, type SelectQueryBuilder, sql } from 'kysely'
 import type { DatabaseHandle } from '../db/database.js'
 import type { SqlDialect } from '../db/dialects/dialect.js'
 import type { Database } from '../db/schema.js'
 import { deliveringAttempts } from '../webhooks/delivering-attempts.js'
 import type { ExportJob, ExportKindSpec, ExportSource, ParsedQuery } from './export-kind.js'
-import { csvHalves, type KeysetRead, keysetCsvBlocks } from './keyset-pages.js'
+import { copiedCsvBlocks, csvHalves, type KeysetRead, keysetCsvBlocks } from './keyset-pages.js'
 import {
   asGiven,
   booleanValues,
@@ -176,7 +176,23 @@ export function webhookLogSource(handle: DatabaseHandle): ExportSource {
     text('request_body'),
   ]
   const line = sql<string>`${sql.join(fields, sql` || ',' || `)}`
-  const read = (job: ExportJob, pageSize: number, signal: AbortSignal): KeysetRead => {
+  // Where the database writes the CSV itself (PostgreSQL's COPY), the columns as they are: it
+  // quotes as csv-stringify does, except an empty text, which it quotes and a NULL it does not.
+  const nonEmpty = (column: string) => sql`nullif(${sql.ref(column)}, '')`
+  const copied = [
+    sql.ref('id'),
+    iso,
+    sql.ref('status'),
+    nonEmpty('message'),
+    sql`(case when success = 1 then 'true' else 'false' end)`,
+    ...['request_headers', 'request_method', 'request_url', 'path', 'folder'].map(nonEmpty),
+    sql.ref('attempt'),
+    nonEmpty('operation'),
+    sql.ref('response_size'),
+    nonEmpty('response_body'),
+    nonEmpty('request_body'),
+  ]
+  const read = (job: ExportJob, pageSize: number, signal: AbortSignal, copy = false): KeysetRead => {
     const query = parseQuery(job.query, dialect)
     return {
       table: 'webhook_attempts',
@@ -184,12 +200,18 @@ export function webhookLogSource(handle: DatabaseHandle): ExportSource {
       pageSize,
       signal,
       db,
-      select: (qb) => qb.select(['id', line.as('line')]).where((eb) => eb.and(query.where(eb))),
+      select: (qb) => {
+        const q: SelectQueryBuilder<any, any, any> = copy
+          ? qb.select(copied.map((c, n) => c.as(`c${n}`)))
+          : qb.select(['id', line.as('line')])
+        return q.where((eb) => eb.and(query.where(eb)))
+      },
     }
   }
   return {
     async *pages(job: ExportJob, pageSize: number, signal: AbortSignal) {
-      yield* keysetCsvBlocks(handle, read(job, pageSize, signal))
+      if (dialect.csvCopy && handle.copyCsv) yield* copiedCsvBlocks(handle, read(job, pageSize, signal, true))
+      else yield* keysetCsvBlocks(handle, read(job, pageSize, signal))
     },
     halves: (job, pageSize, signal, header) => csvHalves(handle, read(job, pageSize, signal), header),
   }

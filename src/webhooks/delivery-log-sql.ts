@@ -1,5 +1,5 @@
-import { CompiledQuery, type Kysely, type Selectable, sql } from 'kysely'
-import type { RawSqlite } from '../db/database.js'
+import { CompiledQuery, type Kysely, type Selectable } from 'kysely'
+import type { PreparedArrays, RawSqlite } from '../db/database.js'
 import type { SqlDialect } from '../db/dialects/dialect.js'
 import type { Database, NotificationState, WebhookAttemptsTable } from '../db/schema.js'
 
@@ -55,8 +55,6 @@ const PG_TYPES: Record<(typeof ATTEMPT_COLUMNS)[number], string> = {
   response_body: 'text',
   duration_ms: 'int',
 }
-const columnList = sql.raw(ATTEMPT_COLUMNS.join(', '))
-const pgRecord = sql.raw(ATTEMPT_COLUMNS.map((c) => `${c} ${PG_TYPES[c]}`).join(', '))
 
 // The statements' text never changes, so each is prepared once and nothing is built per row.
 // PostgreSQL: a whole batch travels as one JSON parameter (one round trip). SQLite: bound
@@ -80,6 +78,8 @@ export interface LogTarget {
   dialect: SqlDialect
   /** SQLite: the connection itself, for the log's two statements without an executor. */
   raw?: RawSqlite | undefined
+  /** PostgreSQL: the log's one statement prepared, without an executor. */
+  prepared?: PreparedArrays | undefined
 }
 
 /**
@@ -95,6 +95,7 @@ export function writeAttempts(
 ): Promise<Returned[]> {
   const raw = to.raw
   if (raw) return raw.hold(() => writeOnConnection(raw, owner, rows, states))
+  if (to.prepared) return writePrepared(to.prepared, owner, rows, states)
   if (to.dialect.writableCte) return writeInOneStatement(to.db, owner, rows, states)
   return to.db.transaction().execute(async (trx) => {
     const out: Returned[] = []
@@ -130,28 +131,49 @@ function* insertChunks(rows: AttemptRow[]): Generator<[string, unknown[]]> {
  * atomic on its own, and a data-modifying WITH always runs to completion): one round trip and
  * one plan per batch, instead of BEGIN, two statements and COMMIT.
  */
-async function writeInOneStatement(
+function writeInOneStatement(
   db: Kysely<Database>,
   owner: string,
   rows: AttemptRow[],
   states: NextState[],
 ): Promise<Returned[]> {
-  const query = sql<Returned>`
-      with inserted as (
-        insert into webhook_attempts (${columnList})
-        select ${columnList} from json_to_recordset(${JSON.stringify(rows)}::json) as v(${pgRecord})
-        returning id, notification_id, attempt
-      ), updated as (
-        update webhook_notifications as w
-        set attempts = v.attempts, state = v.state, next_attempt_at = v.next,
-            lease_owner = null, lease_until = null, updated_at = v.now
-        from json_to_recordset(${JSON.stringify(states)}::json)
-          as v(id bigint, attempts int, state text, next bigint, now bigint)
-        where w.id = v.id and w.lease_owner = ${owner}
-      )
-      select id, notification_id, attempt from inserted`
-  return (await query.execute(db)).rows
+  return db
+    .executeQuery<Returned>(CompiledQuery.raw(PG_WRITE, pgParams(owner, rows, states)))
+    .then((r) => r.rows)
 }
+
+/** The same statement prepared once per connection, its ids as arrays. */
+async function writePrepared(
+  prepared: PreparedArrays,
+  owner: string,
+  rows: AttemptRow[],
+  states: NextState[],
+): Promise<Returned[]> {
+  const out = await prepared(PG_WRITE, pgParams(owner, rows, states))
+  return out.map((a) => ({ id: a[0] as number, notification_id: a[1] as number, attempt: a[2] as number }))
+}
+
+// A whole batch travels as two JSON parameters: JSON.stringify is native, and the text never
+// changes with the batch's size.
+const pgParams = (owner: string, rows: AttemptRow[], states: NextState[]) => [
+  JSON.stringify(rows),
+  JSON.stringify(states),
+  owner,
+]
+const PG_WRITE = `
+  with inserted as (
+    insert into webhook_attempts (${ATTEMPT_COLUMNS.join(', ')})
+    select ${ATTEMPT_COLUMNS.join(', ')} from json_to_recordset($1::json)
+      as v(${ATTEMPT_COLUMNS.map((c) => `${c} ${PG_TYPES[c]}`).join(', ')})
+    returning id, notification_id, attempt
+  ), updated as (
+    update webhook_notifications as w
+    set attempts = v.attempts, state = v.state, next_attempt_at = v.next,
+        lease_owner = null, lease_until = null, updated_at = v.now
+    from json_to_recordset($2::json) as v(id bigint, attempts int, state text, next bigint, now bigint)
+    where w.id = v.id and w.lease_owner = $3
+  )
+  select id, notification_id, attempt from inserted`
 
 /**
  * SQLite, on the connection itself: the same statements in one transaction, run synchronously

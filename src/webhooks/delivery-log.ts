@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely'
-import type { RawSqlite } from '../db/database.js'
+import type { PreparedArrays, RawSqlite } from '../db/database.js'
 import { dialectOf } from '../db/dialects/dialect-of.js'
 import type { Database, NotificationState } from '../db/schema.js'
 import { type AttemptRow, type LogTarget, type NextState, writeAttempts } from './delivery-log-sql.js'
@@ -66,11 +66,11 @@ export class DeliveryLogWriter {
     db: Kysely<Database>,
     private readonly policy: RetryPolicy,
     private readonly owner: string,
-    /** SQLite: the connection itself, for the log's two statements. */
-    raw?: RawSqlite,
+    /** SQLite: the connection itself, for the log's two statements; PostgreSQL: prepared statements. */
+    direct: { raw?: RawSqlite | undefined; prepared?: PreparedArrays | undefined } = {},
     private readonly maxBatch = 256,
   ) {
-    this.target = { db, dialect: dialectOf(db), raw }
+    this.target = { db, dialect: dialectOf(db), raw: direct.raw, prepared: direct.prepared }
   }
 
   record(n: ClaimedNotification, r: AttemptRecord): Promise<DeliveryLog> {

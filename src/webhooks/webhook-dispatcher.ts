@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { Logger } from 'pino'
-import type { RawSqlite } from '../db/database.js'
+import type { PreparedArrays, RawSqlite } from '../db/database.js'
 import { dialectOf } from '../db/dialects/dialect-of.js'
 import type { Database } from '../db/schema.js'
 import { JobLoop } from '../jobs/job-loop.js'
@@ -31,6 +31,8 @@ export interface DispatcherOptions {
   releaseClaimsOnStart?: boolean
   /** SQLite: the connection itself, for the usual claim and the delivery log (no Kysely executor). */
   sqlite?: RawSqlite | undefined
+  /** PostgreSQL: prepared statements with rows as arrays, for the same (and the settings with the claim). */
+  prepared?: PreparedArrays | undefined
 }
 
 /** After this many failures in a row a site's listener gets one request at a time. */
@@ -73,8 +75,9 @@ export class WebhookDispatcher extends JobLoop {
       leaseMs: opts.leaseMs,
       now,
       sqlite: opts.sqlite,
+      prepared: opts.prepared,
     })
-    this.log = new DeliveryLogWriter(db, policy, this.owner, opts.sqlite)
+    this.log = new DeliveryLogWriter(db, policy, this.owner, { raw: opts.sqlite, prepared: opts.prepared })
     this.siteNames = new SiteNames(db)
   }
 
@@ -115,10 +118,14 @@ export class WebhookDispatcher extends JobLoop {
   protected override async look(): Promise<boolean> {
     const free = this.opts.concurrency - this.inflight
     const rows = await this.claimBatch()
-    // Settings are read once per batch: a change applies to every claim made after it.
+    // Settings are read once per batch: a change applies to every claim made after it. Where
+    // the claim read them itself (PostgreSQL), that is the same statement.
     const settings = new Map<number, WebhookSettings | undefined>()
+    for (const row of rows) {
+      if (row.settings !== undefined) settings.set(row.site_id, row.settings ?? undefined)
+    }
     for (const siteId of new Set(rows.map((r) => r.site_id))) {
-      settings.set(siteId, await findWebhookSettings(this.db, siteId))
+      if (!settings.has(siteId)) settings.set(siteId, await findWebhookSettings(this.db, siteId))
     }
     for (const row of rows) this.launch(row, settings.get(row.site_id))
     // Only once the due rows ran out does the next due time matter; while slots are all busy,

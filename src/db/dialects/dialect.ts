@@ -53,6 +53,14 @@ export interface SqlDialect {
    */
   readonly writableCte: boolean
   /**
+   * A condition, always true, that lets the statement's own transaction commit without waiting
+   * for its WAL to reach the disk (PostgreSQL: `synchronous_commit` off for that transaction).
+   * Only for writes whose loss in a crash of the database server merely repeats work (a job's
+   * claim): a later durable commit on the server makes it durable too. null where commits do not
+   * wait for the disk anyway (SQLite in WAL mode with synchronous=NORMAL).
+   */
+  readonly asyncCommit: RawBuilder<boolean> | null
+  /**
    * A transaction's NOTIFY reaches the LISTENing connections of every process once it commits
    * (PostgreSQL); without it, a wake-up stays inside the process that wrote.
    */
@@ -61,6 +69,13 @@ export interface SqlDialect {
   asText(expression: RawBuilder<unknown>): RawBuilder<string>
   /** `YYYY-MM-DDTHH:MM:SSZ` (UTC, whole seconds) of a column of epoch milliseconds. */
   isoSeconds(epochMsColumn: string): RawBuilder<string>
+  /**
+   * The statement by which the database writes the rows of `select` as CSV itself, or null
+   * (SQLite has no such statement; the CSV lines are built in SQL there, `crlfLines`). PostgreSQL:
+   * `COPY (…) TO STDOUT (FORMAT csv)`, RFC 4180 quoting where a field holds `"`, `,`, CR or LF,
+   * LF after each row, an empty text as `""` (a NULL as nothing), no parameters.
+   */
+  csvCopy: ((select: string) => string) | null
   /**
    * The lines of a group, in `orderBy` order, each followed by CRLF, as one value: SQLite's as a
    * blob (the driver hands over a Buffer, no string), PostgreSQL's as text.

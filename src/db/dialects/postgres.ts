@@ -18,9 +18,11 @@ export const POSTGRES: SqlDialect = {
       : sql`select pg_advisory_xact_lock_shared(${key})`,
   writableCte: true,
   notify: true,
+  asyncCommit: sql<boolean>`set_config('synchronous_commit', 'off', true) = 'off'`,
   asText: (expression) => sql<string>`cast(${expression} as text)`,
   isoSeconds: (column) =>
     sql<string>`to_char(to_timestamp(${sql.ref(column)} / 1000) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')`,
+  csvCopy: (select) => `copy (${select}) to stdout (format csv)`,
   crlfLines: (line, orderBy) =>
     sql`string_agg(${sql.ref(line)}, E'\r\n' order by ${sql.ref(orderBy)}) || E'\r\n'`,
 }

@@ -16,8 +16,10 @@ export const SQLITE: SqlDialect = {
   advisoryLock: null,
   writableCte: false,
   notify: false,
+  asyncCommit: null,
   asText: (expression) => expression as RawBuilder<string>,
   isoSeconds: (column) => sql<string>`strftime('%Y-%m-%dT%H:%M:%SZ', ${sql.ref(column)} / 1000, 'unixepoch')`,
+  csvCopy: null,
   crlfLines: (line, orderBy) =>
     sql`cast(group_concat(${sql.ref(line)}, char(13, 10) order by ${sql.ref(orderBy)}) || char(13, 10) as blob)`,
 }
