@@ -11,8 +11,9 @@ export interface SftpTestServer extends TestServer {
 export async function startSftpServer(
   dialect: DialectName,
   env: Record<string, string> = {},
+  opts: Parameters<typeof startServer>[2] = {},
 ): Promise<SftpTestServer> {
-  const s = await startServer(dialect, { SFTP_PORT: '0', SFTP_HOST: '127.0.0.1', ...env })
+  const s = await startServer(dialect, { SFTP_PORT: '0', SFTP_HOST: '127.0.0.1', ...env }, opts)
   const sftp = await startSftp(
     s.container,
     s.container.config.sftp,

@@ -6,6 +6,7 @@ import * as m004 from './004-webhooks.js'
 import * as m005 from './005-billing.js'
 import * as m006 from './006-exports.js'
 import * as m007 from './007-public-keys.js'
+import * as m008 from './008-upload-expiry.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '005-billing': m005,
   '006-exports': m006,
   '007-public-keys': m007,
+  '008-upload-expiry': m008,
 }

@@ -15,6 +15,11 @@ export interface UploadOptions {
   /** Epoch ms. */
   providedMtime?: number | undefined
   withRename?: boolean | undefined
+  /**
+   * The upload's own lifetime without activity (a protocol writer's, kept alive by its
+   * connection); by default UPLOAD_EXPIRY_MINUTES. Not an option of the REST API.
+   */
+  expirySeconds?: number | undefined
 }
 
 /**
