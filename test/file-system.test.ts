@@ -198,6 +198,38 @@ describe.each(dialects)('file-system facade (%s)', (dialect) => {
     expect((await w.commit()).size).toBe(10)
   })
 
+  it('fails a writer whose upload expired all the same, and keeps nothing of it', async () => {
+    const c = s.container
+    const quick = new FileSystem({
+      ...c.services,
+      blobs: c.blobs,
+      now: c.now,
+      writerExpirySeconds: 4,
+    }).as(alice, 'sftp')
+    const w = await quick.createWriter('shared/stalled.bin')
+    await w.write(Buffer.alloc(5000, 2))
+    const upload = await c.db
+      .selectFrom('uploads')
+      .select(['id', 'ref'])
+      .where('path', '=', 'shared/stalled.bin')
+      .executeTakeFirstOrThrow()
+    // As if the process had stalled past the upload's lifetime.
+    await c.db.updateTable('uploads').set({ expires_at: 1 }).where('id', '=', upload.id).execute()
+    await expect
+      .poll(
+        () =>
+          w.write(Buffer.from('x')).then(
+            () => 'written',
+            (e: ApiError) => e.type,
+          ),
+        { timeout: 10_000 },
+      )
+      .toBe('not-found/file-upload-not-found')
+    expect(await refusal(w.commit())).toBe('not-found/file-upload-not-found')
+    expect(await remains(c.db, storage(), upload)).toEqual(NOTHING_LEFT)
+    expect(await quick.exists('shared/stalled.bin')).toBeNull()
+  })
+
   it('renames, copies, makes folders and deletes with the REST rules', async () => {
     const files = fsOf(alice)
     await files.mkdir('shared/sub')

@@ -79,6 +79,8 @@ export class UploadWriter implements FileWriter {
     this.checkOpen()
     let rest = chunk
     while (rest.length > 0) {
+      // Aborted while this write waited (the client's connection dropped): no new part.
+      if (this.failure) throw this.failure
       const part = this.part ?? (await this.nextPart())
       const room = this.partBytes - part.bytes
       const piece = rest.length > room ? rest.subarray(0, room) : rest
@@ -92,9 +94,11 @@ export class UploadWriter implements FileWriter {
   }
 
   async commit(): Promise<FsEntry> {
-    this.checkOpen()
+    if (this.finished) throw ERRORS.fileUploadNotFound('This upload is already finished')
     this.finished = true
     try {
+      // A write that failed (or an upload found expired) publishes nothing, and is discarded.
+      if (this.failure) throw this.failure
       await this.closePart()
       const file = await this.uploads.end(this.principal, this.path, this.first.ref, {})
       return entryOfJson(file)
@@ -130,8 +134,9 @@ export class UploadWriter implements FileWriter {
     await this.uploads.abandon(this.principal, this.path, this.first.ref).catch(() => undefined)
   }
 
+  /** Also while `commit` assembles the parts, which for a large file takes a while. */
   private async keepAlive(): Promise<void> {
-    if (this.beating || this.finished) return
+    if (this.beating) return
     this.beating = true
     try {
       await this.uploads.keepAlive(this.principal, this.path, this.first.ref)
@@ -154,6 +159,9 @@ export class UploadWriter implements FileWriter {
       number === 1
         ? this.first
         : (await this.uploads.continue(this.principal, this.path, this.first.ref, { part: number }))[0]!
+    // From here to `this.part` nothing waits, so an abort either comes first (and is seen here)
+    // or finds the part and stops it: no part is ever left streaming into the store.
+    if (this.failure) throw this.failure
     const link = new URL(described.upload_uri).searchParams
     const stream = new PassThrough({ highWaterMark: 256 * 1024 })
     // Its failures reach `done`; the store may not be reading it yet when it is destroyed.
