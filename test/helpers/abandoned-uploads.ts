@@ -97,7 +97,12 @@ export function startClient(
     running: () => child.exitCode === null && child.signalCode === null,
     /** SIGKILLs the whole group, as a crash or `kill -9` would, and waits for the client to be gone. */
     async kill(): Promise<void> {
-      if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL')
+      try {
+        if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGKILL')
+      } catch (err) {
+        // Gone between the check and the kill.
+        if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err
+      }
       await exited
     },
   }
