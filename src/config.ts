@@ -199,6 +199,7 @@ export function loadConfig(env: Env = process.env): Config {
       partSize: int('UPLOAD_PART_SIZE', 5 * 1024 * 1024, 1024, 5 * 1024 * 1024 * 1024),
       uploadUrlSeconds: int('UPLOAD_URL_SECONDS', 3600, 10, 7 * 86400),
       uploadExpiryMinutes: int('UPLOAD_EXPIRY_MINUTES', 1440, 1, 30 * 1440),
+      protocolUploadExpirySeconds: int('PROTOCOL_UPLOAD_EXPIRY_SECONDS', 120, 4, 86400),
       downloadUrlSeconds: int('DOWNLOAD_URL_SECONDS', 3600, 10, 7 * 86400),
       janitorIntervalSeconds: int('JANITOR_INTERVAL_SECONDS', 300, 1, 86400),
     },

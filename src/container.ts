@@ -98,6 +98,8 @@ export interface ContainerOptions {
   exportSources?: Partial<Record<ExportKind, ExportSource>>
   /** Wraps the blob store (tests inject a disk that fills up). */
   wrapBlobStore?: (store: BlobStore) => BlobStore
+  /** Bytes per upload part of a protocol writer (tests make it small to stage several parts). */
+  writerPartBytes?: number
 }
 
 const HOUR = 3600_000
@@ -259,7 +261,17 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       fileAccess,
       folders,
       fileOps,
-      fileSystem: new FileSystem({ folders, downloads, uploads, fileOps, fileAccess, blobs, now }),
+      fileSystem: new FileSystem({
+        folders,
+        downloads,
+        uploads,
+        fileOps,
+        fileAccess,
+        blobs,
+        now,
+        writerPartBytes: opts.writerPartBytes,
+        writerExpirySeconds: config.files.protocolUploadExpirySeconds,
+      }),
       protocolLogin: new ProtocolLogin(repos.users, auth, sessions, now),
       publicKeys: new PublicKeyService(repos.publicKeys, repos.users, secrets, now),
       hostKeys: new HostKeyService(hostKeys),

@@ -180,6 +180,43 @@ describe.each(dialects)('WebDAV protocol (%s)', (dialect) => {
     expect((await dav(s, 'PUT', '/home/no/such.txt', { auth: alice, body: 'x' })).status).toBe(409)
   })
 
+  it('answers methods it does not speak and requests HTTP cannot parse with an HTTP error, and goes on', async () => {
+    /** One request sent byte for byte (no client library would send these); its status line. */
+    const raw = (requestLine: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(Number(new URL(s.url).port), '127.0.0.1')
+        let out = ''
+        socket.on('data', (d) => {
+          out += d
+        })
+        socket.on('error', reject)
+        socket.on('close', () => resolve(out.split('\r\n')[0]!))
+        socket.write(
+          `${requestLine}\r\nHost: 127.0.0.1\r\nAuthorization: ${alice}\r\nConnection: close\r\n\r\n`,
+        )
+      })
+    // A method HTTP does not know is the HTTP parser's 400; known ones WebDAV has not, 405.
+    expect(await raw('FROB /dav/home/x HTTP/1.1')).toBe('HTTP/1.1 400 Bad Request')
+    for (const method of ['REPORT', 'SEARCH', 'BIND', 'ACL']) {
+      expect(await raw(`${method} /dav/home/x HTTP/1.1`), method).toBe('HTTP/1.1 405 Method Not Allowed')
+    }
+    // Control characters, raw or encoded, and a URL past the header limit.
+    expect(await raw('GET /dav/home/a\x01b HTTP/1.1')).toBe('HTTP/1.1 400 Bad Request')
+    expect(await raw('GET /dav/home/a%00b HTTP/1.1')).toBe('HTTP/1.1 400 Bad Request')
+    expect(await raw('PUT /dav/home/a%7Fb HTTP/1.1')).toBe('HTTP/1.1 400 Bad Request')
+    expect(await raw(`GET /dav/home/${'x'.repeat(20_000)} HTTP/1.1`)).toBe(
+      'HTTP/1.1 431 Request Header Fields Too Large',
+    )
+    // A PUT to a name that is too long is refused before any byte is staged.
+    const long = await dav(s, 'PUT', `/home/${'b'.repeat(5001)}`, { auth: alice, body: 'x' })
+    expect(long.status).toBe(400)
+    expect(davType(long)).toBe('processing-failure/path-too-long')
+    expect(
+      await s.container.db.selectFrom('uploads').select('id').where('path', 'like', 'home/bb%').execute(),
+    ).toEqual([])
+    expect((await dav(s, 'PROPFIND', '/home/', { auth: alice, headers: { Depth: '0' } })).status).toBe(207)
+  })
+
   it('locks a path where nothing is by creating an empty file, and takes the token in a tagged If list', async () => {
     const lockinfo =
       '<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>'

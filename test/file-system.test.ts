@@ -1,9 +1,12 @@
 import crypto from 'node:crypto'
+import path from 'node:path'
 import { text } from 'node:stream/consumers'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { ApiError } from '../src/api/errors.js'
+import { BlobJanitor } from '../src/blobs/blob-janitor.js'
 import type { Principal } from '../src/modules/auth/principal.js'
 import { FileSystem } from '../src/modules/files/vfs/file-system.js'
+import { NOTHING_LEFT, remains, stagedUpload } from './helpers/abandoned-uploads.js'
 import { startListener, type TestListener } from './helpers/listener.js'
 import { call, dialects, grant, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'
 
@@ -15,6 +18,8 @@ async function refusal(p: Promise<unknown>): Promise<string> {
   if (!err) throw new Error('expected a refusal')
   return err.type
 }
+
+const HOUR = 3600_000
 
 describe.each(dialects)('file-system facade (%s)', (dialect) => {
   let s: TestServer
@@ -67,6 +72,7 @@ describe.each(dialects)('file-system facade (%s)', (dialect) => {
       },
       { timeout: 20_000, interval: 20 },
     )
+  const storage = () => path.join(s.container.config.dataDir, 'storage')
 
   it('streams a file in, publishes it on commit with interface sftp, and reads it back at offsets', async () => {
     const files = fsOf(alice)
@@ -127,6 +133,111 @@ describe.each(dialects)('file-system facade (%s)', (dialect) => {
     await w.write(Buffer.alloc(10_000, 1))
     await w.abort()
     expect(await files.exists('shared/dropped.bin')).toBeNull()
+  })
+
+  it('discards an aborted writer’s upload at once: its record, its staged parts and the part in flight', async () => {
+    const c = s.container
+    const small = new FileSystem({
+      ...c.services,
+      blobs: c.blobs,
+      now: c.now,
+      writerPartBytes: 50_000,
+    }).as(alice, 'sftp')
+    const w = await small.createWriter('shared/abandoned.bin')
+    await w.write(crypto.randomBytes(120_000))
+    const upload = await stagedUpload(c.db, 'shared/abandoned.bin', 2)
+    const before = await remains(c.db, storage(), upload)
+    expect(before).toMatchObject({ record: true, partRecords: 2, stagedParts: ['1', '2'] })
+    // Part 3 is arriving in a temporary file.
+    await expect.poll(async () => (await remains(c.db, storage(), upload)).temporary.length).toBe(1)
+    await w.abort()
+    expect(await remains(c.db, storage(), upload)).toEqual(NOTHING_LEFT)
+    expect(await small.exists('shared/abandoned.bin')).toBeNull()
+  })
+
+  it('gives a writer’s upload a short life of its own, which the janitor ends once nothing renews it', async () => {
+    const c = s.container
+    const w = await fsOf(alice).createWriter('shared/orphan.bin')
+    await w.write(Buffer.alloc(1000, 1))
+    const row = await c.db
+      .selectFrom('uploads')
+      .select(['id', 'ref', 'created_at', 'expires_at', 'expiry_seconds'])
+      .where('path', '=', 'shared/orphan.bin')
+      .executeTakeFirstOrThrow()
+    expect(row.expiry_seconds).toBe(120)
+    expect(row.expires_at - row.created_at).toBe(120_000)
+    // A REST upload opened meanwhile lives for UPLOAD_EXPIRY_MINUTES.
+    const [rest] = await c.services.uploads.begin(alice, 'shared/rest.bin', {})
+    // The janitor as it runs two minutes later when the writer's process is gone (no renewal).
+    const later = new BlobJanitor(c.db, c.blobs, () => Date.now() + 121_000, { graceMs: HOUR })
+    expect((await later.runOnce()).uploadsExpired).toBe(1)
+    expect(await remains(c.db, storage(), row)).toMatchObject({
+      record: false,
+      partRecords: 0,
+      stagedParts: [],
+    })
+    const left = await c.db
+      .selectFrom('uploads')
+      .select('ref')
+      .where('ref', 'in', [row.ref, rest!.ref])
+      .execute()
+    expect(left).toEqual([{ ref: rest!.ref }])
+    await w.abort()
+  })
+
+  it('renews its upload while it is open, however slowly the client sends', async () => {
+    const c = s.container
+    const quick = new FileSystem({
+      ...c.services,
+      blobs: c.blobs,
+      now: c.now,
+      writerExpirySeconds: 4,
+    }).as(alice, 'sftp')
+    const w = await quick.createWriter('shared/slow.bin')
+    const expiry = async () =>
+      (
+        await c.db
+          .selectFrom('uploads')
+          .select('expires_at')
+          .where('path', '=', 'shared/slow.bin')
+          .executeTakeFirstOrThrow()
+      ).expires_at
+    const first = await expiry()
+    await expect.poll(expiry, { timeout: 10_000 }).toBeGreaterThan(first)
+    await w.write(Buffer.from('late bytes'))
+    expect((await w.commit()).size).toBe(10)
+  })
+
+  it('fails a writer whose upload expired all the same, and keeps nothing of it', async () => {
+    const c = s.container
+    const quick = new FileSystem({
+      ...c.services,
+      blobs: c.blobs,
+      now: c.now,
+      writerExpirySeconds: 4,
+    }).as(alice, 'sftp')
+    const w = await quick.createWriter('shared/stalled.bin')
+    await w.write(Buffer.alloc(5000, 2))
+    const upload = await c.db
+      .selectFrom('uploads')
+      .select(['id', 'ref'])
+      .where('path', '=', 'shared/stalled.bin')
+      .executeTakeFirstOrThrow()
+    // As if the process had stalled past the upload's lifetime.
+    await c.db.updateTable('uploads').set({ expires_at: 1 }).where('id', '=', upload.id).execute()
+    await expect
+      .poll(
+        () =>
+          w.write(Buffer.from('x')).then(
+            () => 'written',
+            (e: ApiError) => e.type,
+          ),
+        { timeout: 10_000 },
+      )
+      .toBe('not-found/file-upload-not-found')
+    expect(await refusal(w.commit())).toBe('not-found/file-upload-not-found')
+    expect(await remains(c.db, storage(), upload)).toEqual(NOTHING_LEFT)
+    expect(await quick.exists('shared/stalled.bin')).toBeNull()
   })
 
   it('renames, copies, makes folders and deletes with the REST rules', async () => {

@@ -81,6 +81,14 @@ describe.each(dialects)('FTP protocol (%s)', (dialect) => {
     expect((await c.send('CWD partner')).code).toBe(250)
     expect((await c.send('CDUP')).code).toBe(250)
     expect((await c.send('PWD')).text).toBe('257 "/" is the current folder\r\n')
+    // Logged in, an unknown command (or one Wharf does not offer) is still 502, and a bad name
+    // in a rename or a delete is refused like any other.
+    expect((await c.send('FROB /partner')).code).toBe(502)
+    expect((await c.send('SITE CHMOD 600 /partner')).code).toBe(502)
+    expect((await c.send('RNFR /partner/../../x')).code).toBe(550)
+    expect((await c.send('DELE /partner/a\x7fb')).code).toBe(550)
+    expect((await c.send(`RMD /partner/${'y'.repeat(6000)}`)).code).toBe(550)
+    expect((await c.send('NOOP')).code).toBe(200)
   })
 
   it('streams STOR and RETR on passive ports of the range, with REST, SIZE, MDTM and MLST', async () => {

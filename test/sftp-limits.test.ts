@@ -27,6 +27,47 @@ function failure(start: (cb: (err: (Error & { code?: number }) | null | undefine
   )
 }
 
+const u32 = (n: number) => {
+  const b = Buffer.alloc(4)
+  b.writeUInt32BE(n)
+  return b
+}
+const str = (v: string) => Buffer.concat([u32(Buffer.byteLength(v)), Buffer.from(v)])
+/** One SFTP packet: length, type, body. */
+const packet = (type: number, body: Buffer) =>
+  Buffer.concat([u32(body.length + 1), Buffer.from([type]), body])
+
+/** The `sftp` subsystem as a raw channel: packets in, whole packets out. */
+async function rawSftp(client: ssh2.Client) {
+  const channel = await new Promise<ssh2.ClientChannel>((resolve, reject) =>
+    client.subsys('sftp', (err, ch) => (err ? reject(err) : resolve(ch))),
+  )
+  let buffered = Buffer.alloc(0)
+  let waiting: (() => void) | null = null
+  channel.on('data', (d: Buffer) => {
+    buffered = Buffer.concat([buffered, d])
+    waiting?.()
+  })
+  const closed = new Promise<void>((resolve) => channel.once('close', () => resolve()))
+  return {
+    channel,
+    closed,
+    /** Sends a packet and returns the next whole packet received. */
+    async request(p: Buffer): Promise<Buffer> {
+      channel.write(p)
+      while (buffered.length < 4 || buffered.length < 4 + buffered.readUInt32BE(0)) {
+        await new Promise<void>((resolve) => {
+          waiting = resolve
+        })
+      }
+      const size = 4 + buffered.readUInt32BE(0)
+      const reply = buffered.subarray(0, size)
+      buffered = buffered.subarray(size)
+      return reply
+    },
+  }
+}
+
 describe.each(dialects)('SFTP limits and refusals (%s)', (dialect) => {
   let s: SftpTestServer
   let alice: TestUser
@@ -122,6 +163,44 @@ describe.each(dialects)('SFTP limits and refusals (%s)', (dialect) => {
       expect(still).toEqual([])
     } finally {
       client.end()
+    }
+  })
+
+  it('answers requests it does not know with OP_UNSUPPORTED, and a packet it cannot read by hanging up', async () => {
+    const { client } = await connect(s.sftp.port, 'alice', alice.password)
+    try {
+      const raw = await rawSftp(client)
+      expect((await raw.request(packet(1, u32(3))))[4]).toBe(2) // VERSION
+      // An extension Wharf does not offer, a link (Wharf has none), and the reverse of both.
+      for (const [type, body] of [
+        [200, Buffer.concat([u32(7), str('frob@example.com'), str('/inbox')])],
+        [20, Buffer.concat([u32(7), str('/inbox/link'), str('/inbox')])],
+        [19, Buffer.concat([u32(7), str('/inbox/link')])],
+      ] as const) {
+        const reply = await raw.request(packet(type, body))
+        expect({ type: reply[4], id: reply.readUInt32BE(5), code: reply.readUInt32BE(9) }).toEqual({
+          type: 101,
+          id: 7,
+          code: 8,
+        })
+      }
+      // A packet type SFTP does not have carries no request id to answer: the connection ends.
+      raw.channel.write(packet(99, u32(8)))
+      await raw.closed
+    } finally {
+      client.end()
+    }
+    // The server goes on.
+    const again = await connect(s.sftp.port, 'alice', alice.password)
+    try {
+      const names = await new Promise<string[]>((resolve, reject) =>
+        again.sftp.readdir('/inbox', (err, list) =>
+          err ? reject(err) : resolve(list.map((e) => e.filename)),
+        ),
+      )
+      expect(Array.isArray(names)).toBe(true)
+    } finally {
+      again.client.end()
     }
   })
 

@@ -124,6 +124,8 @@ export interface UploadsTable {
   provided_mtime: number | null
   created_at: number
   expires_at: number
+  /** Seconds without activity before it expires; null: the site's UPLOAD_EXPIRY_MINUTES. */
+  expiry_seconds: number | null
 }
 
 export interface UploadPartsTable {

@@ -24,6 +24,11 @@ export interface ModuleSettings {
     uploadUrlSeconds: number
     /** An upload with no activity for this long is abandoned: its parts are deleted. */
     uploadExpiryMinutes: number
+    /**
+     * The same for an upload written by a transfer protocol, whose connection keeps it alive
+     * meanwhile: once the process holding it is gone, it is abandoned after this long.
+     */
+    protocolUploadExpirySeconds: number
     /** How long a signed download_uri stays valid. */
     downloadUrlSeconds: number
     /** How often the janitor deletes orphaned blobs and abandoned uploads. */

@@ -49,6 +49,8 @@ export async function startServer(
     exportSources?: Partial<Record<ExportKind, ExportSource>>
     /** Wraps the blob store (a disk that fills up). */
     wrapBlobStore?: (store: BlobStore) => BlobStore
+    /** Bytes per upload part of a protocol writer (small: several parts staged at once). */
+    writerPartBytes?: number
   } = {},
 ): Promise<TestServer> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-test-'))
@@ -75,6 +77,7 @@ export async function startServer(
     ...(opts.resolver ? { resolver: opts.resolver } : {}),
     ...(opts.exportSources ? { exportSources: opts.exportSources } : {}),
     ...(opts.wrapBlobStore ? { wrapBlobStore: opts.wrapBlobStore } : {}),
+    ...(opts.writerPartBytes ? { writerPartBytes: opts.writerPartBytes } : {}),
   })
   const app = await buildApp(container)
   await app.listen({ host: '127.0.0.1', port: 0 })

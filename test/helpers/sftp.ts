@@ -11,7 +11,7 @@ export interface SftpTestServer extends TestServer {
 export async function startSftpServer(
   dialect: DialectName,
   env: Record<string, string> = {},
-  opts: { now?: () => number } = {},
+  opts: Parameters<typeof startServer>[2] = {},
 ): Promise<SftpTestServer> {
   const s = await startServer(dialect, { SFTP_PORT: '0', SFTP_HOST: '127.0.0.1', ...env }, opts)
   const sftp = await startSftp(

@@ -8,6 +8,7 @@ import * as m006 from './006-exports.js'
 import * as m007 from './007-public-keys.js'
 import * as m008 from './008-checksums.js'
 import * as m009 from './009-shared-node-state.js'
+import * as m010 from './010-upload-expiry.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '007-public-keys': m007,
   '008-checksums': m008,
   '009-shared-node-state': m009,
+  '010-upload-expiry': m010,
 }

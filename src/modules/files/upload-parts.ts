@@ -56,9 +56,13 @@ export class UploadParts {
     private readonly now: () => number,
   ) {}
 
-  /** How long an upload lives without activity; every request about it pushes this back. */
-  expiresAt(now: number): number {
-    return now + this.config.files.uploadExpiryMinutes * 60_000
+  /**
+   * How long an upload lives without activity; every request about it pushes this back. An
+   * upload with a lifetime of its own (a protocol writer's) keeps it.
+   */
+  expiresAt(now: number, upload?: Pick<UploadRow, 'expiry_seconds'>): number {
+    const seconds = upload?.expiry_seconds
+    return now + (seconds ? seconds * 1000 : this.config.files.uploadExpiryMinutes * 60_000)
   }
 
   /**
@@ -153,7 +157,7 @@ export class UploadParts {
     const done = this.now()
     const recorded = await this.db.transaction().execute(async (trx) => {
       // Touching the upload first also makes a concurrent `end` wait for this part (PostgreSQL).
-      if (!(await extendUpload(trx, upload.id, this.expiresAt(done)))) return false
+      if (!(await extendUpload(trx, upload.id, this.expiresAt(done, upload)))) return false
       await upsertPart(trx, upload.id, part, size, done)
       return true
     })

@@ -15,7 +15,7 @@ export async function insertUpload(db: Db, upload: Insertable<UploadsTable>): Pr
 export function findUploadByRef(db: Db, ref: string) {
   return db
     .selectFrom('uploads')
-    .select(['id', 'site_id', 'expires_at'])
+    .select(['id', 'site_id', 'expires_at', 'expiry_seconds'])
     .where('ref', '=', ref)
     .executeTakeFirst()
 }

@@ -20,6 +20,11 @@ export interface UploadOptions {
    * stream their parts through Wharf. Never set from a request.
    */
   throughWharf?: boolean | undefined
+  /**
+   * The upload's own lifetime without activity (a protocol writer's, kept alive by its
+   * connection); by default UPLOAD_EXPIRY_MINUTES. Not an option of the REST API.
+   */
+  expirySeconds?: number | undefined
 }
 
 /**

@@ -41,6 +41,7 @@ import {
   deleteUpload,
   extendUpload,
   findSiteUpload,
+  findUploadByRef,
   insertUpload,
   partsOf,
   uploadExists,
@@ -76,6 +77,7 @@ export class UploadService {
     const target = await refuseEarly(this.db, p.siteId, path, mkdirParents, withRename)
 
     const now = this.now()
+    const lifetime = { expiry_seconds: opts.expirySeconds ?? null }
     const upload = {
       site_id: p.siteId,
       ref: randomHex(16),
@@ -86,7 +88,8 @@ export class UploadService {
       with_rename: withRename ? 1 : 0,
       provided_mtime: opts.providedMtime ?? null,
       created_at: now,
-      expires_at: this.parts.expiresAt(now),
+      expires_at: this.parts.expiresAt(now, lifetime),
+      ...lifetime,
     }
     await insertUpload(this.db, upload)
     const out: FileUploadPartJson[] = []
@@ -224,18 +227,51 @@ export class UploadService {
     return row
   }
 
+  /**
+   * Keeps an upload alive while its client is connected (a protocol writer calls it, as a REST
+   * client's requests would): 404 `file-upload-not-found` once it has expired or ended.
+   */
+  async keepAlive(p: Principal, rawPath: string, ref: string): Promise<void> {
+    await this.ownUpload(p, normalizePath(rawPath), ref)
+  }
+
+  /**
+   * Discards the caller's upload at once, its record, its parts' records and its staged bytes,
+   * instead of leaving it to expire: a protocol client that went away will never end it. An
+   * upload already gone (ended, expired, discarded) is no error.
+   */
+  async abandon(p: Principal, rawPath: string, ref: string): Promise<void> {
+    const upload = await findSiteUpload(this.db, p.siteId, ref)
+    if (upload) {
+      if (!isOwner(p, upload) || upload.path.toLowerCase() !== normalizePath(rawPath).toLowerCase()) {
+        throw uploadNotFound()
+      }
+      // The rows first: a part still arriving then finds its upload gone and discards its bytes.
+      await this.db.transaction().execute(async (trx) => {
+        await deleteUpload(trx, upload.id)
+        await deleteParts(trx, upload.id)
+      })
+    } else if (await findUploadByRef(this.db, ref)) {
+      // Another site's: not the caller's to discard.
+      throw uploadNotFound()
+    }
+    await this.blobs.discardUpload(ref)
+  }
+
   /** The caller's own upload of this path (same user, or the same site-wide key), kept alive. */
   private async ownUpload(p: Principal, path: string, ref: string): Promise<UploadRow> {
     const now = this.now()
     const upload = await findSiteUpload(this.db, p.siteId, ref)
-    const mine = p.user
-      ? upload?.user_id === p.user.id
-      : upload?.user_id === null && upload.api_key_id !== null && upload.api_key_id === p.apiKey?.id
-    if (!upload || !mine || upload.expires_at <= now || upload.path.toLowerCase() !== path.toLowerCase()) {
+    if (
+      !upload ||
+      !isOwner(p, upload) ||
+      upload.expires_at <= now ||
+      upload.path.toLowerCase() !== path.toLowerCase()
+    ) {
       throw uploadNotFound()
     }
     // Pushed back, so that the janitor leaves it alone while its parts are sent or assembled.
-    await extendUpload(this.db, upload.id, this.parts.expiresAt(now))
+    await extendUpload(this.db, upload.id, this.parts.expiresAt(now, upload))
     return upload
   }
 
@@ -280,6 +316,13 @@ export class UploadService {
 
 /** A new blob, with its checksums when they came free with it. */
 type NewBlob = StoredBlob & Partial<BlobChecksums>
+
+/** Whoever opened the upload: the same user, or (for a site-wide key) the same key. */
+function isOwner(p: Principal, upload: UploadRow): boolean {
+  return p.user
+    ? upload.user_id === p.user.id
+    : upload.user_id === null && upload.api_key_id !== null && upload.api_key_id === p.apiKey?.id
+}
 
 /** with_rename's name was taken between choosing it and locking it (PostgreSQL only). */
 class NameTaken extends Error {}

@@ -25,8 +25,13 @@ export interface FileSystemDeps {
   blobs: BlobStore
   now: () => number
   /** Bytes per upload part of a writer (tests make it small to cross part boundaries). */
-  writerPartBytes?: number
+  writerPartBytes?: number | undefined
+  /** A writer's upload lifetime without activity (PROTOCOL_UPLOAD_EXPIRY_SECONDS). */
+  writerExpirySeconds?: number | undefined
 }
+
+/** The writers' upload lifetime when none is given (the setting's default). */
+const WRITER_EXPIRY_SECONDS = 120
 
 /** Inclusive byte range; `end` past the file's end is cut to it. */
 export interface ReadRange {
@@ -149,18 +154,16 @@ export class UserFileSystem {
       const there = await this.exists(path)
       if (there) throw ERRORS.destinationExists(`${there.path} already exists`)
     }
+    const expirySeconds = this.d.writerExpirySeconds ?? WRITER_EXPIRY_SECONDS
     const [first] = await this.d.uploads.begin(this.principal, path, {
       mkdirParents: opts.mkdirParents ?? false,
       throughWharf: true,
+      expirySeconds,
     })
-    return new UploadWriter(
-      this.d.uploads,
-      this.d.blobs,
-      this.principal,
-      path,
-      first!,
-      this.d.writerPartBytes,
-    )
+    return new UploadWriter(this.d.uploads, this.principal, path, first!, {
+      partBytes: this.d.writerPartBytes,
+      expirySeconds,
+    })
   }
 
   /** Creates a folder; its parent must exist unless `mkdirParents`. */

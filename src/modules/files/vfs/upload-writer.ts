@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream'
 import { ERRORS } from '../../../api/error-factories.js'
-import type { BlobStore } from '../../../blobs/blob-store.js'
+import { ApiError } from '../../../api/errors.js'
 import type { Principal } from '../../auth/principal.js'
 import type { FileUploadPartJson } from '../upload-parts.js'
 import type { UploadService } from '../upload-service.js'
@@ -26,8 +26,23 @@ export interface FileWriter {
    * interface, Upload webhook with the protocol), as the REST upload's `end` does.
    */
   commit(): Promise<FsEntry>
-  /** The client went away: the bytes are dropped; only staging the janitor clears is left. */
+  /**
+   * The client went away: the upload is discarded at once, its record and every staged byte,
+   * so nothing is left for the janitor.
+   */
   abort(): Promise<void>
+}
+
+/** How a writer cuts and keeps its upload. */
+export interface WriterOptions {
+  /** Bytes per upload part (WRITER_PART_BYTES; tests make it small to cross part boundaries). */
+  partBytes?: number | undefined
+  /**
+   * The upload's lifetime without activity, in seconds (PROTOCOL_UPLOAD_EXPIRY_SECONDS); the
+   * writer renews it four times as often while it is open, so only a writer whose process is
+   * gone lets it expire.
+   */
+  expirySeconds: number
 }
 
 /**
@@ -42,20 +57,30 @@ export class UploadWriter implements FileWriter {
   private partsSent = 0
   private failure: unknown = null
   private finished = false
+  private readonly partBytes: number
+  private readonly heartbeat: NodeJS.Timeout
+  private beating = false
 
   constructor(
     private readonly uploads: UploadService,
-    private readonly blobs: BlobStore,
     private readonly principal: Principal,
     readonly path: string,
     private readonly first: FileUploadPartJson,
-    private readonly partBytes = WRITER_PART_BYTES,
-  ) {}
+    opts: WriterOptions,
+  ) {
+    this.partBytes = opts.partBytes ?? WRITER_PART_BYTES
+    // A part of a gigabyte may take minutes to arrive, and the end longer: the upload is kept
+    // alive by the writer being open, not by the client's pace.
+    this.heartbeat = setInterval(() => void this.keepAlive(), (opts.expirySeconds * 1000) / 4)
+    this.heartbeat.unref()
+  }
 
   async write(chunk: Buffer): Promise<void> {
     this.checkOpen()
     let rest = chunk
     while (rest.length > 0) {
+      // Aborted while this write waited (the client's connection dropped): no new part.
+      if (this.failure) throw this.failure
       const part = this.part ?? (await this.nextPart())
       const room = this.partBytes - part.bytes
       const piece = rest.length > room ? rest.subarray(0, room) : rest
@@ -69,15 +94,19 @@ export class UploadWriter implements FileWriter {
   }
 
   async commit(): Promise<FsEntry> {
-    this.checkOpen()
+    if (this.finished) throw ERRORS.fileUploadNotFound('This upload is already finished')
     this.finished = true
     try {
+      // A write that failed (or an upload found expired) publishes nothing, and is discarded.
+      if (this.failure) throw this.failure
       await this.closePart()
       const file = await this.uploads.end(this.principal, this.path, this.first.ref, {})
       return entryOfJson(file)
     } catch (err) {
       await this.discard()
       throw err
+    } finally {
+      clearInterval(this.heartbeat)
     }
   }
 
@@ -93,14 +122,34 @@ export class UploadWriter implements FileWriter {
     if (this.finished) throw ERRORS.fileUploadNotFound('This upload is already finished')
   }
 
+  /** Stops the part in flight, then discards the upload (a failure leaves it to expire). */
   private async discard(): Promise<void> {
+    clearInterval(this.heartbeat)
     const part = this.part
     this.part = null
     if (part) {
       part.stream.destroy()
       await part.done.catch(() => undefined)
     }
-    await this.blobs.discardUpload(this.first.ref).catch(() => undefined)
+    await this.uploads.abandon(this.principal, this.path, this.first.ref).catch(() => undefined)
+  }
+
+  /** Also while `commit` assembles the parts, which for a large file takes a while. */
+  private async keepAlive(): Promise<void> {
+    if (this.beating) return
+    this.beating = true
+    try {
+      await this.uploads.keepAlive(this.principal, this.path, this.first.ref)
+    } catch (err) {
+      // Expired after all (a process stalled past its lifetime): the next write says so, rather
+      // than the client sending the rest for nothing. Another failure is retried on the next beat.
+      if (err instanceof ApiError && err.type === 'not-found/file-upload-not-found' && !this.finished) {
+        this.failure ??= err
+        clearInterval(this.heartbeat)
+      }
+    } finally {
+      this.beating = false
+    }
   }
 
   /** Starts the next part: its bytes flow into the blob store while the client sends them. */
@@ -115,6 +164,9 @@ export class UploadWriter implements FileWriter {
               throughWharf: true,
             })
           )[0]!
+    // From here to `this.part` nothing waits, so an abort either comes first (and is seen here)
+    // or finds the part and stops it: no part is ever left streaming into the store.
+    if (this.failure) throw this.failure
     const link = new URL(described.upload_uri).searchParams
     const stream = new PassThrough({ highWaterMark: 256 * 1024 })
     // Its failures reach `done`; the store may not be reading it yet when it is destroyed.
