@@ -164,19 +164,20 @@ export async function queueNewBlob(db: Db, blobKey: string, now: number): Promis
   return row.id
 }
 
-/** Restarts the janitor's grace period of queued blobs still about to be used. */
-export async function requeueBlobs(db: Db, garbageIds: number[], now: number): Promise<void> {
-  await db.updateTable('blob_garbage').set({ created_at: now }).where('id', 'in', garbageIds).execute()
+/** Restarts the janitor's grace period of queued blobs still about to be used; how many were still queued. */
+export async function requeueBlobs(db: Db, garbageIds: number[], now: number): Promise<number> {
+  const res = await db
+    .updateTable('blob_garbage')
+    .set({ created_at: now })
+    .where('id', 'in', garbageIds)
+    .executeTakeFirst()
+  return Number(res.numUpdatedRows)
 }
 
 /** Takes blobs off the deletion queue; returns how many were still on it. */
 export async function unqueueBlobs(db: Db, garbageIds: number[]): Promise<number> {
   const res = await db.deleteFrom('blob_garbage').where('id', 'in', garbageIds).executeTakeFirst()
   return Number(res.numDeletedRows)
-}
-
-export async function unqueueBlob(db: Db, garbageId: number): Promise<void> {
-  await db.deleteFrom('blob_garbage').where('id', '=', garbageId).execute()
 }
 
 export async function insertFileRows(db: Db, rows: Insertable<FilesTable>[]): Promise<void> {
