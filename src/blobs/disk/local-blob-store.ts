@@ -262,7 +262,7 @@ export class LocalBlobStore implements BlobStore {
     // The stream owns the handle from here: it closes it on end, error or destroy.
     return handle.createReadStream({
       ...(range ? { start: range.start, end: range.end } : {}),
-      highWaterMark: 256 * 1024,
+      highWaterMark: 64 * 1024,
     })
   }
 
