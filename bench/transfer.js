@@ -129,18 +129,20 @@ async function upload(w, src, name) {
 /** GET /files/{path} for the signed link, then the bytes to a file on the same disk. */
 async function download(w, src, name, dir) {
   const dst = path.join(dir, `download-${crypto.randomBytes(4).toString('hex')}.bin`)
+  const cpu0 = await cpuSeconds(w.proc.child.pid)
   const t = process.hrtime.bigint()
   const file = await apiJson(w, 'GET', `/files/${encodeURIComponent(name)}`)
   const res = await request(file.download_uri)
   if (res.statusCode !== 200) throw new Error(`download: HTTP ${res.statusCode}`)
   await pipeline(res, fs.createWriteStream(dst, { flush: true }))
   const ms = Number(process.hrtime.bigint() - t) / 1e6
+  const cpu = (await cpuSeconds(w.proc.child.pid)) - cpu0
   // Checked after the clock stops: hashing a gigabyte would cost the client as much as saving it.
   const md5 = crypto.createHash('md5')
   await pipeline(fs.createReadStream(dst), md5)
   await fsp.rm(dst)
   if (md5.digest('hex') !== src.md5) throw new Error('downloaded bytes differ from the upload')
-  return { ms }
+  return { ms, cpu }
 }
 
 async function main() {
@@ -191,7 +193,7 @@ async function main() {
           `  ${t.label}: ${up.parts} parts of ${fmt(up.partSize / 1024 / 1024, 1)} MiB, action=end took ${fmt(up.endMs)} ms, its checksums ${fmt(up.sumsMs / 1000, 1)} s more in the background; server RSS ${fmt(before.now)} MiB at start, peak ${fmt(mem.peak)} MiB`,
         )
         console.log(
-          `  ${t.label}: server CPU for the upload ${fmt(up.cpu.parts, 1)} s for the parts, ${fmt(up.cpu.end, 1)} s for action=end, ${fmt(up.cpu.sums, 1)} s after it for the checksums`,
+          `  ${t.label}: server CPU for the upload ${fmt(up.cpu.parts, 1)} s for the parts, ${fmt(up.cpu.end, 1)} s for action=end, ${fmt(up.cpu.sums, 1)} s after it for the checksums; ${fmt(down.cpu, 1)} s for the download`,
         )
         for (const [what, ms, base] of [
           ['upload', up.ms, copyUp],

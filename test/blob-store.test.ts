@@ -366,6 +366,20 @@ describe.each(stores)('blob store on $name', (storeCase) => {
     expect(await read(info.key)).toBe('first')
   })
 
+  it('writes a blob under a key from newKey, which the caller can record before it exists', async () => {
+    await store.putPart('keyed', 1, from('one'))
+    await store.putPart('keyed', 2, from('two'))
+    const key = store.newKey()
+    expect(key).not.toBe(store.newKey())
+    expect(await store.size(key)).toBeNull()
+    const info = await store.assemble('keyed', [1, 2], [3, 3], key)
+    expect(info).toEqual({ key, size: 6 })
+    expect(await read(key)).toBe('onetwo')
+    const empty = store.newKey()
+    expect((await store.put(from(''), { key: empty })).key).toBe(empty)
+    expect(await store.size(empty)).toBe(0)
+  })
+
   it('copies and deletes an assembled blob independently', async () => {
     await store.putPart('cp', 1, from('one'))
     await store.putPart('cp', 2, from('two'))

@@ -68,8 +68,11 @@ export class BlobTooLargeError extends Error {
  * with an error instead checks Content-Length against the limit before calling them.
  */
 export interface BlobStore {
-  /** Streams `data` into a new blob (atomic: the blob appears complete or not at all). */
-  put(data: Readable, opts?: { maxBytes?: number }): Promise<BlobInfo>
+  /**
+   * Streams `data` into a new blob (atomic: the blob appears complete or not at all), under `key`
+   * when one is given (from `newKey`, as for `assemble`).
+   */
+  put(data: Readable, opts?: { maxBytes?: number; key?: string }): Promise<BlobInfo>
   /**
    * The same without checksums, for blobs no one asks the md5 or CRC of (export files): hashing a
    * gigabyte costs seconds of CPU.
@@ -102,9 +105,19 @@ export interface BlobStore {
    * until discardUpload; restaging one does not alter the blob. Where parts were sent straight to
    * the store (directPartUrl), those are the parts assembled. No checksums: reading a large
    * upload back to hash it costs seconds of CPU per gigabyte, so they are computed afterwards
-   * (`checksums`), outside the request.
+   * (`checksums`), outside the request. With `key` (from `newKey`), the blob gets that key, so
+   * that the caller can record it durably before the blob exists (a crash right after assembling
+   * then leaves a key someone will delete, not an object nothing names).
    */
-  assemble(ref: string, partNumbers: number[], sizes?: number[]): Promise<StoredBlob>
+  assemble(ref: string, partNumbers: number[], sizes?: number[], key?: string): Promise<StoredBlob>
+  /** A fresh key no blob has, for `assemble`. */
+  newKey(): string
+  /**
+   * Optional: the key `assemble` must use for this upload, where the store fixed it when the
+   * upload began (S3 in direct mode aims its multipart upload at the blob it will become); null
+   * where any fresh key will do.
+   */
+  assemblyKey?(ref: string): Promise<string | null>
   /**
    * The md5 and CRC-32 of a blob (and its size), by reading it once from start to end. Throws
    * BlobNotFoundError; stops with the signal's reason once it is aborted.

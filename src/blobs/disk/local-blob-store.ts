@@ -110,15 +110,20 @@ export class LocalBlobStore implements BlobStore {
     await syncDir(path.dirname(dest))
   }
 
-  private async publish(tmp: string): Promise<string> {
-    const key = crypto.randomBytes(16).toString('hex')
+  newKey(): string {
+    return crypto.randomBytes(16).toString('hex')
+  }
+
+  private async publish(tmp: string, key = this.newKey()): Promise<string> {
     await this.moveIntoPlace(tmp, this.blobPath(key))
     return key
   }
 
-  async put(data: Readable, opts: { maxBytes?: number } = {}): Promise<BlobInfo> {
+  async put(data: Readable, opts: { maxBytes?: number; key?: string } = {}): Promise<BlobInfo> {
+    // Checked before the bytes are written: publish would refuse it only after.
+    if (opts.key !== undefined) this.blobPath(opts.key)
     const digest = new Digest(opts.maxBytes)
-    const key = await this.publish(await this.writeTemp(data, digest))
+    const key = await this.publish(await this.writeTemp(data, digest), opts.key)
     return digest.result(key)
   }
 
@@ -170,7 +175,8 @@ export class LocalBlobStore implements BlobStore {
     return { size: digest.size }
   }
 
-  async assemble(ref: string, partNumbers: number[], expected?: number[]): Promise<StoredBlob> {
+  async assemble(ref: string, partNumbers: number[], expected?: number[], key?: string): Promise<StoredBlob> {
+    if (key !== undefined) this.blobPath(key)
     const dir = this.partDir(ref)
     const names = partNumbers.map(partName)
     // Parts still waiting for their head start are flushed below anyway.
@@ -200,7 +206,7 @@ export class LocalBlobStore implements BlobStore {
       const sizes = await Promise.all(files.map(async (f) => (await fsp.stat(f)).size))
       await fsp.writeFile(path.join(tmp, SIZES), JSON.stringify(sizes), { flush: true })
       await syncDir(tmp)
-      return { key: await this.publish(tmp), size: sizes.reduce((a, b) => a + b, 0) }
+      return { key: await this.publish(tmp, key), size: sizes.reduce((a, b) => a + b, 0) }
     } catch (err) {
       await fsp.rm(tmp, { recursive: true, force: true })
       throw err
@@ -256,7 +262,7 @@ export class LocalBlobStore implements BlobStore {
     // The stream owns the handle from here: it closes it on end, error or destroy.
     return handle.createReadStream({
       ...(range ? { start: range.start, end: range.end } : {}),
-      highWaterMark: 256 * 1024,
+      highWaterMark: 64 * 1024,
     })
   }
 

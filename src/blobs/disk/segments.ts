@@ -26,7 +26,7 @@ export function readSegments(dir: string, sizes: number[], range?: ByteRange): R
       for await (const chunk of fs.createReadStream(path.join(dir, String(i + 1)), {
         start: from,
         end: to,
-        highWaterMark: 256 * 1024,
+        highWaterMark: 64 * 1024,
       }))
         yield chunk as Buffer
     }

@@ -103,8 +103,8 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
-  async put(data: Readable, opts: { maxBytes?: number } = {}): Promise<BlobInfo> {
-    const key = newKey()
+  async put(data: Readable, opts: { maxBytes?: number; key?: string } = {}): Promise<BlobInfo> {
+    const key = opts.key ?? newKey()
     const digest = new Digest(opts.maxBytes)
     await this.upload(this.objectKey(key), data, digest)
     return digest.result(key)
@@ -158,7 +158,17 @@ export class S3BlobStore implements BlobStore {
     return { size: measure.size }
   }
 
-  async assemble(ref: string, partNumbers: number[], expected?: number[]): Promise<StoredBlob> {
+  newKey(): string {
+    return newKey()
+  }
+
+  async assemble(
+    ref: string,
+    partNumbers: number[],
+    expected?: number[],
+    key = newKey(),
+  ): Promise<StoredBlob> {
+    const dest = this.objectKey(key)
     const dir = this.partPrefix(ref)
     const parts = await stagedParts(
       this.place,
@@ -167,8 +177,6 @@ export class S3BlobStore implements BlobStore {
       partNumbers.map((n) => [n, partName(n)]),
       expected,
     )
-    const key = newKey()
-    const dest = this.objectKey(key)
     const size = parts.reduce((sum, p) => sum + p.size, 0)
     if (this.partCopy && copyable(parts)) {
       try {

@@ -91,10 +91,22 @@ export class S3DirectBlobStore extends S3BlobStore {
     return [new URL(await this.directDownloadUrl('0'.repeat(32), { fileName: 'x', expiresIn: 1 })).origin]
   }
 
-  override async assemble(ref: string, partNumbers: number[], expected?: number[]): Promise<StoredBlob> {
+  async assemblyKey(ref: string): Promise<string | null> {
+    return (await this.find(ref))?.blobKey ?? null
+  }
+
+  override async assemble(
+    ref: string,
+    partNumbers: number[],
+    expected?: number[],
+    key?: string,
+  ): Promise<StoredBlob> {
     const upload = await this.find(ref)
     // No presigned part was ever asked for: the parts were staged through Wharf.
-    if (!upload) return super.assemble(ref, partNumbers, expected)
+    if (!upload) return super.assemble(ref, partNumbers, expected, key)
+    if (key !== undefined && key !== upload.blobKey) {
+      throw new Error(`Upload ${ref} becomes blob ${upload.blobKey}, not ${key}: ask assemblyKey`)
+    }
     const listed = await this.listParts(ref, upload)
     const parts = partNumbers.map((n, i) => {
       const part = listed.get(n)

@@ -164,19 +164,28 @@ export async function queueNewBlob(db: Db, blobKey: string, now: number): Promis
   return row.id
 }
 
-/** Restarts the janitor's grace period of queued blobs still about to be used. */
-export async function requeueBlobs(db: Db, garbageIds: number[], now: number): Promise<void> {
-  await db.updateTable('blob_garbage').set({ created_at: now }).where('id', 'in', garbageIds).execute()
+/** Restarts the janitor's grace period of queued blobs still about to be used; how many were still queued. */
+export async function requeueBlobs(db: Db, garbageIds: number[], now: number): Promise<number> {
+  const res = await db
+    .updateTable('blob_garbage')
+    .set({ created_at: now })
+    .where('id', 'in', garbageIds)
+    .executeTakeFirst()
+  return Number(res.numUpdatedRows)
+}
+
+/**
+ * Takes a blob that became a file's content off the deletion queue for good: the queue rows of
+ * earlier attempts to end the same upload too, where the store fixed its key (S3 direct mode).
+ */
+export async function unqueueBlobKey(db: Db, blobKey: string): Promise<void> {
+  await db.deleteFrom('blob_garbage').where('blob_key', '=', blobKey).execute()
 }
 
 /** Takes blobs off the deletion queue; returns how many were still on it. */
 export async function unqueueBlobs(db: Db, garbageIds: number[]): Promise<number> {
   const res = await db.deleteFrom('blob_garbage').where('id', 'in', garbageIds).executeTakeFirst()
   return Number(res.numDeletedRows)
-}
-
-export async function unqueueBlob(db: Db, garbageId: number): Promise<void> {
-  await db.deleteFrom('blob_garbage').where('id', '=', garbageId).execute()
 }
 
 export async function insertFileRows(db: Db, rows: Insertable<FilesTable>[]): Promise<void> {

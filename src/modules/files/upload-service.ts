@@ -31,7 +31,9 @@ import {
   parentOf,
   queueBlobDeletion,
   queueNewBlob,
-  unqueueBlob,
+  requeueBlobs,
+  unqueueBlobKey,
+  unqueueBlobs,
   updateFileRowReturning,
 } from './file-repository.js'
 import { normalizeNewPath } from './new-paths.js'
@@ -118,8 +120,9 @@ export class UploadService {
 
   /**
    * `action=end`: assembles parts 1…N into a new blob outside any transaction, then makes it the
-   * file's content in one transaction. Until that commits the new blob is queued for deletion,
-   * so a failure or crash at any point leaves no blob that nothing points to and nobody deletes.
+   * file's content in one transaction. The new blob's key is queued for deletion before the blob
+   * is written, and stays queued until that commit, so a failure or crash at any point (right
+   * after assembling included) leaves no blob that nothing points to and nobody deletes.
    * The file's md5 and CRC-32 are null until the checksum job queued in that transaction has
    * read the blob (checksums/): the request never reads the upload back.
    */
@@ -129,8 +132,13 @@ export class UploadService {
     const access = await this.fileAccess.of(p)
     access.require(upload.path, 'write')
     const { numbers, sizes } = await this.partNumbers(upload)
-    const blob = await this.assemble(upload, numbers, sizes)
-    const garbageId = await queueNewBlob(this.db, blob.key, this.now())
+    const key = (await this.blobs.assemblyKey?.(upload.ref)) ?? this.blobs.newKey()
+    const queuedAt = this.now()
+    const garbageId = await queueNewBlob(this.db, key, queuedAt)
+    // On failure the key stays queued: the store may have written the blob all the same (an
+    // answer lost on its way back from S3), and deleting a key that names nothing is harmless.
+    const blob = await this.assemble(upload, numbers, sizes, key)
+    await this.keepQueued(key, garbageId, queuedAt)
 
     let row: FileRow | undefined
     for (let attempt = 1; !row; attempt++) {
@@ -220,9 +228,11 @@ export class UploadService {
       },
       now,
     )
-    // The new blob is the file's now: it leaves the deletion queue in the same commit, and its
-    // checksums, if still unknown, are asked for in it too.
-    await unqueueBlob(trx, garbageId)
+    // The new blob is the file's now: it leaves the deletion queue in the same commit (a row
+    // already gone means the janitor took it: no file without bytes), and its checksums, if
+    // still unknown, are asked for in it too.
+    if ((await unqueueBlobs(trx, [garbageId])) === 0) throw blobCollected()
+    await unqueueBlobKey(trx, blob.key)
     if (blob.md5 === undefined) await queueChecksums(trx, [blob.key], now)
     return row
   }
@@ -256,6 +266,20 @@ export class UploadService {
       throw uploadNotFound()
     }
     await this.blobs.discardUpload(ref)
+  }
+
+  /**
+   * After an assembly slower than a few minutes, restarts the janitor's grace period of the new
+   * blob's queue row, which the janitor collects an hour after it was written. A row already gone
+   * was collected while the blob was being written (the blob may exist or not): its key is queued
+   * again and the end fails; the parts are still staged, so it can be tried again.
+   */
+  private async keepQueued(key: string, garbageId: number, queuedAt: number): Promise<void> {
+    const now = this.now()
+    if (now - queuedAt < REQUEUE_AFTER_MS) return
+    if ((await requeueBlobs(this.db, [garbageId], now)) > 0) return
+    await queueNewBlob(this.db, key, now)
+    throw blobCollected()
   }
 
   /** The caller's own upload of this path (same user, or the same site-wide key), kept alive. */
@@ -294,9 +318,14 @@ export class UploadService {
   }
 
   /** The blob of the parts; an empty file's checksums are known at once (no bytes to read). */
-  private async assemble(upload: UploadRow, numbers: number[], sizes: number[]): Promise<NewBlob> {
-    if (numbers.length === 0) return this.blobs.put(Readable.from([]))
-    return this.staged(upload, this.blobs.assemble(upload.ref, numbers, sizes))
+  private async assemble(
+    upload: UploadRow,
+    numbers: number[],
+    sizes: number[],
+    key: string,
+  ): Promise<NewBlob> {
+    if (numbers.length === 0) return this.blobs.put(Readable.from([]), { key })
+    return this.staged(upload, this.blobs.assemble(upload.ref, numbers, sizes, key))
   }
 
   /** The answer to a part lost or missing from the store while it is listed or assembled. */
@@ -322,6 +351,13 @@ function isOwner(p: Principal, upload: UploadRow): boolean {
   return p.user
     ? upload.user_id === p.user.id
     : upload.user_id === null && upload.api_key_id !== null && upload.api_key_id === p.apiKey?.id
+}
+
+/** The janitor's grace period is an hour: a queue row is touched well before it runs out. */
+const REQUEUE_AFTER_MS = 5 * 60_000
+
+function blobCollected(): Error {
+  return new Error('The assembled upload was collected before it could be committed; end the upload again')
 }
 
 /** with_rename's name was taken between choosing it and locking it (PostgreSQL only). */

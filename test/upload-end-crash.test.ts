@@ -1,0 +1,155 @@
+import crypto from 'node:crypto'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import type { BlobStore } from '../src/blobs/blob-store.js'
+import { download, endUpload, md5, req, stageUpload, type Target, withChecksums } from './helpers/files.js'
+import { S3_CREDENTIALS, type S3TestServer, startS3Server } from './helpers/s3-server.js'
+import { dialects, expectError, startServer, type TestServer } from './helpers/server.js'
+
+/**
+ * `action=end` writes a new blob before the transaction that names it. A process that dies in
+ * between must leave nothing behind that the janitor does not delete, on either store.
+ */
+const HOUR = 3600_000
+const PART = 64 * 1024
+
+let s3: S3TestServer
+let bucket: string
+beforeAll(async () => {
+  s3 = await startS3Server()
+  bucket = await s3.bucket()
+  vi.stubEnv('AWS_ACCESS_KEY_ID', S3_CREDENTIALS.accessKeyId)
+  vi.stubEnv('AWS_SECRET_ACCESS_KEY', S3_CREDENTIALS.secretAccessKey)
+})
+afterAll(async () => {
+  vi.unstubAllEnvs()
+  await s3?.close()
+})
+
+const cases = dialects.flatMap((dialect) => [
+  { dialect, store: 'disk', env: (): Record<string, string> => ({}) },
+  {
+    dialect,
+    store: 's3',
+    env: (): Record<string, string> => ({
+      BLOB_STORE: 's3',
+      S3_ENDPOINT: s3.endpoint,
+      S3_BUCKET: bucket,
+      S3_PREFIX: `end-crash-${crypto.randomBytes(6).toString('hex')}`,
+      S3_FORCE_PATH_STYLE: 'true',
+    }),
+  },
+])
+
+/** What an assembly does besides its own work: nothing, or something run right after it. */
+interface AfterAssemble {
+  run: ((key: string) => Promise<void>) | null
+  keys: string[]
+}
+
+/** The store, with `after.run` called once an assembly has written its blob (and its key kept). */
+function watchAssemble(after: AfterAssemble) {
+  return (store: BlobStore): BlobStore =>
+    new Proxy(store, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver)
+        if (prop === 'assemble') {
+          return async (...args: Parameters<BlobStore['assemble']>) => {
+            const blob = await target.assemble(...args)
+            after.keys.push(blob.key)
+            await after.run?.(blob.key)
+            return blob
+          }
+        }
+        return typeof value === 'function' ? value.bind(target) : value
+      },
+    })
+}
+
+describe.each(cases)('a crash in action=end ($dialect, $store)', ({ dialect, env }) => {
+  let s: TestServer
+  let t: Target
+  let clock: number
+  const after: AfterAssemble = { run: null, keys: [] }
+
+  beforeEach(async () => {
+    clock = Date.now()
+    after.run = null
+    after.keys = []
+    s = await startServer(
+      dialect,
+      { ...env(), UPLOAD_PART_SIZE: String(PART) },
+      {
+        now: () => clock,
+        wrapBlobStore: watchAssemble(after),
+      },
+    )
+    t = { api: s.api, key: s.adminKey }
+  })
+  afterEach(async () => {
+    await s.close()
+  })
+
+  const blobs = () => s.container.blobs
+  const fileRows = (p: string) =>
+    s.container.db.selectFrom('files').select('blob_key').where('path_lower', '=', p.toLowerCase()).execute()
+
+  it('leaves a blob assembled just before the process died to the janitor, and nothing visible', async () => {
+    const p = `crash-${crypto.randomBytes(3).toString('hex')}/file.bin`
+    const bytes = crypto.randomBytes(2 * PART + 100)
+    const ref = await stageUpload(t, p, bytes)
+    // Nothing of `end` after the assembly runs: the process is gone as far as the database knows.
+    after.run = async () => {
+      throw new Error('process died')
+    }
+    expectError(await endUpload(t, p, ref), 500, 'internal-server-error')
+    expect(after.keys).toHaveLength(1)
+    const orphan = after.keys[0]!
+    expect(await blobs().size(orphan)).toBe(bytes.length)
+    expectError(await req(t, 'GET', `/file_actions/metadata/${p}`), 404, 'not-found/file-not-found')
+    expect(await fileRows(p)).toEqual([])
+
+    // The upload is still open and its parts still staged: ending it again makes the file.
+    after.run = null
+    const ended = await endUpload(t, p, ref)
+    expect(ended.status).toBe(201)
+    expect(ended.body.size).toBe(bytes.length)
+    const [row] = await fileRows(p)
+    expect(row?.blob_key).toBe(after.keys[1])
+    expect(row?.blob_key).not.toBe(orphan)
+
+    // Young queued blobs are left alone; after the grace period the orphan goes, the file stays.
+    expect((await s.container.janitor.runOnce()).garbageDeleted).toBe(0)
+    expect(await blobs().size(orphan)).toBe(bytes.length)
+    clock += 2 * HOUR
+    expect((await s.container.janitor.runOnce()).garbageDeleted).toBe(1)
+    expect(await blobs().size(orphan)).toBeNull()
+    expect(await s.container.db.selectFrom('blob_garbage').select('blob_key').execute()).toEqual([])
+    expect((await download(t, p)).equals(bytes)).toBe(true)
+    expect((await withChecksums(t, p)).md5).toBe(md5(bytes))
+  })
+
+  it('fails the end of an assembly slower than the grace period, whose blob the janitor collected', async () => {
+    const p = `slow-${crypto.randomBytes(3).toString('hex')}/file.bin`
+    const bytes = crypto.randomBytes(PART + 7)
+    const ref = await stageUpload(t, p, bytes)
+    // The assembly takes two hours, and the janitor runs meanwhile.
+    after.run = async () => {
+      clock += 2 * HOUR
+      await s.container.janitor.runOnce()
+    }
+    expectError(await endUpload(t, p, ref), 500, 'internal-server-error')
+    const slow = after.keys[0]!
+    // The janitor may have deleted the key before or after the blob appeared: it is queued again.
+    const queued = await s.container.db.selectFrom('blob_garbage').select('blob_key').execute()
+    expect(queued).toEqual([{ blob_key: slow }])
+    expect(await fileRows(p)).toEqual([])
+
+    after.run = null
+    const ended = await endUpload(t, p, ref)
+    expect(ended.status).toBe(201)
+    clock += 2 * HOUR
+    await s.container.janitor.runOnce()
+    expect(await blobs().size(slow)).toBeNull()
+    expect((await download(t, p)).equals(bytes)).toBe(true)
+  })
+})
