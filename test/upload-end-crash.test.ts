@@ -36,6 +36,10 @@ const cases = dialects.flatMap((dialect) => [
       S3_BUCKET: bucket,
       S3_PREFIX: `end-crash-${crypto.randomBytes(6).toString('hex')}`,
       S3_FORCE_PATH_STYLE: 'true',
+      // Parts staged through Wharf, which stay staged until the upload ends, so ending again
+      // works. In direct mode the store completes S3's multipart upload at the assembly: a crash
+      // after it leaves the queued key for the janitor all the same, and ending again is 422.
+      S3_TRANSFER_MODE: 'proxy',
     }),
   },
 ])
