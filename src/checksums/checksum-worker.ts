@@ -4,8 +4,8 @@ import type { Logger } from 'pino'
 import { BlobNotFoundError, type BlobStore } from '../blobs/blob-store.js'
 import { dialectOf } from '../db/dialects/dialect-of.js'
 import type { Database } from '../db/schema.js'
-import { JobLoop } from '../jobs/job-loop.js'
 import { type ClaimShape, LeasedJobs } from '../jobs/leased-jobs.js'
+import { LeasedWorker } from '../jobs/leased-worker.js'
 import { checksumSignal } from './checksum-queue.js'
 
 export interface ChecksumWorkerOptions {
@@ -37,9 +37,6 @@ const CLAIM: ClaimShape = {
   returning: ['id', 'blob_key', 'attempts'],
 }
 
-/** Stopping the worker: the claim is handed back so the next process starts at once. */
-class Stopping extends Error {}
-
 /**
  * Computes the md5 and CRC-32 of uploaded files after their upload committed, outside any
  * request. A job row names a blob; a worker claims it with a lease (`FOR UPDATE SKIP LOCKED` on
@@ -49,9 +46,8 @@ class Stopping extends Error {}
  * that dies mid-read leaves its claim to run out (or, on SQLite, void at the next start); a
  * blob that cannot be read now is tried again once the lease has run out.
  */
-export class ChecksumWorker extends JobLoop {
+export class ChecksumWorker extends LeasedWorker<JobRow> {
   private readonly jobs: LeasedJobs<'checksum_jobs'>
-  private readonly running = new Map<number, { done: Promise<void>; abort: AbortController }>()
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -59,7 +55,7 @@ export class ChecksumWorker extends JobLoop {
     now: () => number,
     private readonly opts: ChecksumWorkerOptions,
   ) {
-    super(opts.pollMs, opts.logger, 'checksum worker could not claim work')
+    super(opts, { emitter: checksumSignal, event: 'queued' }, 'checksum worker')
     this.jobs = new LeasedJobs(db, dialectOf(db), 'checksum_jobs', { leaseMs: opts.leaseMs, now })
   }
 
@@ -67,63 +63,28 @@ export class ChecksumWorker extends JobLoop {
     return this.jobs.owner
   }
 
-  async start(): Promise<void> {
-    if (!this.stopped) return
-    this.stopped = false
-    if (this.opts.releaseClaimsOnStart) await this.jobs.releaseLeftOver(ANY)
-    checksumSignal.on('queued', this.kick)
-    this.kick()
+  protected override claim(free: number): Promise<JobRow[]> {
+    return this.jobs.claim<JobRow>(CLAIM, free)
   }
 
-  /** Stops claiming; reads in progress stop at their next block and hand their claim back. */
-  async stop(): Promise<void> {
-    if (this.stopped) return
-    checksumSignal.off('queued', this.kick)
-    await this.halt()
-    for (const r of this.running.values()) r.abort.abort(new Stopping('the server is stopping'))
-    await Promise.allSettled([...this.running.values()].map((r) => r.done))
+  protected override async releaseLeftOver(): Promise<void> {
+    await this.jobs.releaseLeftOver(ANY)
   }
 
-  /** Resolves once no job is running in this process (tests). */
-  async idle(): Promise<void> {
-    while (this.running.size > 0 || this.looking) {
-      await Promise.allSettled([this.looking, ...[...this.running.values()].map((r) => r.done)])
-    }
+  protected override failed(err: unknown, row: JobRow): void {
+    this.opts.logger?.error({ err, blob: row.blob_key }, 'checksums could not be recorded')
   }
 
-  protected override async look(): Promise<boolean> {
-    const free = this.opts.concurrency - this.running.size
-    if (free <= 0) return false
-    const rows = await this.jobs.claim<JobRow>(CLAIM, free)
-    for (const row of rows) this.launch(row)
-    return rows.length < free
-  }
-
-  private launch(row: JobRow): void {
-    const abort = new AbortController()
-    const renew = setInterval(() => void this.renew(row.id), Math.max(50, this.opts.leaseMs / 3))
-    renew.unref()
-    const done = this.run(row, abort.signal)
-      .catch((err) => this.opts.logger?.error({ err, blob: row.blob_key }, 'checksums could not be recorded'))
-      .finally(() => {
-        clearInterval(renew)
-        this.running.delete(row.id)
-        // A slot came free: there may be more to read.
-        this.kick()
-      })
-    this.running.set(row.id, { done, abort })
-  }
-
-  private async renew(id: number): Promise<void> {
+  protected override async renew(row: JobRow): Promise<void> {
     try {
-      await this.jobs.renew(id)
+      await this.jobs.renew(row.id)
     } catch (err) {
       // The next renewal tries again; the lease is long enough to miss one.
-      this.opts.logger?.warn({ err, job: id }, 'checksum lease could not be renewed')
+      this.opts.logger?.warn({ err, job: row.id }, 'checksum lease could not be renewed')
     }
   }
 
-  private async run(row: JobRow, signal: AbortSignal): Promise<void> {
+  protected override async run(row: JobRow, signal: AbortSignal): Promise<void> {
     // Replaced, deleted, or given its checksums by a copy: nothing to read.
     if (!(await this.wanted(row.blob_key))) return this.finish(row.id)
     let sums: Awaited<ReturnType<BlobStore['checksums']>>

@@ -5,8 +5,8 @@ import type { Logger } from 'pino'
 import type { BlobStore } from '../blobs/blob-store.js'
 import { dialectOf } from '../db/dialects/dialect-of.js'
 import type { Database, ExportsTable } from '../db/schema.js'
-import { JobLoop } from '../jobs/job-loop.js'
 import { type ClaimShape, LeasedJobs } from '../jobs/leased-jobs.js'
+import { LeasedWorker, Stopping } from '../jobs/leased-worker.js'
 import type { ExportBuilder } from './export-builder.js'
 import { ExportFailure, type ExportJob } from './export-kind.js'
 
@@ -43,8 +43,6 @@ const CLAIM: ClaimShape = {
   returning: ['*'],
 }
 
-/** Stopping the worker: the claim is handed back so the next process starts the build at once. */
-class Stopping extends Error {}
 /** The claim was lost (lease expired and taken, or the export deleted): someone else decides. */
 class ClaimLost extends Error {}
 
@@ -55,9 +53,8 @@ class ClaimLost extends Error {}
  * while it still holds the claim. A process that dies mid-build leaves its claim to expire; the
  * next worker to claim the export builds it again from the start.
  */
-export class ExportWorker extends JobLoop {
+export class ExportWorker extends LeasedWorker<ExportRow> {
   private readonly jobs: LeasedJobs<'exports'>
-  private readonly running = new Map<number, { done: Promise<void>; abort: AbortController }>()
 
   constructor(
     db: Kysely<Database>,
@@ -66,7 +63,11 @@ export class ExportWorker extends JobLoop {
     private readonly now: () => number,
     private readonly opts: ExportWorkerOptions,
   ) {
-    super(opts.pollMs ?? 2000, opts.logger, 'export worker could not claim work')
+    super(
+      { ...opts, pollMs: opts.pollMs ?? 2000 },
+      { emitter: exportSignal, event: 'created' },
+      'export worker',
+    )
     // Only a build still in progress is ever changed by the worker that holds it.
     this.jobs = new LeasedJobs(db, dialectOf(db), 'exports', { leaseMs: opts.leaseMs, now, held: BUILDING })
   }
@@ -75,60 +76,25 @@ export class ExportWorker extends JobLoop {
     return this.jobs.owner
   }
 
-  async start(): Promise<void> {
-    if (!this.stopped) return
-    this.stopped = false
-    if (this.opts.releaseClaimsOnStart) await this.jobs.releaseLeftOver(BUILDING)
-    exportSignal.on('created', this.kick)
-    this.kick()
+  protected override claim(free: number): Promise<ExportRow[]> {
+    return this.jobs.claim<ExportRow>(CLAIM, free)
   }
 
-  /** Stops claiming; builds in progress stop at their next page and hand their claim back. */
-  async stop(): Promise<void> {
-    if (this.stopped) return
-    exportSignal.off('created', this.kick)
-    await this.halt()
-    for (const r of this.running.values()) r.abort.abort(new Stopping('the server is stopping'))
-    await Promise.allSettled([...this.running.values()].map((r) => r.done))
+  protected override async releaseLeftOver(): Promise<void> {
+    await this.jobs.releaseLeftOver(BUILDING)
   }
 
-  /** Resolves once no build is running in this process (tests). */
-  async idle(): Promise<void> {
-    while (this.running.size > 0 || this.looking) {
-      await Promise.allSettled([this.looking, ...[...this.running.values()].map((r) => r.done)])
-    }
+  protected override failed(err: unknown, row: ExportRow): void {
+    this.opts.logger?.error({ err, export: row.id }, 'export build could not be recorded')
   }
 
-  protected override async look(): Promise<boolean> {
-    const free = this.opts.concurrency - this.running.size
-    if (free <= 0) return false
-    const rows = await this.jobs.claim<ExportRow>(CLAIM, free)
-    for (const row of rows) this.launch(row)
-    return rows.length < free
-  }
-
-  private launch(row: ExportRow): void {
-    const abort = new AbortController()
-    const renew = setInterval(() => void this.renew(row.id, abort), Math.max(50, this.opts.leaseMs / 3))
-    renew.unref()
-    const done = this.run(row, abort.signal)
-      .catch((err) => this.opts.logger?.error({ err, export: row.id }, 'export build could not be recorded'))
-      .finally(() => {
-        clearInterval(renew)
-        this.running.delete(row.id)
-        // A slot came free: there may be more to build.
-        this.kick()
-      })
-    this.running.set(row.id, { done, abort })
-  }
-
-  private async renew(id: number, abort: AbortController): Promise<void> {
+  protected override async renew(row: ExportRow, abort: AbortController): Promise<void> {
     if (abort.signal.aborted) return
     try {
-      if (!(await this.jobs.renew(id))) abort.abort(new ClaimLost())
+      if (!(await this.jobs.renew(row.id))) abort.abort(new ClaimLost())
     } catch (err) {
       // The next renewal tries again; the lease is long enough to miss one.
-      this.opts.logger?.warn({ err, export: id }, 'export lease could not be renewed')
+      this.opts.logger?.warn({ err, export: row.id }, 'export lease could not be renewed')
     }
   }
 
@@ -137,7 +103,7 @@ export class ExportWorker extends JobLoop {
     return this.jobs.update(id, set)
   }
 
-  private async run(row: ExportRow, signal: AbortSignal): Promise<void> {
+  protected override async run(row: ExportRow, signal: AbortSignal): Promise<void> {
     if (row.attempts > MAX_ATTEMPTS) {
       await this.fail(row.id, `The export was started ${MAX_ATTEMPTS} times and never finished`)
       return
