@@ -14,7 +14,8 @@ export const S3_CREDENTIALS = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER'
 
 /**
  * A real S3 protocol server (s3rver, in a child process) on loopback, storing under a temporary
- * folder. What it lacks
+ * folder. Its PUTs are made whole, as S3's are (s3rver-atomic.mjs: s3rver itself writes an object
+ * in place, so two PUTs of one key at once could interleave). What it lacks
  * that S3 has: UploadPartCopy and ListMultipartUploads (both answer 501 Not Implemented), and
  * the 5 MiB minimum size of a multipart upload's parts, which it does not enforce. It checks a
  * presigned URL's key and expiry, not its SigV4 signature. ListParts and AbortMultipartUpload,

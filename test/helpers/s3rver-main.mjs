@@ -2,6 +2,7 @@
 // Usage: node s3rver-main.mjs <directory>; prints {"port":n} once listening, and exits when its
 // standard input closes (the test process ended, however it ended).
 import S3rver from 's3rver'
+import './s3rver-atomic.mjs'
 import { multipartExtras } from './s3rver-multipart.mjs'
 
 const server = new S3rver({ address: '127.0.0.1', port: 0, directory: process.argv[2], silent: true })
