@@ -175,11 +175,14 @@ export async function requeueBlobs(db: Db, garbageIds: number[], now: number): P
 }
 
 /**
- * Takes a blob that became a file's content off the deletion queue for good: the queue rows of
- * earlier attempts to end the same upload too, where the store fixed its key (S3 direct mode).
+ * Takes a blob that became a file's content off the deletion queue for good: every queue row of
+ * its key, those of earlier attempts to end the same upload too, where the store fixed the key
+ * (S3 direct mode). Returns the ids taken off, so the caller can tell whether its own row was
+ * still there (gone: the janitor took the blob).
  */
-export async function unqueueBlobKey(db: Db, blobKey: string): Promise<void> {
-  await db.deleteFrom('blob_garbage').where('blob_key', '=', blobKey).execute()
+export async function unqueueBlobKey(db: Db, blobKey: string): Promise<number[]> {
+  const rows = await db.deleteFrom('blob_garbage').where('blob_key', '=', blobKey).returning('id').execute()
+  return rows.map((r) => r.id)
 }
 
 /** Takes blobs off the deletion queue; returns how many were still on it. */

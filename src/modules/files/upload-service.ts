@@ -33,7 +33,6 @@ import {
   queueNewBlob,
   requeueBlobs,
   unqueueBlobKey,
-  unqueueBlobs,
   updateFileRowReturning,
 } from './file-repository.js'
 import { normalizeNewPath } from './new-paths.js'
@@ -231,8 +230,7 @@ export class UploadService {
     // The new blob is the file's now: it leaves the deletion queue in the same commit (a row
     // already gone means the janitor took it: no file without bytes), and its checksums, if
     // still unknown, are asked for in it too.
-    if ((await unqueueBlobs(trx, [garbageId])) === 0) throw blobCollected()
-    await unqueueBlobKey(trx, blob.key)
+    if (!(await unqueueBlobKey(trx, blob.key)).includes(garbageId)) throw blobCollected()
     if (blob.md5 === undefined) await queueChecksums(trx, [blob.key], now)
     return row
   }
