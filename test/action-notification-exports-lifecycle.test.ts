@@ -37,9 +37,10 @@ describe.each(dialects)('webhook-log exports: building, ready, failed (%s)', (di
         // Held until the gate opens, or until the worker gives the build up (a stop).
         await Promise.race([
           g.opened,
-          new Promise((_, reject) =>
-            signal.addEventListener('abort', () => reject(signal.reason), { once: true }),
-          ),
+          new Promise((_, reject) => {
+            if (signal.aborted) reject(signal.reason)
+            signal.addEventListener('abort', () => reject(signal.reason), { once: true })
+          }),
         ])
       }
       if (folder.startsWith('broken-')) throw new ExportFailure('The webhook log could not be read')

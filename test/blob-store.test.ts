@@ -13,6 +13,7 @@ import {
   StagedPartError,
 } from '../src/blobs/blob-store.js'
 import { LocalBlobStore } from '../src/blobs/disk/local-blob-store.js'
+import { useCollector } from '../src/blobs/read-buffers.js'
 import { S3BlobStore } from '../src/blobs/s3/s3-blob-store.js'
 import { createS3Client } from '../src/blobs/s3/s3-client.js'
 import { S3DirectBlobStore } from '../src/blobs/s3/s3-direct-store.js'
@@ -28,6 +29,8 @@ interface StoreCase {
   blobEntries(key: string): string[]
   /** How many entries assembling one part adds. */
   assembledEntries: number
+  /** Whether its reads come from a socket, and so are counted to free their buffers. */
+  socketReads: boolean
 }
 
 /** Every file under a folder, relative to it (folders left out). */
@@ -58,6 +61,7 @@ const stores: StoreCase[] = [
     blobEntries: (key) => [path.join('blobs', key.slice(0, 2), key.slice(2, 4), key)],
     // The part's link and the sizes file.
     assembledEntries: 2,
+    socketReads: false,
   },
   {
     name: 'S3',
@@ -74,6 +78,7 @@ const stores: StoreCase[] = [
     entries: async (root) => [...(await s3.keys(bucket, prefix)), ...(await filesUnder(root))].sort(),
     blobEntries: (key) => [`blobs/${key}`],
     assembledEntries: 1,
+    socketReads: true,
   },
   {
     // Direct mode's store keeps the whole contract for parts sent through Wharf (the protocol
@@ -91,6 +96,7 @@ const stores: StoreCase[] = [
     entries: async (root) => [...(await s3.keys(bucket, prefix)), ...(await filesUnder(root))].sort(),
     blobEntries: (key) => [`blobs/${key}`],
     assembledEntries: 1,
+    socketReads: true,
   },
 ]
 
@@ -380,6 +386,81 @@ describe.each(stores)('blob store on $name', (storeCase) => {
     expect(await store.size(empty)).toBe(0)
   })
 
+  it('writes, copies and publishes segments under keys chosen beforehand', async () => {
+    const unhashed = store.newKey()
+    expect(await store.putUnhashed(from('plain ', 'bytes'), { key: unhashed })).toEqual({
+      key: unhashed,
+      size: 11,
+    })
+    expect(await read(unhashed)).toBe('plain bytes')
+
+    const segments = store.newKey()
+    const info = await store.putSegments(
+      2,
+      async (files) => {
+        await fs.writeFile(files[1]!, 'two')
+        await fs.writeFile(files[0]!, 'one,')
+      },
+      { key: segments },
+    )
+    expect(info).toEqual({ key: segments, size: 7 })
+    expect(await read(segments)).toBe('one,two')
+
+    // A copy of a one-piece blob and of a blob in segments, each independent of its source.
+    const copies = [store.newKey(), store.newKey()]
+    expect(await store.copy(unhashed, copies[0])).toBe(copies[0])
+    expect(await store.copy(segments, copies[1])).toBe(copies[1])
+    await store.delete(unhashed)
+    await store.delete(segments)
+    expect(await read(copies[0]!)).toBe('plain bytes')
+    expect(await read(copies[1]!)).toBe('one,two')
+    expect(await store.size(copies[1]!)).toBe(7)
+
+    await store.delete(copies[0]!)
+    await store.delete(copies[1]!)
+    expect(await files()).toEqual([])
+  })
+
+  it('shows nothing under a chosen key until its blob is complete, and nothing after a failure', async () => {
+    const key = store.newKey()
+    await expect(store.putUnhashed(failing('half a blob'), { key })).rejects.toThrow('connection reset')
+    expect(await store.size(key)).toBeNull()
+
+    let seen: number | null | undefined
+    await expect(
+      store.putSegments(
+        2,
+        async (files) => {
+          await fs.writeFile(files[0]!, 'half')
+          // Written but not published: nothing under the key yet.
+          seen = await store.size(key)
+          throw new Error('the other half failed')
+        },
+        { key },
+      ),
+    ).rejects.toThrow('the other half failed')
+    expect(seen).toBeNull()
+    expect(await store.size(key)).toBeNull()
+
+    await expect(store.copy('f'.repeat(32), key)).rejects.toBeInstanceOf(BlobNotFoundError)
+    expect(await store.size(key)).toBeNull()
+    expect(await files()).toEqual([])
+  })
+
+  it('refuses a chosen key that is not one of its keys before writing anything', async () => {
+    const source = await store.put(from('source'))
+    const before = await files()
+    for (const bad of ['../../etc/passwd', 'ab/cd', 'F'.repeat(32), '']) {
+      const refused = (p: Promise<unknown>) =>
+        expect(p).rejects.toThrow(`Invalid blob key ${JSON.stringify(bad)}`)
+      await refused(store.copy(source.key, bad))
+      await refused(store.putUnhashed(from('x'), { key: bad }))
+      await refused(store.putSegments(1, async (f) => fs.writeFile(f[0]!, 'x'), { key: bad }))
+      await refused(store.put(from('x'), { key: bad }))
+    }
+    expect(await files()).toEqual(before)
+  })
+
   it('copies and deletes an assembled blob independently', async () => {
     await store.putPart('cp', 1, from('one'))
     await store.putPart('cp', 2, from('two'))
@@ -501,6 +582,28 @@ describe.each(stores)('blob store on $name', (storeCase) => {
     expect(await fs.readdir(path.join(root, 'tmp'))).toEqual([])
   })
 
+  it('counts the bytes it takes in, and those it reads from a socket, to free their buffers', async () => {
+    let calls = 0
+    useCollector(() => calls++)
+    try {
+      const info = await store.put(
+        Readable.from(Array.from({ length: 128 }, () => Buffer.alloc(64 * 1024, 7))),
+      )
+      expect(calls, 'put').toBe(2)
+      calls = 0
+      let read = 0
+      for await (const c of await store.open(info.key)) read += (c as Buffer).length
+      expect(read).toBe(8 << 20)
+      expect(calls, 'read').toBe(storeCase.socketReads ? 2 : 0)
+      // The checksums count what they hash, once, whichever store read it.
+      calls = 0
+      await store.checksums(info.key)
+      expect(calls, 'checksums').toBe(2)
+    } finally {
+      useCollector(undefined)
+    }
+  })
+
   it('streams a 50 MB blob without holding it in memory', async () => {
     const chunk = Buffer.alloc(64 * 1024, 7)
     const total = 50 * 1024 * 1024
@@ -527,5 +630,39 @@ describe.each(stores)('blob store on $name', (storeCase) => {
     expect(await store.size(info.key)).toBe(total)
     // Sanity only: a store that buffered the file would grow by 50 MB or more.
     expect(peak - before).toBeLessThan(30 * 1024 * 1024)
+  })
+})
+
+describe('reading the local disk', () => {
+  let root: string
+  beforeEach(async () => {
+    root = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-blobs-'))
+  })
+  afterEach(async () => {
+    await fs.rm(root, { recursive: true, force: true })
+  })
+
+  const chunkSizes = async (stream: Readable) => {
+    const sizes: number[] = []
+    for await (const chunk of stream) sizes.push((chunk as Buffer).length)
+    return sizes
+  }
+
+  it('reads 64 KiB at a time, or what the reader asks for, from a one-file and an assembled blob', async () => {
+    const store = new LocalBlobStore(root)
+    const bytes = crypto.randomBytes(2 * 1024 * 1024 + 5)
+    const single = await store.putUnhashed(Readable.from([bytes]))
+    await store.putPart('big', 1, Readable.from([bytes]))
+    const assembled = await store.assemble('big', [1])
+    for (const key of [single.key, assembled.key]) {
+      const usual = await chunkSizes(await store.open(key))
+      expect(Math.max(...usual)).toBe(64 * 1024)
+      const asked = await chunkSizes(await store.open(key, undefined, { chunkBytes: 512 * 1024 }))
+      expect(Math.max(...asked)).toBe(512 * 1024)
+      expect(asked.reduce((a, b) => a + b, 0)).toBe(bytes.length)
+      const ranged = await store.open(key, { start: 100, end: 700_000 }, { chunkBytes: 512 * 1024 })
+      expect(Buffer.concat(await ranged.toArray()).equals(bytes.subarray(100, 700_001))).toBe(true)
+      await expect(store.open(key, undefined, { chunkBytes: 0 })).rejects.toThrow(RangeError)
+    }
   })
 })

@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { req } from './helpers/files.js'
 import { type DialectName, dialects } from './helpers/server.js'
 import {
-  buildServer,
   type ProcessSite,
   processSite,
   type ServerProcess,
@@ -14,7 +13,8 @@ import {
 /**
  * An export survives its server: the built server (as `npm start` runs it) is SIGKILLed while it
  * builds a history export, and after a restart on the same data the export is built again from
- * the start and ends ready, with every record exactly once.
+ * the start and ends ready, with every record exactly once, the killed build's file left queued
+ * for the janitor.
  */
 const ACTIONS = 20_000
 
@@ -22,7 +22,7 @@ let servers: ServerProcesses
 const sites: ProcessSite[] = []
 
 beforeAll(async () => {
-  servers = serverProcesses(await buildServer('wharf-export-restart-build'))
+  servers = serverProcesses()
 }, 120_000)
 
 afterAll(async () => {
@@ -85,10 +85,14 @@ describe.each(dialects)('an export across a killed server process (%s)', (dialec
     const made = await req(t, 'POST', '/history_exports', { query_folder: 'restart' })
     expect(made.status, made.text).toBe(201)
     const id = made.body.id as number
-    // Claimed and under way: killed in the middle of writing its CSV.
+    // Claimed, its file's key queued, and under way: killed in the middle of writing its CSV.
+    const queuedKeys = () => site.db.db.selectFrom('blob_garbage').select('blob_key').execute()
     await step(
       'the build under way',
-      vi.waitFor(async () => expect((await exportRow(id)).lease_owner).not.toBeNull(), pollWithin()),
+      vi.waitFor(async () => {
+        expect((await exportRow(id)).lease_owner).not.toBeNull()
+        expect(await queuedKeys()).toHaveLength(1)
+      }, pollWithin()),
     )
     await stop(first, 'SIGKILL')
     expect(await exportRow(id)).toMatchObject({ status: 'building', attempts: 1 })
@@ -105,6 +109,17 @@ describe.each(dialects)('an export across a killed server process (%s)', (dialec
       60_000,
     )
     expect(done).toMatchObject({ status: 'ready', attempts: 2, result_count: ACTIONS, lease_owner: null })
+    // The killed build's key was queued before it wrote a byte, so whatever it left is the
+    // janitor's to delete; the second build's file left the queue as the export became ready.
+    const queued = await queuedKeys()
+    const ready = await site.db.db
+      .selectFrom('exports')
+      .select('blob_key')
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow()
+    expect(queued).toHaveLength(1)
+    expect(ready.blob_key).toMatch(/^[0-9a-f]{32}$/)
+    expect(queued[0]!.blob_key).not.toBe(ready.blob_key)
     const shown = await req(t2, 'GET', `/history_exports/${id}`)
     expect(shown.body.status).toBe('ready')
     const csv = await fetch(shown.body.results_url as string)

@@ -2,48 +2,21 @@ import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { Readable } from 'node:stream'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { BlobJanitor } from '../src/blobs/blob-janitor.js'
 import type { BlobStore } from '../src/blobs/blob-store.js'
 import { S3BlobStore } from '../src/blobs/s3/s3-blob-store.js'
 import { createS3Client } from '../src/blobs/s3/s3-client.js'
 import { JobLease } from '../src/jobs/job-lease.js'
-import { S3_CREDENTIALS, type S3TestServer, startS3Server } from './helpers/s3-server.js'
-import { dialects, startServer, type TestServer } from './helpers/server.js'
+import { s3ForTests, storeCases } from './helpers/s3-cases.js'
+import { startServer, type TestServer } from './helpers/server.js'
 
 const HOUR = 3600_000
 
-let s3: S3TestServer
-let bucket: string
-beforeAll(async () => {
-  s3 = await startS3Server()
-  bucket = await s3.bucket()
-  vi.stubEnv('AWS_ACCESS_KEY_ID', S3_CREDENTIALS.accessKeyId)
-  vi.stubEnv('AWS_SECRET_ACCESS_KEY', S3_CREDENTIALS.secretAccessKey)
-})
-afterAll(async () => {
-  vi.unstubAllEnvs()
-  await s3?.close()
-})
+const s3 = s3ForTests()
 
-/** Each database with each blob store: the settings that choose the store. */
-const cases = dialects.flatMap((dialect) => [
-  { dialect, store: 'disk', env: (): Record<string, string> => ({}) },
-  {
-    dialect,
-    store: 's3',
-    env: (): Record<string, string> => ({
-      BLOB_STORE: 's3',
-      S3_ENDPOINT: s3.endpoint,
-      S3_BUCKET: bucket,
-      // A prefix per server: the bucket is shared.
-      S3_PREFIX: `janitor-${Date.now()}-${Math.random().toString(36).slice(2)}`,
-      S3_FORCE_PATH_STYLE: 'true',
-      // Every byte through Wharf: the proxy mode's own behaviour.
-      S3_TRANSFER_MODE: 'proxy',
-    }),
-  },
-])
+/** Each database with each blob store; S3 in proxy mode, every byte through Wharf. */
+const cases = storeCases(s3, 'janitor')
 
 describe.each(cases)('blob janitor ($dialect, $store)', ({ dialect, store, env }) => {
   let s: TestServer

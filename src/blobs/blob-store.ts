@@ -23,6 +23,30 @@ export interface ByteRange {
   end: number
 }
 
+/** How a blob is read. */
+export interface ReadOptions {
+  /**
+   * Bytes a store that reads files reads at a time (local disk: 64 KiB unless asked). A reader
+   * that answers each small request from what was read ahead (SFTP) asks for more: with 64 KiB
+   * its requests waited on one file read after another.
+   */
+  chunkBytes?: number
+}
+
+/**
+ * What a store found of an upload before it is assembled (planAssembly): the key the blob must
+ * get, and the parts sent straight to the store.
+ */
+export interface AssemblyPlan {
+  /**
+   * The key `assemble` must use, where the store fixed it when the upload began (S3 in direct mode
+   * aims its multipart upload at the blob it will become); null where any fresh key will do.
+   */
+  key: string | null
+  /** The parts sent to the upload's directPartUrls so far, in part order (none: empty). */
+  directParts: { partNumber: number; size: number }[]
+}
+
 /** The blob does not exist (never did, or was deleted). */
 export class BlobNotFoundError extends Error {
   constructor(readonly key: string) {
@@ -71,13 +95,18 @@ export interface BlobStore {
   /**
    * Streams `data` into a new blob (atomic: the blob appears complete or not at all), under `key`
    * when one is given (from `newKey`, as for `assemble`).
+   *
+   * Every method that makes a blob (put, putUnhashed, putSegments, assemble, copy) takes such a
+   * key, so that the caller can record it durably (queue it for deletion) before the blob exists:
+   * a crash right after the write then leaves a key someone will delete, not bytes nothing names.
+   * A key that is not one of the store's is an Error, refused before anything is written.
    */
   put(data: Readable, opts?: { maxBytes?: number; key?: string }): Promise<BlobInfo>
   /**
    * The same without checksums, for blobs no one asks the md5 or CRC of (export files): hashing a
    * gigabyte costs seconds of CPU.
    */
-  putUnhashed(data: Readable): Promise<{ key: string; size: number }>
+  putUnhashed(data: Readable, opts?: { key?: string }): Promise<StoredBlob>
   /**
    * A blob written as `count` files at once, each by its own writer (another thread, say), and
    * published as one: their concatenation, in order. `write` gets the files' paths, creates and
@@ -86,7 +115,8 @@ export interface BlobStore {
   putSegments(
     count: number,
     write: (files: string[]) => Promise<void>,
-  ): Promise<{ key: string; size: number }>
+    opts?: { key?: string },
+  ): Promise<StoredBlob>
   /**
    * Streams one part of an upload into staging (not yet flushed to disk: see assemble), replacing
    * an earlier copy of the same part only once this one is complete. A failed or aborted stream leaves the earlier copy (or none).
@@ -103,21 +133,29 @@ export interface BlobStore {
    * parts in flight cheap. With `sizes` (what each part measured when it was stored), a part lost
    * or cut short by a crash is a StagedPartError, as is a missing part. The parts stay staged
    * until discardUpload; restaging one does not alter the blob. Where parts were sent straight to
-   * the store (directPartUrl), those are the parts assembled. No checksums: reading a large
-   * upload back to hash it costs seconds of CPU per gigabyte, so they are computed afterwards
-   * (`checksums`), outside the request. With `key` (from `newKey`), the blob gets that key, so
+   * the store (directPartUrl), those are the parts assembled; given the `plan` this store's
+   * planAssembly made for the upload, it assembles the parts listed there without looking for
+   * the upload or listing its parts again. No checksums: reading a large upload back to hash it
+   * costs seconds of CPU per gigabyte, so they are computed afterwards (`checksums`), outside the
+   * request. With `key` (from `newKey`), the blob gets that key, so
    * that the caller can record it durably before the blob exists (a crash right after assembling
    * then leaves a key someone will delete, not an object nothing names).
    */
-  assemble(ref: string, partNumbers: number[], sizes?: number[], key?: string): Promise<StoredBlob>
-  /** A fresh key no blob has, for `assemble`. */
+  assemble(
+    ref: string,
+    partNumbers: number[],
+    sizes?: number[],
+    key?: string,
+    plan?: AssemblyPlan,
+  ): Promise<StoredBlob>
+  /** A fresh key no blob has, for the methods that make a blob. */
   newKey(): string
   /**
-   * Optional: the key `assemble` must use for this upload, where the store fixed it when the
-   * upload began (S3 in direct mode aims its multipart upload at the blob it will become); null
-   * where any fresh key will do.
+   * Optional, where clients can send parts straight to the store (directPartUrl): one look at
+   * the upload before it is assembled, for `assemble` (see AssemblyPlan). Throws StagedPartError
+   * when the store's own upload is gone (completed or given up).
    */
-  assemblyKey?(ref: string): Promise<string | null>
+  planAssembly?(ref: string): Promise<AssemblyPlan>
   /**
    * The md5 and CRC-32 of a blob (and its size), by reading it once from start to end. Throws
    * BlobNotFoundError; stops with the signal's reason once it is aborted.
@@ -134,8 +172,6 @@ export interface BlobStore {
    * two calls for a new ref never race.
    */
   directPartUrl?(ref: string, partNumber: number, expiresIn: number): Promise<string>
-  /** The parts sent to an upload's directPartUrls so far, in part order (none: empty). */
-  directParts?(ref: string): Promise<{ partNumber: number; size: number }[]>
   /**
    * A URL serving the blob (Range included) as an attachment named `fileName`, valid `expiresIn`
    * seconds. It keeps serving the blob's bytes until they are deleted.
@@ -146,11 +182,14 @@ export interface BlobStore {
   /** Refs with staged parts and when they last changed (epoch ms), for the janitor. */
   stagedUploads(): AsyncIterable<{ ref: string; modifiedAt: number }>
   /** Reads a blob, or the inclusive byte range of it. Throws BlobNotFoundError. */
-  open(key: string, range?: ByteRange): Promise<Readable>
+  open(key: string, range?: ByteRange, opts?: ReadOptions): Promise<Readable>
   /** Size of a blob, or null if it does not exist. */
   size(key: string): Promise<number | null>
-  /** A new blob with the same bytes (copies are independent: deleting one keeps the other). */
-  copy(key: string): Promise<string>
+  /**
+   * A new blob with the same bytes (copies are independent: deleting one keeps the other), under
+   * `dest` when one is given (from `newKey`); its key. Throws BlobNotFoundError for the source.
+   */
+  copy(key: string, dest?: string): Promise<string>
   /** Deletes a blob (idempotent). */
   delete(key: string): Promise<void>
   /** Deletes temporary files older than the given age left by a crash mid-write. */

@@ -27,8 +27,9 @@ export interface BuiltExport {
  * Writes an export's records as CSV into the blob store: the header row, then one page of records
  * at a time, each page encoded at once (csv-stringify) and handed on only when the file has room
  * for it, so memory holds about one page whatever the export's size. The blob appears complete or
- * not at all (temporary file, then rename); a build that stops midway leaves only a temporary file,
- * which the janitor removes.
+ * not at all (temporary file, then rename), under the key the worker queued for deletion before
+ * the build began; a build that stops midway leaves only a temporary file, which the janitor
+ * removes.
  */
 export class ExportBuilder {
   constructor(
@@ -38,16 +39,24 @@ export class ExportBuilder {
     private readonly pageSize: number,
   ) {}
 
-  async build(job: ExportJob, signal: AbortSignal): Promise<BuiltExport> {
+  /** Builds the export's CSV as the blob `key` (from the store's `newKey`). */
+  async build(job: ExportJob, signal: AbortSignal, key: string): Promise<BuiltExport> {
+    // Stopped while the file's key was being queued: a listener added to an aborted signal never
+    // fires, so a source would wait for its own end before it saw the stop.
+    signal.throwIfAborted()
     const source = this.sources[job.kind]
     const header = stringify([this.kinds[job.kind].columns as string[]], CSV)
     const pageSize = this.pageSize
     let count = 0
     const halves = await source.halves?.(job, pageSize, signal, Buffer.from(header))
     if (halves) {
-      const info = await this.blobs.putSegments(2, async (files) => {
-        count = await halves.write(files)
-      })
+      const info = await this.blobs.putSegments(
+        2,
+        async (files) => {
+          count = await halves.write(files)
+        },
+        { key },
+      )
       return { blobKey: info.key, bytes: info.size, count }
     }
     async function* csv() {
@@ -69,6 +78,7 @@ export class ExportBuilder {
     // Room for about one page ahead: the next page is read while the last one is being written.
     const info = await this.blobs.putUnhashed(
       Readable.from(csv(), { objectMode: false, highWaterMark: 4 * 1024 * 1024 }),
+      { key },
     )
     return { blobKey: info.key, bytes: info.size, count }
   }

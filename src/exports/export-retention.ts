@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely'
 import type { Logger } from 'pino'
+import { queueBlobDeletions } from '../blobs/blob-garbage.js'
 import type { Database } from '../db/schema.js'
 import { RetentionJob } from '../jobs/retention-job.js'
 
@@ -42,12 +43,7 @@ export class ExportRetention extends RetentionJob {
           .returning(['blob_key'])
           .execute()
         const keys = gone.map((g) => g.blob_key).filter((k): k is string => k !== null)
-        if (keys.length > 0) {
-          await trx
-            .insertInto('blob_garbage')
-            .values(keys.map((blob_key) => ({ blob_key, created_at: now })))
-            .execute()
-        }
+        await queueBlobDeletions(trx, keys, now)
         return gone.length
       })
       removed += n

@@ -2,6 +2,7 @@ import crypto from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { type Kysely, type Selectable, sql, type UpdateObject } from 'kysely'
 import type { Logger } from 'pino'
+import { queueNewBlob, requeueBlobs, unqueueBlobs } from '../blobs/blob-garbage.js'
 import type { BlobStore } from '../blobs/blob-store.js'
 import { dialectOf } from '../db/dialects/dialect-of.js'
 import type { Database, ExportsTable } from '../db/schema.js'
@@ -46,18 +47,40 @@ const CLAIM: ClaimShape = {
 /** The claim was lost (lease expired and taken, or the export deleted): someone else decides. */
 class ClaimLost extends Error {}
 
+/** The janitor collected the export's file (its queue row was gone) before it could be recorded. */
+class Collected extends Error {}
+
+/**
+ * The janitor deletes a queued blob an hour after its row was written: a build touches its row
+ * this often (at a lease renewal), so a long build's file is never collected under it.
+ */
+const TOUCH_EVERY_MS = 5 * 60_000
+
+/** The deletion-queue row of the file a build is writing. */
+interface QueuedFile {
+  garbageId: number
+  touched: number
+}
+
 /**
  * Runs export builds. The export row is the job: a worker claims `building` rows with a lease
  * (`FOR UPDATE SKIP LOCKED` on PostgreSQL, so several processes share the work and never build
  * the same export at once), renews the lease while the build runs, and stores the outcome only
  * while it still holds the claim. A process that dies mid-build leaves its claim to expire; the
  * next worker to claim the export builds it again from the start.
+ *
+ * The CSV file's key is queued for deletion (committed) before the build writes a byte, and
+ * taken off the queue in the transaction that records the export ready: a build that fails, is
+ * stopped, loses its claim, or whose process dies (right after the store wrote the file included)
+ * leaves a queued key that the janitor deletes, never a file nothing names.
  */
 export class ExportWorker extends LeasedWorker<ExportRow> {
   private readonly jobs: LeasedJobs<'exports'>
+  /** The queue row of each build running here, by export id. */
+  private readonly queued = new Map<number, QueuedFile>()
 
   constructor(
-    db: Kysely<Database>,
+    private readonly db: Kysely<Database>,
     private readonly builder: Pick<ExportBuilder, 'build'>,
     private readonly blobs: BlobStore,
     private readonly now: () => number,
@@ -92,10 +115,20 @@ export class ExportWorker extends LeasedWorker<ExportRow> {
     if (abort.signal.aborted) return
     try {
       if (!(await this.jobs.renew(row.id))) abort.abort(new ClaimLost())
+      else await this.touch(row.id)
     } catch (err) {
       // The next renewal tries again; the lease is long enough to miss one.
       this.opts.logger?.warn({ err, export: row.id }, 'export lease could not be renewed')
     }
+  }
+
+  /** Restarts the janitor's hour for the file of a long build (a row already gone: see record). */
+  private async touch(id: number): Promise<void> {
+    const file = this.queued.get(id)
+    const now = this.now()
+    if (!file || now - file.touched < TOUCH_EVERY_MS) return
+    await requeueBlobs(this.db, [file.garbageId], now)
+    file.touched = now
   }
 
   /** Updates the export only while this worker still holds its claim. */
@@ -116,9 +149,28 @@ export class ExportWorker extends LeasedWorker<ExportRow> {
       start_at: row.start_at,
       end_at: row.end_at,
     }
+    const key = this.blobs.newKey()
+    const garbageId = await queueNewBlob(this.db, key, this.now())
+    this.queued.set(row.id, { garbageId, touched: this.now() })
+    try {
+      await this.buildAndRecord(row, job, key, garbageId, signal)
+    } finally {
+      this.queued.delete(row.id)
+    }
+  }
+
+  /** Builds the export's file as the blob `key`, queued as `garbageId`, and records the outcome. */
+  private async buildAndRecord(
+    row: ExportRow,
+    job: ExportJob,
+    key: string,
+    garbageId: number,
+    signal: AbortSignal,
+  ): Promise<void> {
+    // Whatever goes wrong from here, the key stays queued: the janitor deletes the file, if any.
     let built: Awaited<ReturnType<ExportBuilder['build']>>
     try {
-      built = await this.builder.build(job, signal)
+      built = await this.builder.build(job, signal, key)
     } catch (err) {
       const why = signal.aborted ? signal.reason : err
       if (why instanceof ClaimLost) return
@@ -136,16 +188,37 @@ export class ExportWorker extends LeasedWorker<ExportRow> {
       await this.fail(row.id, `The export could not be built (error ${instance} in the server log)`)
       return
     }
-    const recorded = await this.mine(row.id, {
-      status: 'ready',
-      blob_key: built.blobKey,
-      result_bytes: built.bytes,
-      result_count: built.count,
-      lease_owner: null,
-      lease_until: null,
-      updated_at: this.now(),
-    })
+    let recorded: boolean
+    try {
+      recorded = await this.db.transaction().execute(async (trx) => {
+        const ready = {
+          status: 'ready' as const,
+          blob_key: built.blobKey,
+          result_bytes: built.bytes,
+          result_count: built.count,
+          lease_owner: null,
+          lease_until: null,
+          updated_at: this.now(),
+        }
+        if (!(await this.jobs.update(row.id, ready, trx))) return false
+        // The file is the export's now: it leaves the deletion queue in the same commit.
+        if ((await unqueueBlobs(trx, [garbageId])) === 0) throw new Collected()
+        return true
+      })
+    } catch (err) {
+      if (!(err instanceof Collected)) throw err
+      // The process stalled past the janitor's hour, and the janitor deleted the key, before or
+      // after the file appeared: queued again (the file may exist), and the export built again.
+      await queueNewBlob(this.db, built.blobKey, this.now())
+      this.opts.logger?.warn(
+        { export: row.id },
+        'export file collected before it was recorded; building again',
+      )
+      await this.jobs.release(row.id)
+      return
+    }
     // Deleted, or taken over after a lease ran out: this copy of the results belongs to no one.
+    // Its key stays queued, so a failure to delete it here is the janitor's to mend.
     if (!recorded) await this.blobs.delete(built.blobKey)
   }
 

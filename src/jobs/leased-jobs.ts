@@ -1,6 +1,6 @@
 import crypto from 'node:crypto'
 import os from 'node:os'
-import { CompiledQuery, type Kysely, type RawBuilder, sql, type UpdateObject } from 'kysely'
+import { CompiledQuery, type Kysely, type RawBuilder, sql, type Transaction, type UpdateObject } from 'kysely'
 import type { PreparedArrays, RawSqlite } from '../db/database.js'
 import type { SqlDialect } from '../db/dialects/dialect.js'
 import type { Database } from '../db/schema.js'
@@ -113,9 +113,12 @@ export class LeasedJobs<T extends JobTable> {
     return (await this.#db.executeQuery<R>(CompiledQuery.raw(compiled.sql, params))).rows
   }
 
-  /** Sets columns of a row while this worker holds its claim; false once the claim is lost. */
-  async update(id: number, set: UpdateObject<Database, T>): Promise<boolean> {
-    let q = this.#db
+  /**
+   * Sets columns of a row while this worker holds its claim; false once the claim is lost. `trx`:
+   * in a transaction of the caller's, with other statements that must commit with it.
+   */
+  async update(id: number, set: UpdateObject<Database, T>, trx?: Transaction<Database>): Promise<boolean> {
+    let q = ((trx as Kysely<any> | undefined) ?? this.#db)
       .updateTable(this.table as string)
       .set(set as Record<string, unknown>)
       .where('id', '=', id)

@@ -3,6 +3,7 @@ import http from 'node:http'
 import path from 'node:path'
 import type { Kysely } from 'kysely'
 import { expect, vi } from 'vitest'
+import type { Config } from '../../src/config.js'
 import type { Database } from '../../src/db/schema.js'
 
 /** What a test can see of DATA_DIR/storage, and part uploads cut off on purpose. */
@@ -70,4 +71,26 @@ export async function stalledPut(uri: string, declared: number, sent: Buffer, st
     answered,
     abort: () => request.destroy(),
   }
+}
+
+/**
+ * Every published blob key of a server's store, on disk (DATA_DIR/storage/blobs) or in its S3
+ * bucket (`blobs/<key>` under its prefix), for tests that run on both.
+ */
+export async function storedBlobKeys(
+  config: Config,
+  keysInBucket: (bucket: string, prefix: string) => Promise<string[]>,
+): Promise<string[]> {
+  const s3 = config.blobs.store === 's3' ? config.blobs.s3 : undefined
+  if (!s3) return (await blobsOnDisk(path.join(config.dataDir, 'storage'))).sort()
+  const keys = await keysInBucket(s3.bucket, s3.prefix)
+  return keys
+    .filter((k) => k.startsWith('blobs/'))
+    .map((k) => k.slice('blobs/'.length))
+    .sort()
+}
+
+/** The keys waiting in the blob deletion queue, sorted. */
+export async function queuedBlobKeys(db: Kysely<Database>): Promise<string[]> {
+  return (await db.selectFrom('blob_garbage').select('blob_key').execute()).map((r) => r.blob_key).sort()
 }

@@ -10,6 +10,7 @@ import {
   BlobNotFoundError,
   type BlobStore,
   type ByteRange,
+  type ReadOptions,
   StagedPartError,
   type StoredBlob,
 } from '../blob-store.js'
@@ -17,7 +18,7 @@ import { Digest } from '../digest.js'
 import { Counter } from './byte-counter.js'
 import { flushAll, linkOrCopy, mkdirDurable, newestWrite, syncDir } from './durable-files.js'
 import { hashFiles } from './hash-files.js'
-import { checkRange, readSegments } from './segments.js'
+import { checkRange, READ_CHUNK_BYTES, readSegments } from './segments.js'
 import { Writeback } from './writeback.js'
 
 const REF = /^[A-Za-z0-9_-]{1,64}$/
@@ -66,6 +67,12 @@ export class LocalBlobStore implements BlobStore {
   private blobPath(key: string): string {
     if (!KEY.test(key)) throw new BlobNotFoundError(key)
     return path.join(this.blobs, key.slice(0, 2), key.slice(2, 4), key)
+  }
+
+  /** Where a blob about to be written under a key the caller chose will be; an Error for a bad key. */
+  private newBlobPath(key: string): string {
+    if (!KEY.test(key)) throw new Error(`Invalid blob key ${JSON.stringify(key)}`)
+    return this.blobPath(key)
   }
 
   private partDir(ref: string): string {
@@ -117,14 +124,19 @@ export class LocalBlobStore implements BlobStore {
     return crypto.randomBytes(16).toString('hex')
   }
 
+  /** Renames a finished temporary file or folder into place as the blob `key` (or a fresh one). */
   private async publish(tmp: string, key = this.newKey()): Promise<string> {
-    await this.moveIntoPlace(tmp, this.blobPath(key))
+    await this.moveIntoPlace(tmp, this.newBlobPath(key))
     return key
   }
 
+  /** A caller's key is checked before the bytes are written: publish would refuse it only after. */
+  private checkNewKey(key: string | undefined): void {
+    if (key !== undefined) this.newBlobPath(key)
+  }
+
   async put(data: Readable, opts: { maxBytes?: number; key?: string } = {}): Promise<BlobInfo> {
-    // Checked before the bytes are written: publish would refuse it only after.
-    if (opts.key !== undefined) this.blobPath(opts.key)
+    this.checkNewKey(opts.key)
     const digest = new Digest(opts.maxBytes)
     const key = await this.publish(await this.writeTemp(data, digest), opts.key)
     return digest.result(key)
@@ -133,7 +145,9 @@ export class LocalBlobStore implements BlobStore {
   async putSegments(
     count: number,
     write: (files: string[]) => Promise<void>,
-  ): Promise<{ key: string; size: number }> {
+    opts: { key?: string } = {},
+  ): Promise<StoredBlob> {
+    this.checkNewKey(opts.key)
     await this.init()
     const tmp = this.tmpPath()
     try {
@@ -145,7 +159,7 @@ export class LocalBlobStore implements BlobStore {
       const sizes = await Promise.all(files.map(async (f) => (await fsp.stat(f)).size))
       await fsp.writeFile(path.join(tmp, SIZES), JSON.stringify(sizes), { flush: true })
       await syncDir(tmp)
-      const key = await this.publish(tmp)
+      const key = await this.publish(tmp, opts.key)
       return { key, size: sizes.reduce((a, b) => a + b, 0) }
     } catch (err) {
       await fsp.rm(tmp, { recursive: true, force: true })
@@ -153,9 +167,10 @@ export class LocalBlobStore implements BlobStore {
     }
   }
 
-  async putUnhashed(data: Readable): Promise<{ key: string; size: number }> {
+  async putUnhashed(data: Readable, opts: { key?: string } = {}): Promise<StoredBlob> {
+    this.checkNewKey(opts.key)
     const counter = new Counter()
-    const key = await this.publish(await this.writeTemp(data, counter))
+    const key = await this.publish(await this.writeTemp(data, counter), opts.key)
     return { key, size: counter.size }
   }
 
@@ -179,7 +194,7 @@ export class LocalBlobStore implements BlobStore {
   }
 
   async assemble(ref: string, partNumbers: number[], expected?: number[], key?: string): Promise<StoredBlob> {
-    if (key !== undefined) this.blobPath(key)
+    this.checkNewKey(key)
     const dir = this.partDir(ref)
     const names = partNumbers.map(partName)
     // Parts still waiting for their head start are flushed below anyway.
@@ -252,11 +267,14 @@ export class LocalBlobStore implements BlobStore {
     }
   }
 
-  async open(key: string, range?: ByteRange): Promise<Readable> {
+  async open(key: string, range?: ByteRange, opts: ReadOptions = {}): Promise<Readable> {
     const file = this.blobPath(key)
     if (range) checkRange(range)
+    const chunkBytes = opts.chunkBytes ?? READ_CHUNK_BYTES
+    if (!Number.isSafeInteger(chunkBytes) || chunkBytes < 1)
+      throw new RangeError(`Invalid chunk size ${chunkBytes}`)
     const sizes = await this.segments(key)
-    if (sizes) return readSegments(file, sizes, range)
+    if (sizes) return readSegments(file, sizes, range, chunkBytes)
     // Open first, so a missing blob is an error here and not in the middle of a response.
     const handle = await fsp.open(file, 'r').catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT' || err.code === 'EISDIR') throw new BlobNotFoundError(key)
@@ -265,7 +283,7 @@ export class LocalBlobStore implements BlobStore {
     // The stream owns the handle from here: it closes it on end, error or destroy.
     return handle.createReadStream({
       ...(range ? { start: range.start, end: range.end } : {}),
-      highWaterMark: 64 * 1024,
+      highWaterMark: chunkBytes,
     })
   }
 
@@ -290,8 +308,9 @@ export class LocalBlobStore implements BlobStore {
     }
   }
 
-  async copy(key: string): Promise<string> {
+  async copy(key: string, dest?: string): Promise<string> {
     const source = this.blobPath(key)
+    this.checkNewKey(dest)
     await this.init()
     const tmp = this.tmpPath()
     try {
@@ -310,7 +329,7 @@ export class LocalBlobStore implements BlobStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw new BlobNotFoundError(key)
       throw err
     }
-    return this.publish(tmp)
+    return this.publish(tmp, dest)
   }
 
   async delete(key: string): Promise<void> {

@@ -3,6 +3,9 @@ import path from 'node:path'
 import { Readable } from 'node:stream'
 import type { ByteRange } from '../blob-store.js'
 
+/** Bytes a file is read at a time unless the reader asks for more (ReadOptions.chunkBytes). */
+export const READ_CHUNK_BYTES = 64 * 1024
+
 export function checkRange({ start, end }: ByteRange): void {
   if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start < 0 || end < start) {
     throw new RangeError(`Invalid byte range ${start}-${end}`)
@@ -10,7 +13,12 @@ export function checkRange({ start, end }: ByteRange): void {
 }
 
 /** The bytes of an assembled blob (or a range of them), segment after segment. */
-export function readSegments(dir: string, sizes: number[], range?: ByteRange): Readable {
+export function readSegments(
+  dir: string,
+  sizes: number[],
+  range?: ByteRange,
+  chunkBytes = READ_CHUNK_BYTES,
+): Readable {
   const total = sizes.reduce((a, b) => a + b, 0)
   const start = range?.start ?? 0
   const end = Math.min(range?.end ?? total - 1, total - 1)
@@ -26,7 +34,7 @@ export function readSegments(dir: string, sizes: number[], range?: ByteRange): R
       for await (const chunk of fs.createReadStream(path.join(dir, String(i + 1)), {
         start: from,
         end: to,
-        highWaterMark: 64 * 1024,
+        highWaterMark: chunkBytes,
       }))
         yield chunk as Buffer
     }

@@ -2,7 +2,7 @@ import crypto from 'node:crypto'
 import fs from 'node:fs'
 import fsp from 'node:fs/promises'
 import path from 'node:path'
-import { addAbortSignal, Readable, type Transform } from 'node:stream'
+import { addAbortSignal, pipeline as pipe, Readable, type Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import {
   CopyObjectCommand,
@@ -20,6 +20,7 @@ import {
   type StoredBlob,
 } from '../blob-store.js'
 import { Digest } from '../digest.js'
+import { CountedRead } from '../read-buffers.js'
 import { sweepFolder } from './local-temporary.js'
 import { copyable, readParts, stagedParts } from './s3-assemble.js'
 import { abortStaleUploads, copyPieces, copySource } from './s3-multipart.js'
@@ -77,6 +78,12 @@ export class S3BlobStore implements BlobStore {
     return `${this.place.prefix}blobs/${key}`
   }
 
+  /** The object a blob about to be written under a key the caller chose will be; an Error for a bad key. */
+  protected newObjectKey(key: string): string {
+    if (!KEY.test(key)) throw new Error(`Invalid blob key ${JSON.stringify(key)}`)
+    return this.objectKey(key)
+  }
+
   protected partPrefix(ref: string): string {
     if (!REF.test(ref)) throw new Error(`Invalid upload ref ${JSON.stringify(ref)}`)
     return `${this.place.prefix}parts/${ref}/`
@@ -106,21 +113,24 @@ export class S3BlobStore implements BlobStore {
   async put(data: Readable, opts: { maxBytes?: number; key?: string } = {}): Promise<BlobInfo> {
     const key = opts.key ?? newKey()
     const digest = new Digest(opts.maxBytes)
-    await this.upload(this.objectKey(key), data, digest)
+    await this.upload(this.newObjectKey(key), data, digest)
     return digest.result(key)
   }
 
-  async putUnhashed(data: Readable): Promise<{ key: string; size: number }> {
-    const key = newKey()
+  async putUnhashed(data: Readable, opts: { key?: string } = {}): Promise<StoredBlob> {
+    const key = opts.key ?? newKey()
     const measure = new Measure()
-    await this.upload(this.objectKey(key), data, measure)
+    await this.upload(this.newObjectKey(key), data, measure)
     return { key, size: measure.size }
   }
 
   async putSegments(
     count: number,
     write: (files: string[]) => Promise<void>,
-  ): Promise<{ key: string; size: number }> {
+    opts: { key?: string } = {},
+  ): Promise<StoredBlob> {
+    const key = opts.key ?? newKey()
+    const dest = this.newObjectKey(key)
     // The writers need files; the object is sent once they are all done, one after another.
     const dir = path.join(this.tmpDir, `${Date.now()}-${crypto.randomBytes(8).toString('hex')}`)
     await fsp.mkdir(dir, { recursive: true })
@@ -135,14 +145,8 @@ export class S3BlobStore implements BlobStore {
       }
       let size = 0
       for (const file of files) size += (await fsp.stat(file)).size
-      const key = newKey()
       const measure = new Measure()
-      await this.upload(
-        this.objectKey(key),
-        Readable.from(concatenation(), { objectMode: false }),
-        measure,
-        size,
-      )
+      await this.upload(dest, Readable.from(concatenation(), { objectMode: false }), measure, size)
       return { key, size: measure.size }
     } finally {
       await fsp.rm(dir, { recursive: true, force: true })
@@ -168,7 +172,7 @@ export class S3BlobStore implements BlobStore {
     expected?: number[],
     key = newKey(),
   ): Promise<StoredBlob> {
-    const dest = this.objectKey(key)
+    const dest = this.newObjectKey(key)
     const dir = this.partPrefix(ref)
     const parts = await stagedParts(
       this.place,
@@ -204,7 +208,8 @@ export class S3BlobStore implements BlobStore {
     opts: { signal?: AbortSignal } = {},
   ): Promise<BlobChecksums & { size: number }> {
     const digest = new Digest()
-    const body = await this.open(key)
+    // The digest counts the bytes it hashes (read-buffers.ts): the body is read uncounted.
+    const body = await this.object(key)
     // An abort destroys the response body, which ends the loop with the abort's error.
     if (opts.signal) addAbortSignal(opts.signal, body)
     for await (const chunk of body) digest.add(chunk as Buffer)
@@ -213,10 +218,14 @@ export class S3BlobStore implements BlobStore {
   }
 
   async discardUpload(ref: string): Promise<void> {
-    const dir = this.partPrefix(ref)
+    await deleteKeys(this.place, await this.stagedKeys(ref))
+  }
+
+  /** Every object under an upload's staging folder (its staged parts, and any marker). */
+  protected async stagedKeys(ref: string): Promise<string[]> {
     const keys: string[] = []
-    for await (const o of listObjects(this.place, dir)) keys.push(o.key)
-    await deleteKeys(this.place, keys)
+    for await (const o of listObjects(this.place, this.partPrefix(ref))) keys.push(o.key)
+    return keys
   }
 
   async *stagedUploads(): AsyncIterable<{ ref: string; modifiedAt: number }> {
@@ -237,7 +246,14 @@ export class S3BlobStore implements BlobStore {
     if (ref) yield { ref, modifiedAt }
   }
 
+  // ReadOptions' chunk size is for files: an object's body arrives as the socket delivers it.
   async open(key: string, range?: ByteRange): Promise<Readable> {
+    // The object's bytes come from a socket: counted, so that their buffers are freed as it goes.
+    return pipe(await this.object(key, range), new CountedRead(), () => {})
+  }
+
+  /** The object's bytes (or the range's), as S3 sends them. */
+  private async object(key: string, range?: ByteRange): Promise<Readable> {
     const objectKey = this.objectKey(key)
     if (range) checkRange(range)
     let out: GetObjectCommandOutput
@@ -275,12 +291,12 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
-  async copy(key: string): Promise<string> {
+  async copy(key: string, to?: string): Promise<string> {
     const source = this.objectKey(key)
+    const copy = to ?? newKey()
+    const dest = this.newObjectKey(copy)
     const size = await this.size(key)
     if (size === null) throw new BlobNotFoundError(key)
-    const copy = newKey()
-    const dest = this.objectKey(copy)
     try {
       if (size <= MAX_PART_BYTES) {
         await this.place.client.send(

@@ -58,9 +58,10 @@ const BATCH = 500
 
 /**
  * POST /file_actions/copy/{path}. The bytes are copied first, outside any transaction, each new
- * blob queued for deletion the moment it exists; then one transaction writes the new rows and
- * takes the blobs off the queue. A failure anywhere leaves the copies queued, so nothing leaks
- * and nothing is deleted inline. The source is copied as it was when the copy started.
+ * blob under a key queued for deletion before the blob is written; then one transaction writes
+ * the new rows and takes the blobs off the queue. A failure or crash anywhere (right after a blob
+ * was written included) leaves the copies queued, so nothing leaks and nothing is deleted inline.
+ * The source is copied as it was when the copy started.
  */
 export async function copyPath(d: Deps, p: Principal, rawPath: string, input: CopyInput): Promise<void> {
   const { src, dest, overwrite, access } = await operands(d.fileAccess, p, rawPath, input, 'read')
@@ -193,13 +194,16 @@ async function replaceFile(
 }
 
 /**
- * Copies the blob of every file among `rows`, a few at a time; stops at the first failure. The
- * queue rows of a long copy are touched every few minutes, so the janitor (which waits an hour
- * after a row is written) never collects a blob this copy is still about to use.
+ * Copies the blob of every file among `rows`, a few at a time; stops at the first failure. Each
+ * copy's key is queued (committed) before its bytes are written, so a crash mid-copy leaves only
+ * queued keys. The queue rows of a long copy are touched every few minutes, so the janitor (which
+ * waits an hour after a row is written) never collects a blob this copy is still about to use.
  */
 async function copyBlobs(d: Deps, rows: FileRow[]): Promise<Map<number, BlobCopy>> {
   const files = rows.filter((r) => r.type === 'file' && r.blob_key !== null)
   const out = new Map<number, BlobCopy>()
+  /** Every queue row of this copy, those of blobs still being written too. */
+  const queued: number[] = []
   let next = 0
   let failure: unknown = null
   let touched = d.now()
@@ -207,15 +211,14 @@ async function copyBlobs(d: Deps, rows: FileRow[]): Promise<Map<number, BlobCopy
     while (failure === null && next < files.length) {
       const r = files[next++]!
       try {
-        const key = await d.blobs.copy(r.blob_key!)
-        out.set(r.id, { key, garbageId: await queueNewBlob(d.db, key, d.now()) })
+        const key = d.blobs.newKey()
+        const garbageId = await queueNewBlob(d.db, key, d.now())
+        queued.push(garbageId)
+        await d.blobs.copy(r.blob_key!, key)
+        out.set(r.id, { key, garbageId })
         if (d.now() - touched > TOUCH_EVERY_MS) {
           touched = d.now()
-          await touch(
-            d,
-            [...out.values()].map((c) => c.garbageId),
-            touched,
-          )
+          await touch(d, [...queued], touched)
         }
       } catch (err) {
         failure ??=

@@ -146,50 +146,15 @@ function lockKey(siteId: number, pathLower: string): string {
   return digest.readBigInt64BE(0).toString()
 }
 
-/** Queues a blob for deletion once this transaction commits (the janitor deletes it). */
-export async function queueBlobDeletion(trx: Db, blobKey: string, now: number): Promise<void> {
-  await trx.insertInto('blob_garbage').values({ blob_key: blobKey, created_at: now }).execute()
-}
-
-/**
- * Queues a blob just written for deletion, until the transaction that makes it a file's content
- * takes it off the queue (unqueueBlobs): a failure or crash in between leaves nothing behind.
- */
-export async function queueNewBlob(db: Db, blobKey: string, now: number): Promise<number> {
-  const row = await db
-    .insertInto('blob_garbage')
-    .values({ blob_key: blobKey, created_at: now })
-    .returning('id')
-    .executeTakeFirstOrThrow()
-  return row.id
-}
-
-/** Restarts the janitor's grace period of queued blobs still about to be used; how many were still queued. */
-export async function requeueBlobs(db: Db, garbageIds: number[], now: number): Promise<number> {
-  const res = await db
-    .updateTable('blob_garbage')
-    .set({ created_at: now })
-    .where('id', 'in', garbageIds)
-    .executeTakeFirst()
-  return Number(res.numUpdatedRows)
-}
-
-/**
- * Takes a blob that became a file's content off the deletion queue for good: every queue row of
- * its key, those of earlier attempts to end the same upload too, where the store fixed the key
- * (S3 direct mode). Returns the ids taken off, so the caller can tell whether its own row was
- * still there (gone: the janitor took the blob).
- */
-export async function unqueueBlobKey(db: Db, blobKey: string): Promise<number[]> {
-  const rows = await db.deleteFrom('blob_garbage').where('blob_key', '=', blobKey).returning('id').execute()
-  return rows.map((r) => r.id)
-}
-
-/** Takes blobs off the deletion queue; returns how many were still on it. */
-export async function unqueueBlobs(db: Db, garbageIds: number[]): Promise<number> {
-  const res = await db.deleteFrom('blob_garbage').where('id', 'in', garbageIds).executeTakeFirst()
-  return Number(res.numDeletedRows)
-}
+// The blob deletion queue's statements live beside the janitor that reads it (blobs/), for the
+// background workers below this floor to share them.
+export {
+  queueBlobDeletion,
+  queueNewBlob,
+  requeueBlobs,
+  unqueueBlobKey,
+  unqueueBlobs,
+} from '../../blobs/blob-garbage.js'
 
 export async function insertFileRows(db: Db, rows: Insertable<FilesTable>[]): Promise<void> {
   await db.insertInto('files').values(rows).execute()
