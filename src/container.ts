@@ -231,7 +231,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       db,
       database.dialect,
       blobs,
-      new UploadParts(db, blobs, secrets, config, now),
+      new UploadParts(db, database.dialect, blobs, secrets, config, now),
       fileAccess,
       now,
     )

@@ -4,7 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 import tls from 'node:tls'
 import zlib from 'node:zlib'
-import { ListPartsCommand } from '@aws-sdk/client-s3'
+import { ListPartsCommand, type S3Client } from '@aws-sdk/client-s3'
 import Files from 'files.com/lib/Files.js'
 import File from 'files.com/lib/models/File.js'
 import { afterAll, beforeAll, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest'
@@ -66,6 +66,24 @@ afterAll(async () => {
   await s3?.close()
 })
 
+/** Every request `client` sends from now on to the end of the test: its command and key prefix. */
+function countRequests(client: S3Client): { command: string; prefix: string | undefined }[] {
+  const sent: { command: string; prefix: string | undefined }[] = []
+  const name = `count-${crypto.randomBytes(4).toString('hex')}`
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { Prefix?: string }
+      sent.push({ command: context.commandName ?? '', prefix: input.Prefix })
+      return next(args)
+    },
+    { step: 'initialize', name },
+  )
+  onTestFinished(() => {
+    client.middlewareStack.remove(name)
+  })
+  return sent
+}
+
 describe.each(dialects)('BLOB_STORE=s3 in direct mode (%s)', (dialect) => {
   let s: TestServer
   let rec: Recorder
@@ -104,6 +122,26 @@ describe.each(dialects)('BLOB_STORE=s3 in direct mode (%s)', (dialect) => {
   const keys = (under: string) => s3.keys(bucket, `${prefix}${under}`)
   const t = () => target(s)
   const bucketUrl = () => `${front.url}/${bucket}/${prefix}`
+
+  /** The admin's SFTP writer of `path` (parts of 50,000 bytes), with `data` written 40,000 at a time. */
+  async function protocolWriter(path: string, data: Buffer) {
+    const c = s.container
+    const admin = (
+      await c.services.protocolLogin.password(c.site.id, {
+        username: 'admin',
+        password: 'admin-password-1',
+        ip: '127.0.0.1',
+        interface: 'sftp',
+      })
+    ).principal
+    const files = new FileSystem({ ...c.services, blobs: c.blobs, now: c.now, writerPartBytes: 50_000 }).as(
+      admin,
+      'sftp',
+    )
+    const w = await files.createWriter(path, { mkdirParents: true })
+    for (let i = 0; i < data.length; i += 40_000) await w.write(data.subarray(i, i + 40_000))
+    return w
+  }
 
   it('the files.com SDK uploads its parts straight to the bucket and downloads from it', async () => {
     const p = `sdk-${crypto.randomBytes(4).toString('hex')}/random.bin`
@@ -313,22 +351,8 @@ describe.each(dialects)('BLOB_STORE=s3 in direct mode (%s)', (dialect) => {
   })
 
   it('the protocol front ends still stream their parts through Wharf, staged in the bucket', async () => {
-    const c = s.container
-    const admin = (
-      await c.services.protocolLogin.password(c.site.id, {
-        username: 'admin',
-        password: 'admin-password-1',
-        ip: '127.0.0.1',
-        interface: 'sftp',
-      })
-    ).principal
-    const files = new FileSystem({ ...c.services, blobs: c.blobs, now: c.now, writerPartBytes: 50_000 }).as(
-      admin,
-      'sftp',
-    )
     const data = crypto.randomBytes(120_001)
-    const w = await files.createWriter('direct/sftp.bin', { mkdirParents: true })
-    for (let i = 0; i < data.length; i += 40_000) await w.write(data.subarray(i, i + 40_000))
+    const w = await protocolWriter('direct/sftp.bin', data)
     // The two full parts are staged through Wharf as objects of their own (the third is still
     // arriving), and no multipart upload was opened: no `direct/` marker among them.
     const staged = (await keys('parts/')).map((k) => k.split('/').slice(1).join('/'))
@@ -353,23 +377,44 @@ describe.each(dialects)('BLOB_STORE=s3 in direct mode (%s)', (dialect) => {
       prefix,
       tmpDir: path.join(tmp, 'other'),
     })
+    const sent = countRequests(client)
     const first = await beginUpload(t(), 'direct/two-nodes.bin', {})
     const a = crypto.randomBytes(PART_SIZE)
     const b = crypto.randomBytes(100)
     expect((await putBytes(first.upload_uri, a)).status).toBe(200)
     // Part 2's URL from the other store: the same multipart upload.
     expect((await putBytes(await other.directPartUrl(first.ref, 2, 60), b)).status).toBe(200)
-    expect(await other.directParts(first.ref)).toEqual([
-      { partNumber: 1, size: a.length },
-      { partNumber: 2, size: b.length },
-    ])
     // A part S3 does not hold is named, whoever asks.
     await expect(other.assemble(first.ref, [1, 2, 3])).rejects.toMatchObject({
       name: 'StagedPartError',
       partNumber: 3,
     })
-    const blob = await other.assemble(first.ref, [1, 2], [a.length, b.length])
-    expect(blob).toMatchObject({ size: a.length + b.length })
+
+    // A store that never saw the upload: one listing finds its marker, one ListParts its parts.
+    const cold = new S3DirectBlobStore({ client, bucket, prefix, tmpDir: path.join(tmp, 'cold') })
+    sent.length = 0
+    const plan = await cold.planAssembly(first.ref)
+    expect(plan).toEqual({
+      key: expect.stringMatching(/^[0-9a-f]{32}$/),
+      directParts: [
+        { partNumber: 1, size: a.length },
+        { partNumber: 2, size: b.length },
+      ],
+    })
+    expect(sent.map((r) => r.command)).toEqual(['ListObjectsV2Command', 'ListPartsCommand'])
+    // The assembly asks S3 nothing more than to complete the upload with the parts listed.
+    sent.length = 0
+    await expect(cold.assemble(first.ref, [1, 2, 3], undefined, plan.key!, plan)).rejects.toMatchObject({
+      name: 'StagedPartError',
+      partNumber: 3,
+    })
+    await expect(cold.assemble('another', [1], undefined, plan.key!, plan)).rejects.toThrow(
+      `A plan for upload ${first.ref}, not another`,
+    )
+    expect(sent).toEqual([])
+    const blob = await cold.assemble(first.ref, [1, 2], [a.length, b.length], plan.key!, plan)
+    expect(blob).toEqual({ key: plan.key, size: a.length + b.length })
+    expect(sent.map((r) => r.command)).toEqual(['CompleteMultipartUploadCommand'])
     expect(await other.checksums(blob.key)).toMatchObject({ md5: md5(Buffer.concat([a, b])) })
     // Completed: the upload is gone from S3, so Wharf's end answers as for a lost part.
     expectError(
@@ -379,8 +424,39 @@ describe.each(dialects)('BLOB_STORE=s3 in direct mode (%s)', (dialect) => {
     )
     await other.discardUpload(first.ref)
     expect(await keys(`parts/${first.ref}/`)).toEqual([])
-    expect(await other.directParts(first.ref)).toEqual([])
+    expect(await other.planAssembly(first.ref)).toEqual({ key: null, directParts: [] })
     await other.delete(blob.key)
+  })
+
+  it('ends an upload with one ListParts, and a protocol upload with one look for its marker', async () => {
+    // The server's own client: what action=end asks the bucket.
+    const sent = countRequests((s.container.blobs as unknown as { place: { client: S3Client } }).place.client)
+    const p = 'direct/counted.bin'
+    const a = crypto.randomBytes(PART_SIZE)
+    const b = crypto.randomBytes(10)
+    const first = await beginUpload(t(), p, {})
+    const second = await partUrl(t(), p, first.ref, 2)
+    expect((await putBytes(first.upload_uri, a)).status).toBe(200)
+    expect((await putBytes(second.upload_uri, b)).status).toBe(200)
+    sent.length = 0
+    const end = await endUpload(t(), p, first.ref)
+    expect(end.status, end.text).toBe(201)
+    const commands = sent.map((r) => r.command)
+    expect(commands.filter((c) => c === 'ListPartsCommand')).toHaveLength(1)
+    expect(commands.filter((c) => c === 'CompleteMultipartUploadCommand')).toHaveLength(1)
+    expect((await withChecksums(t(), p)).md5).toBe(md5(Buffer.concat([a, b])))
+
+    // A protocol writer's parts go through Wharf: no marker, looked for once only.
+    const data = crypto.randomBytes(120_001)
+    const w = await protocolWriter('direct/counted-sftp.bin', data)
+    sent.length = 0
+    await w.commit()
+    const markerLooks = sent.filter(
+      (r) => r.command === 'ListObjectsV2Command' && r.prefix?.endsWith('/direct/'),
+    )
+    expect(markerLooks).toHaveLength(1)
+    expect(sent.map((r) => r.command)).not.toContain('ListPartsCommand')
+    expect((await withChecksums(t(), 'direct/counted-sftp.bin')).md5).toBe(md5(data))
   })
 
   it('copies server-side (CopyObject) and serves the copy from its own object', async () => {
@@ -390,9 +466,11 @@ describe.each(dialects)('BLOB_STORE=s3 in direct mode (%s)', (dialect) => {
       body: { destination: 'direct/copy.txt' },
     })
     expect(copy.status, copy.text).toBe(201)
-    const meta = await call(s, 'GET', `/files/${encAll('direct/copy.txt')}`, { key: s.adminKey })
-    expect(meta.body.md5).toBe(md5('copied bytes'))
-    const res = await fetch(meta.body.download_uri as string)
+    // Read once the copy's checksums are known: a source copied before its own checksum job ran
+    // gives its copy a job of its own.
+    const meta = await withChecksums(t(), 'direct/copy.txt')
+    expect(meta.md5).toBe(md5('copied bytes'))
+    const res = await fetch(meta.download_uri as string)
     expect(res.headers.get('content-disposition')).toBe(contentDisposition('copy.txt'))
     expect(await res.text()).toBe('copied bytes')
   })

@@ -1,9 +1,9 @@
 import crypto from 'node:crypto'
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { BlobStore } from '../src/blobs/blob-store.js'
 import { download, endUpload, md5, req, stageUpload, type Target, withChecksums } from './helpers/files.js'
-import { S3_CREDENTIALS, type S3TestServer, startS3Server } from './helpers/s3-server.js'
-import { dialects, expectError, startServer, type TestServer } from './helpers/server.js'
+import { s3ForTests, storeCases } from './helpers/s3-cases.js'
+import { expectError, startServer, type TestServer } from './helpers/server.js'
 
 /**
  * `action=end` writes a new blob before the transaction that names it. A process that dies in
@@ -12,37 +12,12 @@ import { dialects, expectError, startServer, type TestServer } from './helpers/s
 const HOUR = 3600_000
 const PART = 64 * 1024
 
-let s3: S3TestServer
-let bucket: string
-beforeAll(async () => {
-  s3 = await startS3Server()
-  bucket = await s3.bucket()
-  vi.stubEnv('AWS_ACCESS_KEY_ID', S3_CREDENTIALS.accessKeyId)
-  vi.stubEnv('AWS_SECRET_ACCESS_KEY', S3_CREDENTIALS.secretAccessKey)
-})
-afterAll(async () => {
-  vi.unstubAllEnvs()
-  await s3?.close()
-})
+const s3 = s3ForTests()
 
-const cases = dialects.flatMap((dialect) => [
-  { dialect, store: 'disk', env: (): Record<string, string> => ({}) },
-  {
-    dialect,
-    store: 's3',
-    env: (): Record<string, string> => ({
-      BLOB_STORE: 's3',
-      S3_ENDPOINT: s3.endpoint,
-      S3_BUCKET: bucket,
-      S3_PREFIX: `end-crash-${crypto.randomBytes(6).toString('hex')}`,
-      S3_FORCE_PATH_STYLE: 'true',
-      // Parts staged through Wharf, which stay staged until the upload ends, so ending again
-      // works. In direct mode the store completes S3's multipart upload at the assembly: a crash
-      // after it leaves the queued key for the janitor all the same, and ending again is 422.
-      S3_TRANSFER_MODE: 'proxy',
-    }),
-  },
-])
+// Parts staged through Wharf, which stay staged until the upload ends, so ending again
+// works. In direct mode the store completes S3's multipart upload at the assembly: a crash
+// after it leaves the queued key for the janitor all the same, and ending again is 422.
+const cases = storeCases(s3, 'end-crash')
 
 /** What an assembly does besides its own work: nothing, or something run right after it. */
 interface AfterAssemble {

@@ -205,6 +205,7 @@ describe.each(dialects)('uploads (%s)', (dialect) => {
       const r = await open('DOCS/More.txt', { ref: first.body.ref, part: 7 })
       expect(r.status).toBe(200)
       expect(r.body.part_number).toBe(7)
+      expect(r.body.ask_about_overwrites).toBe(false)
       expect(r.body.upload_uri).toContain(`/upload_parts/${first.body.ref}/7?`)
       const after = await s.container.db
         .selectFrom('uploads')
@@ -386,6 +387,10 @@ describe.each(dialects)('uploads (%s)', (dialect) => {
       const oldKey = (await fileRow('replace/me.txt'))!.blob_key!
       const reopened = await open('replace/me.txt')
       expect(reopened.body.ask_about_overwrites).toBe(true)
+      // Asking for another part looks at the path again, spelled in any case.
+      const next = await open('REPLACE/me.TXT', { ref: reopened.body.ref, part: 2 })
+      expect(next.status).toBe(200)
+      expect(next.body.ask_about_overwrites).toBe(true)
       const second = await uploaded(s, 'Replace/ME.txt', 'second version')
       expect(second.id).toBe(first.id)
       expect(second.path).toBe('replace/me.txt')
@@ -624,6 +629,68 @@ describe.each(dialects)('uploads (%s)', (dialect) => {
       expect((await putPart(uri.href, Buffer.from('whole part'))).status).toBe(200)
       expect((await end('parts/cut.bin', ref)).body.size).toBe(10)
       expect((await call(s, 'GET', '/api_key', { key: s.adminKey })).status).toBe(200)
+    })
+
+    it('refuses a part whose upload ended while its bytes were arriving, and keeps nothing of it', async () => {
+      const { ref, uri } = await partUri('parts/late.bin')
+      const { id } = await s.container.db
+        .selectFrom('uploads')
+        .select('id')
+        .where('ref', '=', ref)
+        .executeTakeFirstOrThrow()
+      const storage = path.join(s.container.config.dataDir, 'storage')
+      const req = http.request(uri, { method: 'PUT', headers: { 'Content-Length': '10000' } })
+      const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+        req.on('response', (res) => {
+          let body = ''
+          res.on('data', (d) => (body += d))
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
+        })
+        req.on('error', reject)
+      })
+      req.write(Buffer.alloc(5000, 1))
+      // The link was checked and the bytes are on their way to disk: the upload ends meanwhile.
+      await vi.waitFor(
+        async () => expect(await fs.readdir(path.join(storage, 'tmp'))).not.toHaveLength(0),
+        POLL,
+      )
+      expect((await end('parts/late.bin', ref)).status).toBe(201)
+      req.end(Buffer.alloc(5000, 2))
+      const r = await answer
+      expect(r.status).toBe(404)
+      expect(JSON.parse(r.body).type).toBe('not-found/file-upload-not-found')
+      const parts = await s.container.db
+        .selectFrom('upload_parts')
+        .select('part_number')
+        .where('upload_id', '=', id)
+        .execute()
+      expect(parts).toEqual([])
+      await expect(fs.access(path.join(storage, 'parts', ref))).rejects.toThrow()
+      expect((await fileRow('parts/late.bin'))?.size).toBe(0)
+    })
+
+    it('pushes the expiry back when a part is stored, but not again for a request right after', async () => {
+      const { ref, uri } = await partUri('parts/expiry.bin')
+      const expiry = async () =>
+        (
+          await s.container.db
+            .selectFrom('uploads')
+            .select('expires_at')
+            .where('ref', '=', ref)
+            .executeTakeFirstOrThrow()
+        ).expires_at
+      const opened = await expiry()
+      skew += 60_000
+      expect((await putPart(uri.href, Buffer.from('one'))).status).toBe(200)
+      const stored = await expiry()
+      expect(stored).toBeGreaterThanOrEqual(opened + 60_000)
+      // Asking for the next part's link a moment later leaves the row as the part left it.
+      expect((await open('parts/expiry.bin', { ref, part: 2 })).status).toBe(200)
+      expect(await expiry()).toBe(stored)
+      // Later than the few seconds' slack, the request pushes it back again.
+      skew += 11_000
+      expect((await open('parts/expiry.bin', { ref, part: 2 })).status).toBe(200)
+      expect(await expiry()).toBeGreaterThanOrEqual(stored + 11_000)
     })
   })
 

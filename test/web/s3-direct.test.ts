@@ -1,7 +1,15 @@
 import fs from 'node:fs/promises'
 import { PutBucketCorsCommand } from '@aws-sdk/client-s3'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { expectNoOutsideRequests, hasBrowser, newPage, shown, signIn, webSuite } from '../helpers/browser.js'
+import {
+  BROWSER_SUITE,
+  expectNoOutsideRequests,
+  hasBrowser,
+  newPage,
+  shown,
+  signIn,
+  webSuite,
+} from '../helpers/browser.js'
 import { bytes, md5 } from '../helpers/files.js'
 import { S3_CREDENTIALS, type S3TestServer, startS3Server } from '../helpers/s3-server.js'
 import { call } from '../helpers/server.js'
@@ -30,7 +38,7 @@ afterAll(async () => {
   await s3?.close()
 })
 
-describe.skipIf(!hasBrowser)('web interface on S3 in direct mode', () => {
+describe.skipIf(!hasBrowser)('web interface on S3 in direct mode', BROWSER_SUITE, () => {
   const web = webSuite(() => ({
     BLOB_STORE: 's3',
     S3_ENDPOINT: s3.endpoint,

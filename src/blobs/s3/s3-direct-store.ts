@@ -9,9 +9,9 @@ import {
 } from '@aws-sdk/client-s3'
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner'
 import { contentDisposition } from '../../api/content-disposition.js'
-import { StagedPartError, type StoredBlob } from '../blob-store.js'
+import { type AssemblyPlan, StagedPartError, type StoredBlob } from '../blob-store.js'
 import { newKey, partName, S3BlobStore, type S3BlobStoreOptions } from './s3-blob-store.js'
-import { listObjects } from './s3-objects.js'
+import { deleteKeys, listObjects } from './s3-objects.js'
 
 /** SigV4's longest validity for a presigned URL (7 days). */
 const MAX_PRESIGNED_SECONDS = 604_800
@@ -24,6 +24,16 @@ interface DirectUpload {
   /** The blob the upload becomes: the multipart upload's object is `blobs/<blobKey>`. */
   blobKey: string
   uploadId: string
+}
+
+/** The parts S3 holds for a multipart upload, by number (a part sent again: its last copy). */
+type ListedParts = Map<number, { size: number; etag: string }>
+
+/** What planAssembly found, which assemble uses instead of looking again. */
+interface Planned {
+  ref: string
+  upload: DirectUpload | null
+  listed: ListedParts
 }
 
 export interface S3DirectBlobStoreOptions extends S3BlobStoreOptions {
@@ -46,6 +56,8 @@ export interface S3DirectBlobStoreOptions extends S3BlobStoreOptions {
 export class S3DirectBlobStore extends S3BlobStore {
   private readonly now: () => number
   private readonly opened = new Map<string, Promise<DirectUpload>>()
+  /** Each plan this store handed out, with what it found (gone with the plan). */
+  private readonly plans = new WeakMap<AssemblyPlan, Planned>()
 
   constructor(opts: S3DirectBlobStoreOptions) {
     super(opts)
@@ -67,11 +79,20 @@ export class S3DirectBlobStore extends S3BlobStore {
     )
   }
 
-  async directParts(ref: string): Promise<{ partNumber: number; size: number }[]> {
+  /**
+   * One listing of the upload's marker (none when this process opened it or saw it before) and,
+   * where a presigned part was ever asked for, one ListParts: `action=end` needs both the key and
+   * the parts, and assemble, given the plan, asks S3 for neither again.
+   */
+  async planAssembly(ref: string): Promise<AssemblyPlan> {
     const upload = await this.find(ref)
-    if (!upload) return []
-    const parts = await this.listParts(ref, upload)
-    return [...parts.entries()].map(([partNumber, p]) => ({ partNumber, size: p.size }))
+    const listed: ListedParts = upload ? await this.listParts(ref, upload) : new Map()
+    const plan: AssemblyPlan = {
+      key: upload?.blobKey ?? null,
+      directParts: [...listed.entries()].map(([partNumber, p]) => ({ partNumber, size: p.size })),
+    }
+    this.plans.set(plan, { ref, upload, listed })
+    return plan
   }
 
   async directDownloadUrl(key: string, opts: { fileName: string; expiresIn: number }): Promise<string> {
@@ -91,23 +112,23 @@ export class S3DirectBlobStore extends S3BlobStore {
     return [new URL(await this.directDownloadUrl('0'.repeat(32), { fileName: 'x', expiresIn: 1 })).origin]
   }
 
-  async assemblyKey(ref: string): Promise<string | null> {
-    return (await this.find(ref))?.blobKey ?? null
-  }
-
   override async assemble(
     ref: string,
     partNumbers: number[],
     expected?: number[],
     key?: string,
+    plan?: AssemblyPlan,
   ): Promise<StoredBlob> {
-    const upload = await this.find(ref)
+    const planned = plan ? this.plans.get(plan) : undefined
+    if (planned && planned.ref !== ref) throw new Error(`A plan for upload ${planned.ref}, not ${ref}`)
+    const upload = planned ? planned.upload : await this.find(ref)
     // No presigned part was ever asked for: the parts were staged through Wharf.
     if (!upload) return super.assemble(ref, partNumbers, expected, key)
     if (key !== undefined && key !== upload.blobKey) {
-      throw new Error(`Upload ${ref} becomes blob ${upload.blobKey}, not ${key}: ask assemblyKey`)
+      throw new Error(`Upload ${ref} becomes blob ${upload.blobKey}, not ${key}: ask planAssembly`)
     }
-    const listed = await this.listParts(ref, upload)
+    // Completed with the ETags listed: a part sent again since then fails the completion (422).
+    const listed = planned?.listed ?? (await this.listParts(ref, upload))
     const parts = partNumbers.map((n, i) => {
       const part = listed.get(n)
       if (!part) throw new StagedPartError(ref, n, 'was never uploaded')
@@ -135,7 +156,13 @@ export class S3DirectBlobStore extends S3BlobStore {
   }
 
   override async discardUpload(ref: string): Promise<void> {
-    const upload = await this.find(ref)
+    // One listing of the upload's staging folder: its staged parts, and the marker of its
+    // multipart upload if one was opened (or the one this process opened, should it be listed late).
+    const dir = this.partPrefix(ref)
+    const keys = await this.stagedKeys(ref)
+    let upload: DirectUpload | null = null
+    for (const key of keys) upload ??= parseMarker(key.slice(dir.length).split('/'))
+    upload ??= (await this.opened.get(ref)?.catch(() => null)) ?? null
     if (upload) {
       try {
         await this.place.client.send(
@@ -152,7 +179,7 @@ export class S3DirectBlobStore extends S3BlobStore {
       }
       this.opened.delete(ref)
     }
-    await super.discardUpload(ref)
+    await deleteKeys(this.place, keys)
   }
 
   protected override async uploadsInUse(): Promise<Set<string>> {
@@ -245,8 +272,8 @@ export class S3DirectBlobStore extends S3BlobStore {
   }
 
   /** Every part S3 holds for the upload, by number (a part sent again: its last copy). */
-  private async listParts(ref: string, upload: DirectUpload) {
-    const parts = new Map<number, { size: number; etag: string }>()
+  private async listParts(ref: string, upload: DirectUpload): Promise<ListedParts> {
+    const parts: ListedParts = new Map()
     let marker: string | undefined
     try {
       do {

@@ -4,12 +4,13 @@ import type { Kysely, Selectable } from 'kysely'
 import { formatDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
 import { type BlobStore, BlobTooLargeError } from '../../blobs/blob-store.js'
+import type { SqlDialect } from '../../db/dialects/dialect.js'
 import type { Database, UploadsTable } from '../../db/schema.js'
 import type { ModuleSettings } from '../settings.js'
 import type { SiteSecrets } from '../sites/site-secrets.js'
 import { ContentMd5Mismatch, Md5Check, parseContentMd5 } from './content-md5.js'
 import { checkUploadPartSignature, parseExpiry, uploadPartUrl } from './signed-link.js'
-import { extendUpload, findUploadByRef, upsertPart } from './upload-repository.js'
+import { findUploadByRef, recordPart } from './upload-repository.js'
 
 export type UploadRow = Selectable<UploadsTable>
 
@@ -50,6 +51,7 @@ export const uploadNotFound = () =>
 export class UploadParts {
   constructor(
     private readonly db: Kysely<Database>,
+    private readonly dialect: SqlDialect,
     private readonly blobs: BlobStore,
     private readonly secrets: SiteSecrets,
     private readonly config: ModuleSettings,
@@ -63,6 +65,19 @@ export class UploadParts {
   expiresAt(now: number, upload?: Pick<UploadRow, 'expiry_seconds'>): number {
     const seconds = upload?.expiry_seconds
     return now + (seconds ? seconds * 1000 : this.config.files.uploadExpiryMinutes * 60_000)
+  }
+
+  /**
+   * The expiry a request about the upload pushes it back to, or null when the stored one is
+   * already as late but for a moment (1% of the lifetime, at most 10 s): a busy upload asks for
+   * part URLs many times a second, right after its parts pushed the expiry back, and rewriting
+   * the row each time would cost a write (and on PostgreSQL a commit waiting for the disk) per
+   * part for nothing.
+   */
+  extendedExpiry(now: number, upload: Pick<UploadRow, 'expiry_seconds' | 'expires_at'>): number | null {
+    const expiresAt = this.expiresAt(now, upload)
+    const slack = Math.min(10_000, (expiresAt - now) / 100)
+    return expiresAt - upload.expires_at > slack ? expiresAt : null
   }
 
   /**
@@ -155,11 +170,12 @@ export class UploadParts {
     }
 
     const done = this.now()
-    const recorded = await this.db.transaction().execute(async (trx) => {
-      // Touching the upload first also makes a concurrent `end` wait for this part (PostgreSQL).
-      if (!(await extendUpload(trx, upload.id, this.expiresAt(done, upload)))) return false
-      await upsertPart(trx, upload.id, part, size, done)
-      return true
+    const recorded = await recordPart(this.db, this.dialect, {
+      uploadId: upload.id,
+      number: part,
+      size,
+      now: done,
+      expiresAt: this.expiresAt(done, upload),
     })
     if (!recorded) {
       // Ended or abandoned while the bytes were arriving: nothing will ever assemble them.

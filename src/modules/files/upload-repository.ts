@@ -1,5 +1,6 @@
-import type { Insertable } from 'kysely'
-import type { UploadsTable } from '../../db/schema.js'
+import { CompiledQuery, type Insertable, type Kysely } from 'kysely'
+import type { SqlDialect } from '../../db/dialects/dialect.js'
+import type { Database, UploadsTable } from '../../db/schema.js'
 import type { Db } from './file-repository.js'
 
 /**
@@ -26,6 +27,27 @@ export function findSiteUpload(db: Db, siteId: number, ref: string) {
     .selectAll()
     .where('site_id', '=', siteId)
     .where('ref', '=', ref)
+    .executeTakeFirst()
+}
+
+/**
+ * The site's upload by ref, and what is at `pathLower` now (`target_type`: file, directory or
+ * null), in one read: asking for a part's URL needs both, once per part.
+ */
+export function findSiteUploadAndTarget(db: Db, siteId: number, ref: string, pathLower: string) {
+  return db
+    .selectFrom('uploads')
+    .selectAll('uploads')
+    .select((eb) =>
+      eb
+        .selectFrom('files')
+        .select('files.type')
+        .where('files.site_id', '=', siteId)
+        .where('files.path_lower', '=', pathLower)
+        .as('target_type'),
+    )
+    .where('uploads.site_id', '=', siteId)
+    .where('uploads.ref', '=', ref)
     .executeTakeFirst()
 }
 
@@ -57,6 +79,39 @@ export async function upsertPart(
     .onConflict((oc) => oc.columns(['upload_id', 'part_number']).doUpdateSet({ size, created_at: now }))
     .execute()
 }
+
+/**
+ * A stored part recorded and its upload's expiry pushed back, in one transaction; false when the
+ * upload is gone (ended or abandoned), and then nothing is recorded. The upload is touched first,
+ * which also makes a concurrent `end` wait for this part (PostgreSQL's row lock). Where a WITH may
+ * hold an UPDATE (PostgreSQL) both writes are one statement, atomic on its own: one round trip
+ * per part instead of four (BEGIN, two statements, COMMIT), and one commit as before.
+ */
+export async function recordPart(
+  db: Kysely<Database>,
+  dialect: SqlDialect,
+  part: { uploadId: number; number: number; size: number; now: number; expiresAt: number },
+): Promise<boolean> {
+  if (dialect.writableCte) {
+    const { rows } = await db.executeQuery(
+      CompiledQuery.raw(PG_RECORD_PART, [part.expiresAt, part.uploadId, part.number, part.size, part.now]),
+    )
+    return rows.length !== 0
+  }
+  return db.transaction().execute(async (trx) => {
+    if (!(await extendUpload(trx, part.uploadId, part.expiresAt))) return false
+    await upsertPart(trx, part.uploadId, part.number, part.size, part.now)
+    return true
+  })
+}
+
+// The casts type the parameters, which a SELECT list alone would leave as text. A data-modifying
+// WITH runs before the insert reads its rows: no upload row, no part row.
+const PG_RECORD_PART = `with touched as (update uploads set expires_at = $1 where id = $2 returning id)
+insert into upload_parts (upload_id, part_number, size, created_at)
+select id, cast($3 as integer), cast($4 as bigint), cast($5 as bigint) from touched
+on conflict (upload_id, part_number) do update set size = excluded.size, created_at = excluded.created_at
+returning upload_id`
 
 /** The upload's parts in order, with the size each had when it was stored. */
 export function partsOf(db: Db, uploadId: number) {

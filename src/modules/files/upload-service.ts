@@ -3,6 +3,7 @@ import type { Kysely, Transaction } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import { normalizePath } from '../../api/paths.js'
 import {
+  type AssemblyPlan,
   type BlobChecksums,
   type BlobStore,
   StagedPartError,
@@ -42,6 +43,7 @@ import {
   deleteUpload,
   extendUpload,
   findSiteUpload,
+  findSiteUploadAndTarget,
   findUploadByRef,
   insertUpload,
   partsOf,
@@ -108,11 +110,17 @@ export class UploadService {
     opts: UploadOptions,
   ): Promise<FileUploadPartJson[]> {
     const first = checkParts(opts)
-    const upload = await this.ownUpload(p, normalizePath(rawPath), ref)
-    const existing = await findByPath(this.db, p.siteId, upload.path)
+    const path = normalizePath(rawPath)
+    // With what is at the path now (for ask_about_overwrites): one read per part, not two. The
+    // upload's own path is the same but for case, which keptAlive checks.
+    const upload = await this.keptAlive(
+      p,
+      path,
+      await findSiteUploadAndTarget(this.db, p.siteId, ref, path.toLowerCase()),
+    )
     const out: FileUploadPartJson[] = []
     for (let n = first; n < first + (opts.parts ?? 1); n++) {
-      out.push(await this.parts.describe(upload, n, existing?.type === 'file', opts.throughWharf))
+      out.push(await this.parts.describe(upload, n, upload.target_type === 'file', opts.throughWharf))
     }
     return out
   }
@@ -130,13 +138,18 @@ export class UploadService {
     const upload = await this.ownUpload(p, normalizePath(rawPath), ref)
     const access = await this.fileAccess.of(p)
     access.require(upload.path, 'write')
-    const { numbers, sizes } = await this.partNumbers(upload)
-    const key = (await this.blobs.assemblyKey?.(upload.ref)) ?? this.blobs.newKey()
+    // Where parts may have gone straight to the store, one look there gives the key the blob must
+    // get and the parts the store holds; the assembly uses the same look.
+    const plan = this.blobs.planAssembly
+      ? await this.staged(upload, this.blobs.planAssembly(upload.ref))
+      : undefined
+    const { numbers, sizes } = await this.partNumbers(upload, plan)
+    const key = plan?.key ?? this.blobs.newKey()
     const queuedAt = this.now()
     const garbageId = await queueNewBlob(this.db, key, queuedAt)
     // On failure the key stays queued: the store may have written the blob all the same (an
     // answer lost on its way back from S3), and deleting a key that names nothing is harmless.
-    const blob = await this.assemble(upload, numbers, sizes, key)
+    const blob = await this.assemble(upload, numbers, sizes, key, plan)
     await this.keepQueued(key, garbageId, queuedAt)
 
     let row: FileRow | undefined
@@ -282,8 +295,16 @@ export class UploadService {
 
   /** The caller's own upload of this path (same user, or the same site-wide key), kept alive. */
   private async ownUpload(p: Principal, path: string, ref: string): Promise<UploadRow> {
+    return this.keptAlive(p, path, await findSiteUpload(this.db, p.siteId, ref))
+  }
+
+  /** `upload`, as read, if it is the caller's own upload of this path: pushed back and returned; else 404. */
+  private async keptAlive<T extends UploadRow>(
+    p: Principal,
+    path: string,
+    upload: T | undefined,
+  ): Promise<T> {
     const now = this.now()
-    const upload = await findSiteUpload(this.db, p.siteId, ref)
     if (
       !upload ||
       !isOwner(p, upload) ||
@@ -292,19 +313,22 @@ export class UploadService {
     ) {
       throw uploadNotFound()
     }
-    // Pushed back, so that the janitor leaves it alone while its parts are sent or assembled.
-    await extendUpload(this.db, upload.id, this.parts.expiresAt(now, upload))
+    // Pushed back, so that the janitor leaves it alone while its parts are sent or assembled
+    // (unless a request of the last moments already did).
+    const expiresAt = this.parts.extendedExpiry(now, upload)
+    if (expiresAt !== null) await extendUpload(this.db, upload.id, expiresAt)
     return upload
   }
 
-  /** Parts 1…N, without a gap (N = 0: an empty file). */
-  /** Parts 1…N with the size each had when it was stored. */
-  private async partNumbers(upload: UploadRow): Promise<{ numbers: number[]; sizes: number[] }> {
+  /** Parts 1…N, without a gap (N = 0: an empty file), with the size each had when it was stored. */
+  private async partNumbers(
+    upload: UploadRow,
+    plan: AssemblyPlan | undefined,
+  ): Promise<{ numbers: number[]; sizes: number[] }> {
     let rows: { part_number: number; size: number }[] = await partsOf(this.db, upload.id)
-    // Parts sent straight to the blob store never passed through Wharf: the store lists them.
-    if (rows.length === 0 && this.blobs.directParts) {
-      const direct = await this.staged(upload, this.blobs.directParts(upload.ref))
-      rows = direct.map((p) => ({ part_number: p.partNumber, size: p.size }))
+    // Parts sent straight to the blob store never passed through Wharf: the store listed them.
+    if (rows.length === 0 && plan) {
+      rows = plan.directParts.map((p) => ({ part_number: p.partNumber, size: p.size }))
     }
     const numbers = rows.map((r, i) => {
       if (r.part_number !== i + 1) {
@@ -321,9 +345,10 @@ export class UploadService {
     numbers: number[],
     sizes: number[],
     key: string,
+    plan: AssemblyPlan | undefined,
   ): Promise<NewBlob> {
     if (numbers.length === 0) return this.blobs.put(Readable.from([]), { key })
-    return this.staged(upload, this.blobs.assemble(upload.ref, numbers, sizes, key))
+    return this.staged(upload, this.blobs.assemble(upload.ref, numbers, sizes, key, plan))
   }
 
   /** The answer to a part lost or missing from the store while it is listed or assembled. */
