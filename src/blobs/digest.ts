@@ -2,6 +2,7 @@ import crypto from 'node:crypto'
 import { Transform, type TransformCallback } from 'node:stream'
 import zlib from 'node:zlib'
 import { type BlobInfo, BlobTooLargeError } from './blob-store.js'
+import { bytesRead } from './read-buffers.js'
 
 /** Counts bytes, computes md5 and CRC-32 on the way through, and stops past a size limit. */
 export class Digest extends Transform {
@@ -23,6 +24,7 @@ export class Digest extends Transform {
   /** Counts and checksums bytes that are read rather than piped through. */
   add(chunk: Buffer): void {
     this.size += chunk.length
+    bytesRead(chunk.length)
     if (this.size > this.maxBytes) throw new BlobTooLargeError(this.maxBytes)
     this.md5.update(chunk)
     this.crc = zlib.crc32(chunk, this.crc)

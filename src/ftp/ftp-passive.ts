@@ -42,7 +42,7 @@ export class PassiveListener {
   static async open(opts: PassiveOptions): Promise<PassiveListener> {
     const candidates = portCandidates(opts.ports)
     for (const port of candidates) {
-      const server = net.createServer({ pauseOnConnect: true })
+      const server = net.createServer({ pauseOnConnect: true, noDelay: true })
       const ok = await new Promise<boolean>((resolve) => {
         server.once('error', () => resolve(false))
         server.listen({ host: opts.bindAddress, port, exclusive: true }, () => resolve(true))

@@ -41,7 +41,9 @@ export class FtpServer {
   static async start(deps: FtpServerDeps): Promise<FtpServer> {
     const { config } = deps
     const tls = await loadFtpTls(config, deps.serverKeys)
-    const server = net.createServer()
+    // Replies go out as they are written: with Nagle's algorithm a reply that follows another
+    // (150, then 226) waited for the client's delayed acknowledgement of the first.
+    const server = net.createServer({ noDelay: true })
     const ftp = new FtpServer(server, tls.fingerprint)
     const now = deps.now ?? Date.now
     server.on('connection', (socket) => {

@@ -1,6 +1,11 @@
 import type { Readable } from 'node:stream'
 import { ERRORS } from '../api/error-factories.js'
-import type { FileWriter, FsEntry, ReadableFile } from '../modules/files/vfs/file-system.js'
+import {
+  type FileWriter,
+  type FsEntry,
+  PROTOCOL_READ_BYTES,
+  type ReadableFile,
+} from '../modules/files/vfs/file-system.js'
 
 /**
  * Bytes of out-of-order writes a handle holds while waiting for the gap before them. Clients
@@ -36,7 +41,7 @@ export class ReadHandle extends Serial {
       if (offset >= this.file.entry.size) return null
       if (!this.stream || offset !== this.position) {
         this.stream?.destroy()
-        this.stream = await this.file.read({ start: offset })
+        this.stream = await this.file.read({ start: offset, chunkBytes: PROTOCOL_READ_BYTES })
         this.position = offset
         this.ended = false
       }

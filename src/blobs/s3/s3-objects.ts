@@ -1,6 +1,7 @@
 import { Transform, type TransformCallback } from 'node:stream'
 import { DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3'
 import { BlobTooLargeError } from '../blob-store.js'
+import { bytesRead } from '../read-buffers.js'
 
 /** Where a store's objects live: one bucket, and a prefix inside it (empty, or ending in `/`). */
 export interface Place {
@@ -102,6 +103,7 @@ export class Measure extends Transform {
   }
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     this.size += chunk.length
+    bytesRead(chunk.length)
     if (this.size > this.maxBytes) done(new BlobTooLargeError(this.maxBytes))
     else done(null, chunk)
   }

@@ -2,7 +2,12 @@ import type { Readable } from 'node:stream'
 import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import { normalizePath } from '../../api/paths.js'
-import { BlobNotFoundError, type BlobStore, type ByteRange } from '../../blobs/blob-store.js'
+import {
+  BlobNotFoundError,
+  type BlobStore,
+  type ByteRange,
+  type ReadOptions,
+} from '../../blobs/blob-store.js'
 import type { Database } from '../../db/schema.js'
 import { type ActionContext, contextOf, recordAction } from '../actions/action-recorder.js'
 import { HeldActions } from '../actions/held-actions.js'
@@ -109,9 +114,9 @@ export class DownloadService {
   }
 
   /** The file's bytes, or a range of them. */
-  async open(row: FileRow, range?: ByteRange): Promise<Readable> {
+  async open(row: FileRow, range?: ByteRange, opts?: ReadOptions): Promise<Readable> {
     try {
-      return await this.blobs.open(row.blob_key ?? '', range)
+      return await this.blobs.open(row.blob_key ?? '', range, opts)
     } catch (err) {
       // Replaced or deleted between the lookup and now: the janitor took the old bytes.
       if (err instanceof BlobNotFoundError) throw noSuchFile(row.path)
