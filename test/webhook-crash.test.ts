@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { req, type Target } from './helpers/files.js'
 import { type DialectName, dialects } from './helpers/server.js'
 import {
-  buildServer,
   type ProcessSite,
   processSite,
   type ServerProcess,
@@ -30,7 +29,7 @@ const sites: ProcessSite[] = []
 const recorders: WebhookRecorder[] = []
 
 beforeAll(async () => {
-  servers = serverProcesses(await buildServer('wharf-webhook-crash-build'))
+  servers = serverProcesses()
 }, 120_000)
 
 afterAll(async () => {
@@ -197,10 +196,10 @@ describe.each(dialects)('webhooks across a killed server process (%s)', (dialect
       pooled(queued, 10, (p) => mkdir(t, p)),
     )
     // Checked before the kill, within the first request's timeout (which would free the slot).
+    // Besides its one slot the process holds at most one claim ahead (half its concurrency).
     const pending = (await outbox(site)).filter((r) => queued.includes(r.path))
-    expect(pending.map((r) => [r.state, r.attempts, r.lease_owner])).toEqual(
-      queued.map(() => ['pending', 0, null]),
-    )
+    expect(pending.map((r) => [r.state, r.attempts])).toEqual(queued.map(() => ['pending', 0]))
+    expect(pending.filter((r) => r.lease_owner !== null).length).toBeLessThanOrEqual(1)
     await stop(first, 'SIGKILL')
     expect(hook.deliveries.map((d) => d.path)).toEqual(['queued-first'])
 

@@ -43,6 +43,12 @@ interface SiteState {
   inflight: number
 }
 
+/** A claimed notification waiting for a slot, with the settings its claim read. */
+interface Waiting {
+  row: ClaimedRow
+  settings: WebhookSettings | undefined
+}
+
 /**
  * Delivers the outbox: claims due notifications with a lease (jobs/leased-jobs.ts: several
  * processes share the work), sends each through the sender, and logs every attempt with the
@@ -59,6 +65,12 @@ export class WebhookDispatcher extends JobLoop {
   private readonly siteNames: SiteNames
   private inflight = 0
   private inflightRetries = 0
+  /**
+   * Notifications claimed ahead of the slots: a slot that frees starts the next at once instead
+   * of waiting for a claim's round trip, during which, on PostgreSQL, most slots stood idle.
+   */
+  private readonly waiting: Waiting[] = []
+  private readonly ahead: number
   private kickQueued = false
   private unlisten: (() => Promise<void>) | null = null
   private readonly log: DeliveryLogWriter
@@ -79,6 +91,7 @@ export class WebhookDispatcher extends JobLoop {
     })
     this.log = new DeliveryLogWriter(db, policy, this.owner, { raw: opts.sqlite, prepared: opts.prepared })
     this.siteNames = new SiteNames(db)
+    this.ahead = Math.ceil(opts.concurrency / 2)
   }
 
   /** Who holds this dispatcher's claims (a notification inserted already claimed names it). */
@@ -103,6 +116,10 @@ export class WebhookDispatcher extends JobLoop {
       await this.unlisten?.()
       this.unlisten = null
     })
+    // What was claimed ahead goes back at once, for another process (or this one restarted)
+    // rather than after its lease.
+    const left = this.waiting.splice(0)
+    await Promise.allSettled(left.map((w) => this.jobs.release(w.row.id)))
     await Promise.allSettled([...this.running])
     await this.log.idle()
   }
@@ -115,9 +132,14 @@ export class WebhookDispatcher extends JobLoop {
     return this.deliver(row, await findWebhookSettings(this.db, row.site_id))
   }
 
+  /** How many more notifications this process may hold: its slots and the claims ahead of them. */
+  private get room(): number {
+    return this.opts.concurrency + this.ahead - this.inflight - this.waiting.length
+  }
+
   protected override async look(): Promise<boolean> {
-    const free = this.opts.concurrency - this.inflight
-    const rows = await this.claimBatch()
+    const room = this.room
+    const rows = await this.claimBatch(room)
     // Settings are read once per batch: a change applies to every claim made after it. Where
     // the claim read them itself (PostgreSQL), that is the same statement.
     const settings = new Map<number, WebhookSettings | undefined>()
@@ -127,20 +149,40 @@ export class WebhookDispatcher extends JobLoop {
     for (const siteId of new Set(rows.map((r) => r.site_id))) {
       if (!settings.has(siteId)) settings.set(siteId, await findWebhookSettings(this.db, siteId))
     }
-    for (const row of rows) this.launch(row, settings.get(row.site_id))
+    for (const row of rows) {
+      this.waiting.push({ row, settings: settings.get(row.site_id) })
+    }
+    this.launchWaiting()
     // Only once the due rows ran out does the next due time matter; while slots are all busy,
     // deliveries ending look again.
-    return rows.length < free
+    return rows.length < room
+  }
+
+  /** Starts claimed notifications while slots are free, the oldest claim first. */
+  private launchWaiting(): void {
+    while (!this.stopped && this.inflight < this.opts.concurrency && this.waiting.length > 0) {
+      const { row, settings } = this.waiting.shift()!
+      const site = this.siteState(row.site_id)
+      // The site's listener began failing since the claim: one request at a time, so this one
+      // goes back to the outbox (its own claim takes it when the site has nothing in flight).
+      if (site.failures >= FAILING_AFTER && site.inflight > 0) {
+        void this.jobs.release(row.id).catch((err: unknown) => {
+          this.opts.logger?.error({ err, notification: row.id }, 'webhook claim could not be released')
+        })
+        continue
+      }
+      this.launch(row, settings)
+    }
   }
 
   /**
-   * A slot came free. Looking at the outbox for each one would cost a claim per delivery, so
-   * slots are refilled a quarter of the pool at a time (or when all are free); deliveries ending
-   * in the same turn of the event loop share one look.
+   * A slot came free: the next claimed notification takes it. Looking at the outbox for each one
+   * would cost a claim per delivery, so claims are made a quarter of the pool at a time (or when
+   * nothing is in flight); deliveries ending in the same turn of the event loop share one look.
    */
   private slotFreed(): void {
-    const free = this.opts.concurrency - this.inflight
-    if (free < Math.max(1, Math.floor(this.opts.concurrency / 4)) && this.inflight > 0) return
+    this.launchWaiting()
+    if (this.room < Math.max(1, Math.floor(this.opts.concurrency / 4)) && this.inflight > 0) return
     if (this.kickQueued) return
     this.kickQueued = true
     setImmediate(() => {
@@ -149,18 +191,21 @@ export class WebhookDispatcher extends JobLoop {
     })
   }
 
-  private async claimBatch(): Promise<ClaimedRow[]> {
-    const free = this.opts.concurrency - this.inflight
-    if (free <= 0) return []
+  private async claimBatch(room: number): Promise<ClaimedRow[]> {
+    if (room <= 0) return []
     const failing = [...this.sites].filter(([, s]) => s.failures >= FAILING_AFTER).map(([id]) => id)
-    const rows = await claimNotifications(this.jobs, 'first', free, { exclude: failing })
-    const retrySlots = Math.ceil(this.opts.concurrency / 2) - this.inflightRetries
-    const left = Math.min(free - rows.length, retrySlots)
+    const rows = await claimNotifications(this.jobs, 'first', room, { exclude: failing })
+    // Retries hold at most half the pool, claimed ahead or in flight.
+    // (The claims ahead are at most half the concurrency: counting them costs little.)
+    const waitingRetries = this.waiting.filter((w) => w.row.attempts > 0).length
+    const retrySlots = Math.ceil(this.opts.concurrency / 2) - this.inflightRetries - waitingRetries
+    const left = Math.min(room - rows.length, retrySlots)
     if (left > 0) rows.push(...(await claimNotifications(this.jobs, 'retry', left, { exclude: failing })))
     // A failing listener: one request at a time, first attempts before retries.
     for (const siteId of failing) {
-      if (rows.length >= free) break
-      if ((this.sites.get(siteId)?.inflight ?? 0) > 0) continue
+      if (rows.length >= room) break
+      if ((this.sites.get(siteId)?.inflight ?? 0) > 0 || this.waiting.some((w) => w.row.site_id === siteId))
+        continue
       const one = await claimNotifications(this.jobs, 'first', 1, { site: siteId })
       rows.push(...(one.length > 0 ? one : await claimNotifications(this.jobs, 'retry', 1, { site: siteId })))
     }

@@ -9,6 +9,7 @@ import * as m007 from './007-public-keys.js'
 import * as m008 from './008-checksums.js'
 import * as m009 from './009-shared-node-state.js'
 import * as m010 from './010-upload-expiry.js'
+import * as m011 from './011-outbox-writes.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '008-checksums': m008,
   '009-shared-node-state': m009,
   '010-upload-expiry': m010,
+  '011-outbox-writes': m011,
 }
