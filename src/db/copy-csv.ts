@@ -118,6 +118,15 @@ class CopyToBlocks {
     }
   }
 
+  /** The COPY failed, or its reader stopped: next() throws this (or the earlier error). */
+  stop(err: Error): void {
+    this.fail(err)
+  }
+
+  get failed(): boolean {
+    return this.error !== null
+  }
+
   private fail(err: Error): void {
     this.error ??= err
     this.notify()
@@ -127,6 +136,25 @@ class CopyToBlocks {
     const wake = this.wake
     this.wake = null
     wake?.()
+  }
+}
+
+/**
+ * The blocks of a submitted COPY, in order. Stopping (`signal`) fails the COPY at once, even while
+ * it waits for the server, so that the reader never outlives a stopped build.
+ */
+async function* blocksOf(copy: CopyToBlocks, signal: AbortSignal): AsyncGenerator<CsvBlock> {
+  const onAbort = () => copy.stop(signal.reason instanceof Error ? signal.reason : new Error('aborted'))
+  signal.addEventListener('abort', onAbort, { once: true })
+  try {
+    for (;;) {
+      signal.throwIfAborted()
+      const block = await copy.next()
+      if (block === null) return
+      yield block
+    }
+  } finally {
+    signal.removeEventListener('abort', onAbort)
   }
 }
 
@@ -146,14 +174,82 @@ export async function* copyCsvBlocks(
   try {
     // A submittable: the driver calls its handle… methods as the server answers.
     client.query(copy as unknown as pg.QueryConfig)
-    for (;;) {
-      signal.throwIfAborted()
-      const block = await copy.next()
-      if (block === null) break
-      yield block
-    }
-    clean = copy.ended
+    yield* blocksOf(copy, signal)
+    clean = copy.ended && !copy.failed
   } finally {
     client.release(clean ? undefined : true)
+  }
+}
+
+/**
+ * Connections taken two or more at a time, one taker after the other: takers that each held one
+ * connection of a full pool while waiting for another would wait for ever. Whoever holds all its
+ * connections gives them back when its statements end, so the one taker still waiting gets its own.
+ */
+const taking = new WeakMap<pg.Pool, Promise<unknown>>()
+
+async function connectMany(pool: pg.Pool, n: number): Promise<pg.PoolClient[]> {
+  const before = taking.get(pool) ?? Promise.resolve()
+  const clients: pg.PoolClient[] = []
+  const took = before.then(async () => {
+    try {
+      for (let i = 0; i < n; i++) clients.push(await pool.connect())
+    } catch (err) {
+      for (const c of clients) c.release()
+      throw err
+    }
+  })
+  const done = took.catch(() => {})
+  taking.set(pool, done)
+  try {
+    await took
+  } finally {
+    if (taking.get(pool) === done) taking.delete(pool)
+  }
+  return clients
+}
+
+/**
+ * Runs several `COPY (…) TO STDOUT (FORMAT csv)` at once, each on a connection of its own, so
+ * that the database's backends write them in parallel; `read` gets the blocks of each (as
+ * copyCsvBlocks yields them) and must read them all. Every statement reads one snapshot: the first
+ * connection begins a REPEATABLE READ transaction and exports its snapshot, which the others take
+ * (`SET TRANSACTION SNAPSHOT`) before any of them runs its COPY, so a transaction that commits
+ * meanwhile is seen by all of them or by none. Stopping (`signal`) fails every COPY at once. Once
+ * `read` is done and every COPY has ended, the connections go back to the pool; on any failure, or
+ * a COPY left unread, every one of them is closed instead.
+ */
+export async function copyCsvInOneSnapshot<T>(
+  pool: pg.Pool,
+  texts: string[],
+  signal: AbortSignal,
+  read: (blocks: AsyncIterable<CsvBlock>[]) => Promise<T>,
+): Promise<T> {
+  signal.throwIfAborted()
+  const clients = await connectMany(pool, texts.length)
+  if (signal.aborted) {
+    for (const c of clients) c.release()
+    signal.throwIfAborted()
+  }
+  let clean = false
+  try {
+    const begin = 'begin isolation level repeatable read, read only'
+    await clients[0]!.query(begin)
+    if (clients.length > 1) {
+      const { rows } = await clients[0]!.query<{ s: string }>('select pg_export_snapshot() as s')
+      const snapshot = clients[0]!.escapeLiteral(rows[0]!.s)
+      for (const c of clients.slice(1)) await c.query(`${begin}; set transaction snapshot ${snapshot}`)
+    }
+    signal.throwIfAborted()
+    const copies = texts.map((text) => new CopyToBlocks(text))
+    for (const [i, copy] of copies.entries()) clients[i]!.query(copy as unknown as pg.QueryConfig)
+    const result = await read(copies.map((copy) => blocksOf(copy, signal)))
+    if (copies.every((c) => c.ended && !c.failed)) {
+      for (const c of clients) await c.query('commit')
+      clean = true
+    }
+    return result
+  } finally {
+    for (const c of clients) c.release(clean ? undefined : true)
   }
 }

@@ -4,7 +4,7 @@ import path from 'node:path'
 import type SQLite from 'better-sqlite3'
 import { type CompiledQuery, Kysely, Migrator, SqliteDialect, sql } from 'kysely'
 import type pg from 'pg'
-import { type CsvBlock, copyCsvBlocks } from './copy-csv.js'
+import { type CsvBlock, copyCsvBlocks, copyCsvInOneSnapshot } from './copy-csv.js'
 import type { SqlDialect } from './dialects/dialect.js'
 import { POSTGRES } from './dialects/postgres.js'
 import { SQLITE } from './dialects/sqlite.js'
@@ -43,6 +43,16 @@ export interface DatabaseHandle {
    * database writes itself, in blocks of records ending in CRLF, in the select's order.
    */
   copyCsv?: (select: CompiledQuery<unknown>, signal: AbortSignal) => AsyncIterable<CsvBlock>
+  /**
+   * The same for several SELECTs at once, each on a connection of its own (the database writes
+   * them in parallel), all reading one snapshot; `read` gets the blocks of each and must read them
+   * all. The connections are closed, not pooled, when `read` fails or leaves a statement unread.
+   */
+  copyCsvInOneSnapshot?: <T>(
+    selects: CompiledQuery<unknown>[],
+    signal: AbortSignal,
+    read: (blocks: AsyncIterable<CsvBlock>[]) => Promise<T>,
+  ) => Promise<T>
   /** SQLite on a file only: its path, for a second (read-only) connection in another thread. */
   sqliteFile?: string
   close(): Promise<void>
@@ -210,12 +220,18 @@ function openPostgres(url: string, schema: string | undefined): DatabaseHandle {
     return (await pool.query({ name, text, values: params as unknown[], rowMode: 'array' }))
       .rows as unknown[][]
   }
-  const copyCsv = (select: CompiledQuery<unknown>, signal: AbortSignal) =>
-    copyCsvBlocks(pool, POSTGRES.csvCopy!(inlineParameters(pg, select)), signal)
+  /** The COPY … TO STDOUT of a compiled SELECT, its values written in (COPY takes no parameters). */
+  const copyText = (select: CompiledQuery<unknown>) => POSTGRES.csvCopy!(inlineParameters(pg, select))
   const h = {
     ...handle(db, POSTGRES, queryArrays, schema),
     prepared,
-    copyCsv,
+    copyCsv: (select: CompiledQuery<unknown>, signal: AbortSignal) =>
+      copyCsvBlocks(pool, copyText(select), signal),
+    copyCsvInOneSnapshot: <T>(
+      selects: CompiledQuery<unknown>[],
+      signal: AbortSignal,
+      read: (blocks: AsyncIterable<CsvBlock>[]) => Promise<T>,
+    ) => copyCsvInOneSnapshot(pool, selects.map(copyText), signal, read),
     listen: (channel: (schema: string) => string, onNotify: () => void) =>
       listenPostgres(pg, url, schema, channel, onNotify),
   }
@@ -237,13 +253,23 @@ function openPostgres(url: string, schema: string | undefined): DatabaseHandle {
 }
 
 /**
- * A compiled statement with its values written into the text, for COPY, which takes no
- * parameters. Kysely puts every value in a parameter, so the `$n` of the text are placeholders
- * only; strings are quoted by the driver's escapeLiteral, numbers parenthesised (a negative one
- * after `-` would start a comment).
+ * Quoted text of a statement (string constants, quoted identifiers, comments), which is copied as
+ * it is, or a `$n` placeholder outside them. Kysely puts every value in a parameter, but a
+ * statement may still hold SQL written by hand (`sql.raw`, a format string such as to_char's).
  */
-function inlineParameters(pg: ReturnType<typeof loadPg>, query: CompiledQuery<unknown>): string {
-  return query.sql.replace(/\$(\d+)/g, (_, n: string) => {
+const PLACEHOLDER = /'(?:[^']|'')*'|"(?:[^"]|"")*"|--[^\n]*|\/\*[\s\S]*?\*\/|\$(\d+)/g
+
+/**
+ * A compiled statement with its values written into the text, for COPY, which takes no
+ * parameters: each `$n` outside quotes and comments becomes its value, strings quoted by the
+ * driver's escapeLiteral, numbers parenthesised (a negative one after `-` would start a comment).
+ */
+export function inlineParameters(
+  pg: { escapeLiteral(s: string): string },
+  query: CompiledQuery<unknown>,
+): string {
+  return query.sql.replace(PLACEHOLDER, (quoted: string, n: string | undefined) => {
+    if (n === undefined) return quoted
     const v = query.parameters[Number(n) - 1]
     if (typeof v === 'string') return pg.escapeLiteral(v)
     if ((typeof v === 'number' && Number.isFinite(v)) || typeof v === 'bigint') return `(${v})`

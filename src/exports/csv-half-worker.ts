@@ -38,6 +38,7 @@ export function buildHalfInWorker(job: HalfJob, signal: AbortSignal): Promise<nu
       finish(signal.reason instanceof Error ? signal.reason : new Error('aborted'))
     }
     signal.addEventListener('abort', onAbort, { once: true })
+    if (signal.aborted) onAbort()
     worker.once('message', (m: HalfResult) =>
       m.error !== undefined
         ? finish(new Error(`The export's worker thread failed: ${m.error}`))

@@ -2,6 +2,7 @@ import fsp from 'node:fs/promises'
 import v8 from 'node:v8'
 import vm from 'node:vm'
 import type { Kysely, SelectQueryBuilder } from 'kysely'
+import type { CsvBlock } from '../db/copy-csv.js'
 import type { DatabaseHandle } from '../db/database.js'
 import { buildHalfInWorker } from './csv-half-worker.js'
 import type { ExportJob, HalvesWriter } from './export-kind.js'
@@ -139,6 +140,109 @@ export async function* copiedCsvBlocks(
   yield* handle.copyCsv(query, r.signal)
 }
 
+/** The export's id range where building it in two halves can help: wider than a page of ids. */
+async function halvableBounds(r: KeysetRead): Promise<{ after: number; hi: number } | null> {
+  const bounds = await idBounds(r)
+  return bounds && bounds.hi - bounds.after > r.pageSize ? bounds : null
+}
+
+/** Ids looked up, evenly spread over an export's id range, to find the middle of its records. */
+const PROBES = 1024
+/** Fewer matching probes than this say too little: the middle of the id range is taken instead. */
+const MIN_MATCHING_PROBES = 16
+
+/**
+ * An id that parts the export's matching records, (after, hi], into two halves of about the same
+ * count: the median of the matching ids among up to PROBES evenly spaced ones (each found through
+ * the primary key, the query's conditions applied), so a query that matches records mostly in one
+ * part of the range still splits its records, not the range, in two. Every id when the range is no
+ * wider than that (exact), the middle of the range when too few probes match.
+ */
+async function middleId(handle: DatabaseHandle, r: KeysetRead, after: number, hi: number): Promise<number> {
+  const span = hi - after
+  const n = Math.min(PROBES, span)
+  const probes = Array.from({ length: n }, (_, i) => after + 1 + Math.floor((i * span) / n))
+  const query = within(r, r.select(r.db.selectFrom(r.table)))
+    .clearSelect()
+    .select('id')
+    .where('id', 'in', probes)
+    .orderBy('id')
+    .compile()
+  const ids = (await handle.queryArrays(query.sql, query.parameters)).map((row) => Number(row[0]))
+  if (ids.length === 0 || (n < span && ids.length < MIN_MATCHING_PROBES)) return after + Math.floor(span / 2)
+  return ids[Math.ceil(ids.length / 2) - 1]!
+}
+
+/** Writes `header` (when given), then every block, into a new file; resolves to the record count. */
+async function writeBlocks(
+  file: string,
+  header: Buffer | null,
+  blocks: AsyncIterable<CsvBlock>,
+): Promise<number> {
+  let count = 0
+  const fh = await fsp.open(file, 'w')
+  try {
+    if (header) await fh.write(header)
+    for await (const block of blocks) {
+      await fh.write(block.csv)
+      count += block.count
+    }
+  } finally {
+    await fh.close()
+  }
+  return count
+}
+
+/**
+ * The same CSV as the header row followed by copiedCsvBlocks, where the database writes CSV itself
+ * (PostgreSQL), built in two halves at once: two COPY statements on two connections, over the ids
+ * up to the middle of the export's records and after it, read in one snapshot (so both halves see
+ * the same committed records), each written straight into its own file. The database's two
+ * backends then each do half of the work. Null where it cannot help: no more than a page of ids.
+ */
+export async function copiedCsvHalves(
+  handle: DatabaseHandle,
+  r: KeysetRead,
+  header: Buffer,
+): Promise<HalvesWriter | null> {
+  const copy = handle.copyCsvInOneSnapshot
+  if (!copy) return null
+  const bounds = await halvableBounds(r)
+  if (!bounds) return null
+  const { after, hi } = bounds
+  const mid = await middleId(handle, r, after, hi)
+  const half = (from: number, to: number) =>
+    within(r, r.select(r.db.selectFrom(r.table)))
+      .where('id', '>', from)
+      .where('id', '<=', to)
+      .orderBy('id')
+      .compile()
+  return {
+    async write(files) {
+      const [first, second] = files as [string, string]
+      // Stopping the build, or a failed half, stops both at once.
+      const failed = new AbortController()
+      const signal = AbortSignal.any([r.signal, failed.signal])
+      return copy([half(after, mid), half(mid, hi)], signal, async ([a, b]) => {
+        const written = await Promise.allSettled(
+          [writeBlocks(first, header, a!), writeBlocks(second, null, b!)].map((p) =>
+            p.catch((err: unknown) => {
+              failed.abort(err)
+              throw err
+            }),
+          ),
+        )
+        let count = 0
+        for (const w of written) {
+          if (w.status === 'rejected') throw w.reason
+          count += w.value
+        }
+        return count
+      })
+    },
+  }
+}
+
 let gc: ((opts: { type: 'minor' }) => void) | undefined
 /**
  * A block's buffer lives outside V8's heap, which an export hardly touches otherwise: without a
@@ -167,8 +271,8 @@ export async function csvHalves(
 ): Promise<HalvesWriter | null> {
   const database = handle.sqliteFile
   if (database === undefined) return null
-  const bounds = await idBounds(r)
-  if (!bounds || bounds.hi - bounds.after <= r.pageSize) return null
+  const bounds = await halvableBounds(r)
+  if (!bounds) return null
   const { after, hi } = bounds
   const mid = after + Math.floor((hi - after) / 2)
   // One statement for every block: the bounds are found by value among its parameters and set
@@ -196,6 +300,7 @@ export async function csvHalves(
       const stop = new AbortController()
       const onAbort = () => stop.abort(r.signal.reason)
       r.signal.addEventListener('abort', onAbort, { once: true })
+      if (r.signal.aborted) onAbort()
       const job = { database, out: second, sql: compiled.sql, params, fromIndex, toIndex, span }
       const other = buildHalfInWorker({ ...job, from: mid, to: hi }, stop.signal)
       // A failed second half stops the first at its next block, rather than after all of it.

@@ -4,7 +4,13 @@ import type { SqlDialect } from '../db/dialects/dialect.js'
 import type { Database } from '../db/schema.js'
 import { deliveringAttempts } from '../webhooks/delivering-attempts.js'
 import type { ExportJob, ExportKindSpec, ExportSource, ParsedQuery } from './export-kind.js'
-import { copiedCsvBlocks, csvHalves, type KeysetRead, keysetCsvBlocks } from './keyset-pages.js'
+import {
+  copiedCsvBlocks,
+  copiedCsvHalves,
+  csvHalves,
+  type KeysetRead,
+  keysetCsvBlocks,
+} from './keyset-pages.js'
 import {
   asGiven,
   booleanValues,
@@ -213,6 +219,9 @@ export function webhookLogSource(handle: DatabaseHandle): ExportSource {
       if (dialect.csvCopy && handle.copyCsv) yield* copiedCsvBlocks(handle, read(job, pageSize, signal, true))
       else yield* keysetCsvBlocks(handle, read(job, pageSize, signal))
     },
-    halves: (job, pageSize, signal, header) => csvHalves(handle, read(job, pageSize, signal), header),
+    halves: (job, pageSize, signal, header) =>
+      dialect.csvCopy && handle.copyCsvInOneSnapshot
+        ? copiedCsvHalves(handle, read(job, pageSize, signal, true), header)
+        : csvHalves(handle, read(job, pageSize, signal), header),
   }
 }
