@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ConfigError, loadConfig } from '../src/config.js'
 import { createContainer } from '../src/container.js'
 import { APP_TYPES, DEFAULT_APPS_FILE, loadAppCatalog } from '../src/modules/apps/app-catalog.js'
-import { buildServer, projectRoot } from './helpers/server-process.js'
+import { builtServer, projectRoot } from './helpers/server-process.js'
 
 const run = promisify(execFile)
 let dir: string
@@ -198,7 +198,7 @@ describe('APPS_FILE', () => {
   })
 
   it('stops `wharf serve` with the message and exit status 1; the build carries the default file', async () => {
-    const cli = await buildServer('app-catalog')
+    const cli = builtServer()
     await fs.access(path.join(path.dirname(cli), 'modules', 'apps', path.basename(DEFAULT_APPS_FILE)))
     const bad = await file({ extends: 'default', apps: [{ name: 'Acme', app_type: 'plugin' }] })
     const env = { PATH: process.env['PATH'], DATA_DIR: path.join(dir, 'cli-data'), APPS_FILE: bad, PORT: '0' }

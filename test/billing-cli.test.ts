@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { dialects } from './helpers/server.js'
 import {
-  buildServer,
   type ProcessSite,
   processSite,
   type ServerProcesses,
@@ -12,7 +11,7 @@ let servers: ServerProcesses
 const sites: ProcessSite[] = []
 
 beforeAll(async () => {
-  servers = serverProcesses(await buildServer('wharf-billing-cli-build'))
+  servers = serverProcesses()
 }, 120_000)
 
 afterAll(async () => {

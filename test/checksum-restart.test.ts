@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { md5, req, upload } from './helpers/files.js'
 import { type DialectName, dialects } from './helpers/server.js'
 import {
-  buildServer,
   type ProcessSite,
   processSite,
   type ServerProcesses,
@@ -17,7 +16,7 @@ let servers: ServerProcesses
 const sites: ProcessSite[] = []
 
 beforeAll(async () => {
-  servers = serverProcesses(await buildServer('wharf-checksum-restart-build'))
+  servers = serverProcesses()
 }, 120_000)
 
 afterAll(async () => {

@@ -5,13 +5,13 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FtpControl } from './helpers/ftp.js'
-import { buildServer, freePort, projectRoot } from './helpers/server-process.js'
+import { builtServer, freePort, projectRoot } from './helpers/server-process.js'
 
 let cli: string
 const dirs: string[] = []
 
 beforeAll(async () => {
-  cli = await buildServer('ftp-process')
+  cli = builtServer()
 }, 120_000)
 afterAll(async () => {
   for (const d of dirs) await fs.rm(d, { recursive: true, force: true })

@@ -3,17 +3,21 @@ import os from 'node:os'
 import path from 'node:path'
 import type { TestProject } from 'vitest/node'
 import { chromiumPath } from './helpers/chromium.js'
+import { buildServerForRun } from './helpers/server-build.js'
 
 declare module 'vitest' {
   export interface ProvidedContext {
     /** The web interface built for this run, or '' when browser tests are skipped. */
     webDir: string
+    /** cli.js of the server built for this run, for tests that run Wharf as a process. */
+    serverCli: string
   }
 }
 
 /**
  * Says plainly, once per run, whether the PostgreSQL half of the suite runs and whether the
- * browser tests run; builds the web interface for the browser tests from the current sources.
+ * browser tests run; builds the server (for tests that run it as a process) and the web interface
+ * (for the browser tests) from the current sources.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   if (process.env['TEST_DATABASE_URL']) {
@@ -26,6 +30,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
         '        Set TEST_DATABASE_URL=postgres://user@host:5432/db to run them on PostgreSQL too (.ci/run does).\n',
     )
   }
+  // Built beside the web interface: the two builds share nothing.
+  const building = buildServerForRun()
+  building.catch(() => undefined) // awaited below, whatever happens first
   const browser = chromiumPath()
   if (!browser) {
     console.log(
@@ -33,7 +40,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
         '        Install it with `apt-get install chromium` to run them (.ci/run does).\n',
     )
     project.provide('webDir', '')
-    return async () => {}
+    const server = await building
+    project.provide('serverCli', server.cli)
+    return server.remove
   }
   const webDir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'wharf-web-'))
   const { build } = await import('vite')
@@ -44,7 +53,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
   })
   console.log(`\n[wharf] web interface browser tests run in ${browser}\n`)
   project.provide('webDir', webDir)
-  return async () => fs.promises.rm(webDir, { recursive: true, force: true })
+  const server = await building
+  project.provide('serverCli', server.cli)
+  return async () => {
+    await server.remove()
+    await fs.promises.rm(webDir, { recursive: true, force: true })
+  }
 }
 
 function redact(url: string): string {

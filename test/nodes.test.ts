@@ -18,7 +18,6 @@ import {
 } from './helpers/files.js'
 import { S3_CREDENTIALS, type S3TestServer, startS3Server } from './helpers/s3-server.js'
 import {
-  buildServer,
   type ProcessSite,
   processSite,
   type ServerProcess,
@@ -72,7 +71,7 @@ describe.skipIf(!PG_URL)(
   'two nodes on one PostgreSQL schema and one bucket (needs TEST_DATABASE_URL)',
   () => {
     beforeAll(async () => {
-      servers = serverProcesses(await buildServer('wharf-nodes-build'))
+      servers = serverProcesses()
       s3 = await startS3Server()
       const bucket = await s3.bucket()
       hook = await startWebhookRecorder(() => 204)

@@ -8,7 +8,6 @@ import { remains } from './helpers/abandoned-uploads.js'
 import { req } from './helpers/files.js'
 import { dialects } from './helpers/server.js'
 import {
-  buildServer,
   freePort,
   type ProcessSite,
   processSite,
@@ -30,7 +29,7 @@ const sites: ProcessSite[] = []
 let dir: string
 
 beforeAll(async () => {
-  servers = serverProcesses(await buildServer('wharf-sftp-crash-build'))
+  servers = serverProcesses()
   dir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-sftp-crash-'))
 }, 120_000)
 

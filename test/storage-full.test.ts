@@ -13,7 +13,7 @@ import { createLogger } from '../src/logger.js'
 import { beginUpload, partUrl, putBytes, target, uploaded } from './helpers/files.js'
 import { captureLog } from './helpers/log-capture.js'
 import { call, dialects, startServer, type TestServer } from './helpers/server.js'
-import { buildServer } from './helpers/server-process.js'
+import { builtServer } from './helpers/server-process.js'
 
 const BODY_FIELDS = ['error', 'http-code', 'instance', 'title', 'type']
 // Long paths: their index entries need overflow pages, so writing them needs new pages, which a
@@ -113,11 +113,11 @@ describe.each(dialects)('a full disk (%s)', (dialect) => {
     if (database.sqlite) {
       await database.sqlite.hold((db) => {
         db.pragma('max_page_count = 1073741823')
-        db.exec('drop table filler')
+        db.exec('drop table if exists filler')
       })
     } else {
       for (const table of ['actions', 'files']) {
-        await sql`drop trigger disk_full on ${sql.table(table)}`.execute(s.container.db)
+        await sql`drop trigger if exists disk_full on ${sql.table(table)}`.execute(s.container.db)
       }
     }
   }
@@ -149,12 +149,18 @@ describe.each(dialects)('a full disk (%s)', (dialect) => {
   })
 
   it('answers a write to a full database 507 storage-full, logging the database error itself', async () => {
-    await fillDatabase()
     const from = since()
     try {
+      await fillDatabase()
+      // Within the test's time limit, so that a request that never ends fails here, saying what the
+      // server logged, and the database is freed for the next test.
       const r = await fetch(`${api}/folders/${encodeURIComponent(FOLDER)}?mkdir_parents=true`, {
         method: 'POST',
         headers: { 'X-ServiceAPI-Key': s.adminKey },
+        signal: AbortSignal.timeout(20_000),
+      }).catch((err) => {
+        const logged = log.lines.slice(from).join('\n')
+        throw new Error(`${(err as Error).message}; the server logged: ${logged}`, { cause: err })
       })
       const body = (await r.json()) as Record<string, any>
       expect(r.status, JSON.stringify(body)).toBe(507)
@@ -190,9 +196,9 @@ describe.each(dialects)('a full disk (%s)', (dialect) => {
           .download_uri as string
       ).replace(s.api, api)
     const uri = await link()
-    await fillDatabase()
     try {
-      const r = await fetch(uri)
+      await fillDatabase()
+      const r = await fetch(uri, { signal: AbortSignal.timeout(20_000) })
       expect(r.status).toBe(200)
       expect(await r.text()).toBe('kept bytes')
       expect(s.container.services.downloads.heldReads.size).toBe(1)
@@ -210,7 +216,7 @@ describe.each(dialects)('a full disk (%s)', (dialect) => {
 
 describe('start-up on a full disk', () => {
   it('says the storage is full and exits 1, without a stack trace', async () => {
-    const cli = await buildServer('storage-full')
+    const cli = builtServer()
     const dataDir = path.join(await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-full-')), 'data')
     // A file system with no room: creating DATA_DIR fails with ENOSPC, as it would on a full disk.
     const preload = path.join(path.dirname(dataDir), 'full-disk.mjs')

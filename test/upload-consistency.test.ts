@@ -17,7 +17,6 @@ import {
 } from './helpers/files.js'
 import { dialects, expectError, startServer, type TestServer } from './helpers/server.js'
 import {
-  buildServer,
   type ProcessSite,
   processSite,
   type ServerProcesses,
@@ -136,7 +135,7 @@ describe('upload interrupted by a killed server process (sqlite)', () => {
   let site: ProcessSite
 
   beforeAll(async () => {
-    servers = serverProcesses(await buildServer('wharf-upload-crash-build'))
+    servers = serverProcesses()
     site = await processSite(servers, 'sqlite', { UPLOAD_PART_SIZE: String(PART) })
   }, 120_000)
 

@@ -9,6 +9,13 @@ export const webDir = inject('webDir')
 export const hasBrowser = webDir !== ''
 
 /**
+ * The options of every browser suite: 90 s a test. Alone, each takes a few seconds; on a loaded
+ * machine the browser's steps slow down many times over. A step that never ends is named by its
+ * own 25 s limit (newPage): that is how a race in the user forms' focus was found.
+ */
+export const BROWSER_SUITE = { timeout: 90_000 }
+
+/**
  * Debian's Chromium, headless, with nothing of its own on the network: without these flags it
  * tries Google's hosts at every start.
  */
@@ -84,6 +91,8 @@ export async function newPage(
   alsoTo: string[] = [],
 ): Promise<Page> {
   const context = await browser.newContext({ acceptDownloads: true, viewport })
+  // A step that cannot happen fails after 25 s with its own name, inside the test's time.
+  context.setDefaultTimeout(25_000)
   const page = await context.newPage()
   const refused: string[] = []
   outside.set(page, refused)

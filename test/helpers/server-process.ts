@@ -6,6 +6,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
+import { inject } from 'vitest'
 import { type DatabaseHandle, openDatabase } from '../../src/db/database.js'
 import type { DialectName } from './server.js'
 
@@ -16,23 +17,9 @@ import type { DialectName } from './server.js'
 const run = promisify(execFile)
 export const projectRoot = path.resolve(import.meta.dirname, '..', '..')
 
-/**
- * Builds src/ into node_modules/.cache/<cacheName> and returns the path of its cli.js. Each test
- * file names a folder of its own: vitest runs files in parallel, and tsc rewrites its outputs in
- * place (truncate, then write), so a build in one file could hand half a module to a server that
- * another file is starting. Incremental: a second run rebuilds only what changed.
- */
-export async function buildServer(cacheName: string): Promise<string> {
-  // Under node_modules, so the build resolves the project's dependencies as dist/ does.
-  const outDir = path.join(projectRoot, 'node_modules', '.cache', cacheName)
-  const tsc = path.join(projectRoot, 'node_modules', 'typescript', 'bin', 'tsc')
-  const args = ['-p', 'tsconfig.build.json', '--outDir', outDir, '--incremental']
-  args.push('--tsBuildInfoFile', path.join(outDir, '.tsbuildinfo'))
-  // A type error elsewhere is the type check's business: tsc still emits, and the tests run.
-  await run(process.execPath, [tsc, ...args], { cwd: projectRoot }).catch(() => undefined)
-  const cli = path.join(outDir, 'cli.js')
-  await fs.access(cli)
-  return cli
+/** The server built for this run by the global setup (`buildServerForRun`). */
+export function builtServer(): string {
+  return inject('serverCli')
 }
 
 /** A port on 127.0.0.1 that was free a moment ago. */
@@ -70,15 +57,29 @@ export interface ServerProcesses {
 /** What the servers printed, kept to its last part so failure messages stay readable. */
 const OUTPUT_KEPT = 20_000
 
-export function serverProcesses(cli: string): ServerProcesses {
+/** Servers of `cli`: by default the one the global setup built for this run. */
+export function serverProcesses(cli = builtServer()): ServerProcesses {
   const children: ServerProcess[] = []
   let output = ''
   const note = (d: Buffer | string) => {
     output = (output + d).slice(-OUTPUT_KEPT)
   }
 
+  /**
+   * A free port can be taken by another test's process between freePort closing it and the server
+   * listening on it: a start that fails with EADDRINUSE tries again on another port.
+   */
   async function serve(env: NodeJS.ProcessEnv): Promise<ServerProcess> {
-    const port = await freePort()
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await serveOn(await freePort(), env)
+      } catch (err) {
+        if (attempt >= 3 || !String((err as Error).message).includes('EADDRINUSE')) throw err
+      }
+    }
+  }
+
+  async function serveOn(port: number, env: NodeJS.ProcessEnv): Promise<ServerProcess> {
     // Info level: the server says "Wharf is listening" once it accepts requests and runs its workers.
     const child = spawn(process.execPath, [cli, 'serve'], {
       env: { SFTP_PORT: '0', ...env, PORT: String(port), LOG_LEVEL: 'info' },

@@ -1,6 +1,7 @@
 import type { Browser, Page } from 'playwright-core'
 import { describe, expect, it } from 'vitest'
 import {
+  BROWSER_SUITE,
   expectNoOutsideRequests,
   hasBrowser,
   newPage,
@@ -43,7 +44,7 @@ const adminId = async (s: TestServer) =>
 const keyRow = (page: Page, name: string) =>
   page.locator('tbody tr').filter({ has: page.getByRole('cell', { name, exact: true }) })
 
-describe.skipIf(!hasBrowser)('web interface: API keys', () => {
+describe.skipIf(!hasBrowser)('web interface: API keys', BROWSER_SUITE, () => {
   const web = webSuite()
 
   it('creates a key shown once, edits its expiry and permission set, and deletes it', async () => {

@@ -3,6 +3,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
+  BROWSER_SUITE,
   expectNoOutsideRequests,
   hasBrowser,
   newPage,
@@ -13,7 +14,7 @@ import {
 } from '../helpers/browser.js'
 import { call, makeUser } from '../helpers/server.js'
 
-describe.skipIf(!hasBrowser)('web interface: apps', () => {
+describe.skipIf(!hasBrowser)('web interface: apps', BROWSER_SUITE, () => {
   let dir: string
   let file: string
   beforeAll(async () => {

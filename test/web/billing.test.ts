@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { operatorPrincipal } from '../../src/modules/auth/principal.js'
 import {
+  BROWSER_SUITE,
   expectNoOutsideRequests,
   hasBrowser,
   newPage,
@@ -11,7 +12,7 @@ import {
 } from '../helpers/browser.js'
 import { call } from '../helpers/server.js'
 
-describe.skipIf(!hasBrowser)('web interface: billing', () => {
+describe.skipIf(!hasBrowser)('web interface: billing', BROWSER_SUITE, () => {
   const web = webSuite()
   let invoiceId: number
   let paymentId: number

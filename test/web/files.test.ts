@@ -2,6 +2,7 @@ import fs from 'node:fs/promises'
 import type { Page } from 'playwright-core'
 import { describe, expect, it, vi } from 'vitest'
 import {
+  BROWSER_SUITE,
   expectNoOutsideRequests,
   hasBrowser,
   newPage,
@@ -16,7 +17,7 @@ import { call, grant, makeUser } from '../helpers/server.js'
 
 const PART = 64 * 1024
 
-describe.skipIf(!hasBrowser)('web interface: files', () => {
+describe.skipIf(!hasBrowser)('web interface: files', BROWSER_SUITE, () => {
   const web = webSuite({ UPLOAD_PART_SIZE: String(PART), LOGIN_MAX_ATTEMPTS_PER_IP: '100000' })
 
   const fileRow = (path: string) =>

@@ -3,6 +3,7 @@ import { parse } from 'csv-parse/sync'
 import type { Browser, Page } from 'playwright-core'
 import { beforeAll, describe, expect, it } from 'vitest'
 import {
+  BROWSER_SUITE,
   expectNoOutsideRequests,
   hasBrowser,
   newPage,
@@ -64,7 +65,7 @@ async function mkdir(s: TestServer, key: string, path: string) {
   expect(r.status, r.text).toBeLessThan(300)
 }
 
-describe.skipIf(!hasBrowser)('web interface: history', () => {
+describe.skipIf(!hasBrowser)('web interface: history', BROWSER_SUITE, () => {
   const web = webSuite()
   let alice: TestUser
   beforeAll(async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
+  BROWSER_SUITE,
   expectNoOutsideRequests,
   hasBrowser,
   newPage,
@@ -10,7 +11,7 @@ import {
 } from '../helpers/browser.js'
 import { makeUser } from '../helpers/server.js'
 
-describe.skipIf(!hasBrowser)('web interface: sign in and out', () => {
+describe.skipIf(!hasBrowser)('web interface: sign in and out', BROWSER_SUITE, () => {
   const web = webSuite({ LOGIN_MAX_ATTEMPTS_PER_IP: '100000' })
 
   it('signs in, shows the pages a site admin may use, and signs out', async () => {

@@ -1,6 +1,7 @@
 import type { Page } from 'playwright-core'
 import { describe, expect, it } from 'vitest'
 import {
+  BROWSER_SUITE,
   expectNoOutsideRequests,
   hasBrowser,
   newPage,
@@ -11,7 +12,7 @@ import {
 } from '../helpers/browser.js'
 import { ADMIN_PASSWORD, call, makeUser } from '../helpers/server.js'
 
-describe.skipIf(!hasBrowser)('web interface: users and folder permissions', () => {
+describe.skipIf(!hasBrowser)('web interface: users and folder permissions', BROWSER_SUITE, () => {
   const web = webSuite()
 
   const userRow = (username: string) =>

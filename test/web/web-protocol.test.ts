@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { hasBrowser, newPage, shown, signIn, webSuite } from '../helpers/browser.js'
+import { BROWSER_SUITE, hasBrowser, newPage, shown, signIn, webSuite } from '../helpers/browser.js'
 import { startListener, type TestListener } from '../helpers/listener.js'
 import { call } from '../helpers/server.js'
 
 /** What users do in the web interface reaches their listener as protocol `web`. */
-describe.skipIf(!hasBrowser)('web interface: webhooks of its actions', () => {
+describe.skipIf(!hasBrowser)('web interface: webhooks of its actions', BROWSER_SUITE, () => {
   let listener: TestListener
   beforeAll(async () => {
     listener = await startListener()

@@ -3,6 +3,7 @@ import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { WEBHOOK_OPERATIONS } from '../../src/webhooks/webhook-operations.js'
 import {
+  BROWSER_SUITE,
   expectNoOutsideRequests,
   hasBrowser,
   newPage,
@@ -17,7 +18,7 @@ import { cutOff } from '../helpers/phone-layout.js'
 import { call, makeUser, type TestServer } from '../helpers/server.js'
 import { parseCsv, RESULT_FIELDS } from '../helpers/webhook-log-fixtures.js'
 
-describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs', () => {
+describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs', BROWSER_SUITE, () => {
   let listener: TestListener
   /** How the listener answers the next requests. */
   let answer: Answer = 200
