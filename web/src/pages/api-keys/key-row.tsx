@@ -1,6 +1,7 @@
-import { useEffect, useRef, useState } from 'preact/hooks'
+import { useState } from 'preact/hooks'
 import { del, patch } from '../../api'
 import { isoToLocalDate } from '../../components/admin-time'
+import { useFocusWhen } from '../../components/focus'
 import { Field, SubmitOrCancel, useSubmit } from '../../components/forms'
 import { ErrorBox, formatDate } from '../../ui'
 import { type ApiKey, expiryIso, formatExpiry, keyName, PermissionSetSelect } from './api-key-fields'
@@ -20,11 +21,8 @@ export function KeyRow({
   const [busy, setBusy] = useState(false)
   const label = keyName(k)
   const expired = k.expires_at !== null && new Date(k.expires_at).getTime() <= Date.now()
-  const keepRef = useRef<HTMLButtonElement>(null)
   // The Delete button gives way to the question: keyboard focus goes to its safe answer.
-  useEffect(() => {
-    if (mode === 'confirm-delete') keepRef.current?.focus()
-  }, [mode])
+  const keepRef = useFocusWhen<HTMLButtonElement>(mode === 'confirm-delete')
 
   async function remove() {
     setBusy(true)

@@ -1,6 +1,7 @@
-import { useEffect, useRef, useState } from 'preact/hooks'
+import { useState } from 'preact/hooks'
 import { type Me, patch, post } from '../../api'
 import { withReauthentication } from '../../components/accounts-reauth'
+import { useFocusWhen } from '../../components/focus'
 import { Checkbox, Field, PasswordField, SubmitOrCancel, useSubmit } from '../../components/forms'
 import { ErrorBox } from '../../ui'
 import type { User } from './user-types'
@@ -8,12 +9,8 @@ import type { User } from './user-types'
 /** Text fields sent as null when left empty, so clearing a name really clears it. */
 const orNull = (s: string) => (s.trim() === '' ? null : s.trim())
 
-/** A form opened by a button takes the focus, so keyboard users land in it, not behind it. */
-function useFocusFirst() {
-  const ref = useRef<HTMLInputElement>(null)
-  useEffect(() => ref.current?.focus(), [])
-  return ref
-}
+/** A form opened by a button takes the focus with its first field. */
+const useFocusFirst = () => useFocusWhen<HTMLInputElement>()
 
 /** The name and email of a user, the same when creating one and when editing one. */
 function NameAndEmail({
