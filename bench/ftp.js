@@ -5,33 +5,33 @@
 // Settings (environment): BENCH_FTP_MB (1024), BENCH_DATABASE_URL (also runs against
 // PostgreSQL), BENCH_PROFILE=1 (CPU profile of Wharf), BENCH_VSFTPD (/usr/sbin/vsftpd). Needs
 // curl and vsftpd (Debian: curl, vsftpd). See docs/performance.md.
-import { execFile } from 'node:child_process'
 import crypto from 'node:crypto'
 import fs from 'node:fs/promises'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import {
   abort,
-  CLOCK_TICKS,
+  checkMd5,
   cleanups,
   cpuSeconds,
   createPgDatabase,
   dropPgDatabase,
+  endedChildrenCpu,
   fmt,
   freePort,
   intSetting,
   json,
   makeRandomFile,
-  md5File,
   memory,
   profilesUsed,
   root,
   runCleanups,
+  runProgram,
   startProgram,
   startWharf,
   stopChild,
   table,
+  waitForGreeting,
 } from './harness.js'
 
 const MB = intSetting('BENCH_FTP_MB', 1024, 1, 65536)
@@ -39,38 +39,6 @@ const PG_URL = process.env['BENCH_DATABASE_URL'] || undefined
 const VSFTPD = process.env['BENCH_VSFTPD'] || '/usr/sbin/vsftpd'
 const TARGET_RATIO = 0.5
 const TARGET_RSS_MB = 200
-
-/** Runs a program to its end; rejects with its output if it fails. */
-function runProgram(file, args, { timeoutMs = 60_000 } = {}) {
-  return new Promise((resolve, reject) => {
-    execFile(file, args, { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${file} ${args.join(' ')}: ${err.message}\n${stderr}`))
-      else resolve({ stdout, stderr })
-    })
-  })
-}
-
-/** Resolves once the port answers with an FTP greeting; fails with the server's output otherwise. */
-async function waitForFtp(port, proc, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    if (proc && (proc.child.exitCode !== null || proc.child.signalCode !== null))
-      throw new Error(`${proc.name} exited before it was ready:\n${proc.log()}`)
-    const greeting = await new Promise((resolve) => {
-      const s = net.connect(port, '127.0.0.1')
-      const done = (v) => {
-        s.destroy()
-        resolve(v)
-      }
-      s.setTimeout(1000, () => done(''))
-      s.once('data', (d) => done(String(d)))
-      s.once('error', () => done(''))
-    })
-    if (greeting.startsWith('220')) return
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`nothing answered FTP on port ${port} within ${timeoutMs / 1000} s`)
-}
 
 /**
  * vsftpd on a free port of 127.0.0.1 with a configuration of its own in a temporary folder. It
@@ -121,7 +89,7 @@ async function startVsftpd(work) {
     ].join('\n'),
   )
   const proc = startProgram('vsftpd', VSFTPD, [config], process.env)
-  await waitForFtp(port, proc)
+  await waitForGreeting(port, proc, '220', 'FTP')
   return { proc, port, files }
 }
 
@@ -130,30 +98,6 @@ async function curl(args) {
   const t = process.hrtime.bigint()
   await runProgram('curl', ['-sS', '--ftp-pasv', ...args], { timeoutMs: (60 + MB) * 1000 })
   return Number(process.hrtime.bigint() - t) / 1e6
-}
-
-/**
- * CPU seconds of a process's children that have ended and been waited for (Linux /proc): for
- * vsftpd, the processes of the sessions, once they are gone.
- */
-async function endedChildrenCpu(pid) {
-  for (let i = 0; i < 50; i++) {
-    const kids = await fs.readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '')
-    if (kids.trim() === '') break
-    await new Promise((r) => setTimeout(r, 20))
-  }
-  try {
-    const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(fields[13]) + Number(fields[14])) / CLOCK_TICKS
-  } catch {
-    return null
-  }
-}
-
-async function checkMd5(file, src, what) {
-  const md5 = await md5File(file)
-  if (md5 !== src.md5) throw new Error(`${what}: md5 ${md5}, expected ${src.md5}`)
 }
 
 /** Upload then download of the source through one FTP server; every copy is checked. */
@@ -220,7 +164,7 @@ async function main() {
         FTP_HOST: '127.0.0.1',
       })
       try {
-        await waitForFtp(ftpPort, w.proc)
+        await waitForGreeting(ftpPort, w.proc, '220', 'FTP')
         const remote = '/large.bin'
         const wharf = {
           label: w.label,
@@ -229,9 +173,17 @@ async function main() {
           // The bootstrap admin logs in with its password, as a partner's script would.
           login: `admin:${w.env.ADMIN_PASSWORD}`,
           // The size as the API gives it (the bytes are checked by the download's md5).
+          // Waits for the background checksums too, after the upload's clock stopped (as
+          // bench/transfer.js and bench/sftp.js do): hashing the gigabyte just uploaded would
+          // otherwise run into the download measured next.
           checkUpload: async () => {
-            const f = await json(await fetch(`${w.api}/files${remote}`, { headers: w.headers }), 'GET /files')
-            if (f.size !== src.size || (f.md5 && f.md5 !== src.md5))
+            let f
+            for (let i = 0; i < 1200; i++) {
+              f = await json(await fetch(`${w.api}/files${remote}`, { headers: w.headers }), 'GET /files')
+              if (f.md5 !== null) break
+              await new Promise((r) => setTimeout(r, 50))
+            }
+            if (f.size !== src.size || f.md5 !== src.md5)
               throw new Error(`${w.label}: uploaded file is ${f.size} bytes, md5 ${f.md5}`)
           },
           removeUpload: async () => {

@@ -1,6 +1,6 @@
 // Plumbing shared by the benchmarks: child processes that are always killed, a Wharf server from
 // dist on its own data folder, throwaway PostgreSQL databases, CPU readings and tables.
-import { execFileSync, spawn } from 'node:child_process'
+import { execFile, execFileSync, spawn } from 'node:child_process'
 import crypto from 'node:crypto'
 import { createReadStream, createWriteStream, readFileSync } from 'node:fs'
 import fs from 'node:fs/promises'
@@ -276,6 +276,35 @@ export async function memory(pid) {
   }
 }
 
+/**
+ * The most resident memory of a process in each phase of a run, sampled every `everyMs`:
+ * `phase(name)` starts the next one, `stop()` ends the last and returns the maximum of each
+ * (MiB), in order. VmHWM holds the whole life's peak (start-up and the benchmark's own password
+ * login included): this tells what each stretch of work, a transfer's parts say, reached.
+ */
+export function phasedRss(pid, everyMs = 20) {
+  const max = new Map()
+  let current = null
+  const note = (now) => {
+    if (current !== null && now > (max.get(current) ?? 0)) max.set(current, now)
+  }
+  const timer = setInterval(async () => note((await memory(pid)).now), everyMs)
+  return {
+    async phase(name) {
+      const { now } = await memory(pid)
+      note(now)
+      current = name
+      max.set(name, Math.max(max.get(name) ?? 0, now))
+    },
+    async stop() {
+      clearInterval(timer)
+      note((await memory(pid)).now)
+      current = null
+      return max
+    },
+  }
+}
+
 export const CLOCK_TICKS = (() => {
   try {
     return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100
@@ -284,15 +313,24 @@ export const CLOCK_TICKS = (() => {
   }
 })()
 
-/** CPU seconds a process has used so far (Linux /proc), or null elsewhere. */
-export async function cpuSeconds(pid) {
+/**
+ * CPU seconds from a process's /proc/<pid>/stat (Linux), or null elsewhere: its own (`self`:
+ * utime + stime) or that of its children it waited for (cutime + cstime).
+ */
+async function statCpu(pid, whose) {
   try {
     const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8')
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
+    const at = whose === 'self' ? 11 : 13
+    return (Number(fields[at]) + Number(fields[at + 1])) / CLOCK_TICKS
   } catch {
     return null
   }
+}
+
+/** CPU seconds a process has used so far (Linux /proc), or null elsewhere. */
+export function cpuSeconds(pid) {
+  return statCpu(pid, 'self')
 }
 
 export const fmt = (n, digits = 0) =>
@@ -308,4 +346,59 @@ export function table(rows) {
       return ri === 0 ? `${line}\n${widths.map((w) => '-'.repeat(w)).join('  ')}` : line
     })
     .join('\n')
+}
+
+/** Runs a program to its end; rejects with its output if it fails. */
+export function runProgram(file, args, { timeoutMs = 60_000 } = {}) {
+  return new Promise((resolve, reject) => {
+    execFile(file, args, { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${file} ${args.join(' ')}: ${err.message}\n${stderr}`))
+      else resolve({ stdout, stderr })
+    })
+  })
+}
+
+/**
+ * Resolves once the port of 127.0.0.1 greets a connection with a line starting with `greeting`
+ * (a protocol's banner); fails with the server's output if `proc` exits first, or after the time.
+ */
+export async function waitForGreeting(port, proc, greeting, protocol, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (proc && (proc.child.exitCode !== null || proc.child.signalCode !== null))
+      throw new Error(`${proc.name} exited before it was ready:\n${proc.log()}`)
+    const first = await new Promise((resolve) => {
+      const s = net.connect(port, '127.0.0.1')
+      const done = (v) => {
+        s.destroy()
+        resolve(v)
+      }
+      s.setTimeout(1000, () => done(''))
+      s.once('data', (d) => done(String(d)))
+      s.once('error', () => done(''))
+    })
+    if (first.startsWith(greeting)) return
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error(`nothing answered ${protocol} on port ${port} within ${timeoutMs / 1000} s`)
+}
+
+/**
+ * CPU seconds of a process's children that have ended and been waited for (Linux /proc): for a
+ * server that forks per session (sshd, vsftpd), the sessions' processes, once they are gone.
+ */
+export async function endedChildrenCpu(pid) {
+  // The client has exited; the server's side ends just after: wait until it has none left.
+  for (let i = 0; i < 50; i++) {
+    const kids = await fs.readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '')
+    if (kids.trim() === '') break
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  return statCpu(pid, 'children')
+}
+
+/** Fails unless the file's md5 is the source's. */
+export async function checkMd5(file, src, what) {
+  const md5 = await md5File(file)
+  if (md5 !== src.md5) throw new Error(`${what}: md5 ${md5}, expected ${src.md5}`)
 }

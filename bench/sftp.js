@@ -6,33 +6,33 @@
 // PostgreSQL), BENCH_PROFILE=1 (CPU profile of Wharf), BENCH_SSHD (/usr/sbin/sshd). Needs OpenSSH's client, server and ssh-keygen (Debian: openssh-client,
 // openssh-server); the sshd runs as the current user, who logs in as themselves. See
 // docs/performance.md.
-import { execFile } from 'node:child_process'
 import crypto from 'node:crypto'
 import fs from 'node:fs/promises'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import {
   abort,
-  CLOCK_TICKS,
+  checkMd5,
   cleanups,
   cpuSeconds,
   createPgDatabase,
   dropPgDatabase,
+  endedChildrenCpu,
   fmt,
   freePort,
   intSetting,
   json,
   makeRandomFile,
-  md5File,
   memory,
   profilesUsed,
   root,
   runCleanups,
+  runProgram,
   startProgram,
   startWharf,
   stopChild,
   table,
+  waitForGreeting,
 } from './harness.js'
 
 const MB = intSetting('BENCH_SFTP_MB', 1024, 1, 65536)
@@ -41,38 +41,6 @@ const SSHD = process.env['BENCH_SSHD'] || '/usr/sbin/sshd'
 const SFTP_SERVER = '/usr/lib/openssh/sftp-server'
 const TARGET_RATIO = 0.5
 const TARGET_RSS_MB = 200
-
-/** Runs a program to its end; rejects with its output if it fails. */
-function runProgram(file, args, { timeoutMs = 60_000 } = {}) {
-  return new Promise((resolve, reject) => {
-    execFile(file, args, { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      if (err) reject(new Error(`${file} ${args.join(' ')}: ${err.message}\n${stderr}`))
-      else resolve({ stdout, stderr })
-    })
-  })
-}
-
-/** Resolves once the port answers with an SSH banner; fails with the server's output otherwise. */
-async function waitForSsh(port, proc, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    if (proc && (proc.child.exitCode !== null || proc.child.signalCode !== null))
-      throw new Error(`${proc.name} exited before it was ready:\n${proc.log()}`)
-    const banner = await new Promise((resolve) => {
-      const s = net.connect(port, '127.0.0.1')
-      const done = (v) => {
-        s.destroy()
-        resolve(v)
-      }
-      s.setTimeout(1000, () => done(''))
-      s.once('data', (d) => done(String(d)))
-      s.once('error', () => done(''))
-    })
-    if (banner.startsWith('SSH-')) return
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`nothing answered SSH on port ${port} within ${timeoutMs / 1000} s`)
-}
 
 /**
  * OpenSSH's sshd on a free port of 127.0.0.1 with a configuration of its own: its own host key,
@@ -117,7 +85,7 @@ async function startSshd(work, clientPub) {
   )
   if (made) cleanups.push(() => fs.rmdir(privsep))
   const proc = startProgram('sshd', SSHD, ['-D', '-e', '-f', config], process.env)
-  await waitForSsh(port, proc)
+  await waitForGreeting(port, proc, 'SSH-', 'SSH')
   const files = path.join(work, 'openssh-files')
   await fs.mkdir(files)
   return { proc, port, files }
@@ -157,31 +125,6 @@ async function sftp(port, user, keyFile, work, commands, { verbose = false } = {
   await fs.rm(batch)
   const cipher = /server->client cipher: (\S+) MAC: (\S+)/.exec(stderr)
   return { ms, cipher: cipher ? `${cipher[1]}${cipher[2] === '<implicit>' ? '' : ` + ${cipher[2]}`}` : '' }
-}
-
-/**
- * CPU seconds of a process's children that have ended and been waited for (Linux /proc): for
- * sshd, the connections' processes and their sftp-servers, once they are gone.
- */
-async function endedChildrenCpu(pid) {
-  // The client has exited; the server's side ends just after: wait until sshd has none left.
-  for (let i = 0; i < 50; i++) {
-    const kids = await fs.readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '')
-    if (kids.trim() === '') break
-    await new Promise((r) => setTimeout(r, 20))
-  }
-  try {
-    const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(fields[13]) + Number(fields[14])) / CLOCK_TICKS
-  } catch {
-    return null
-  }
-}
-
-async function checkMd5(file, src, what) {
-  const md5 = await md5File(file)
-  if (md5 !== src.md5) throw new Error(`${what}: md5 ${md5}, expected ${src.md5}`)
 }
 
 /** Upload then download of the source through one SFTP server; every copy's md5 is checked. */
@@ -263,7 +206,7 @@ async function main() {
         SFTP_HOST: '127.0.0.1',
       })
       try {
-        await waitForSsh(sftpPort, w.proc)
+        await waitForGreeting(sftpPort, w.proc, 'SSH-', 'SSH')
         // The admin logs in over SFTP with a key registered through the API, as a user would.
         await json(
           await fetch(`${w.api}/public_keys`, {

@@ -4,6 +4,7 @@
 // the same run: `@aws-sdk/lib-storage`'s `Upload` with the same part size and parts in flight, and
 // a `GetObject` streamed to a file. The S3 server is s3rver on loopback in a child process (the
 // one the tests use), so it shares the machine's CPUs with Wharf and the client.
+// BENCH_S3_MODES (`direct,proxy`) picks the modes to run.
 import { spawn } from 'node:child_process'
 import crypto from 'node:crypto'
 import fs from 'node:fs'
@@ -13,7 +14,7 @@ import readline from 'node:readline'
 import { pipeline } from 'node:stream/promises'
 import { CreateBucketCommand, DeleteObjectCommand, GetObjectCommand, S3Client } from '@aws-sdk/client-s3'
 import { Upload } from '@aws-sdk/lib-storage'
-import { children, cleanups, fmt, memory, root, startWharf, stopChild, table } from './harness.js'
+import { children, cleanups, fmt, memory, phasedRss, root, startWharf, stopChild, table } from './harness.js'
 
 const TARGETS = { direct: 0.9, proxy: 0.5 }
 const TARGET_RSS_MB = 150
@@ -103,7 +104,9 @@ export async function benchS3({ src, work, parallel, partMb, upload, download })
     return { up: up.ms, down }
   }
 
-  for (const mode of ['direct', 'proxy']) {
+  const modes = (process.env['BENCH_S3_MODES'] || 'direct,proxy').split(',').map((m) => m.trim())
+  for (const mode of modes) {
+    if (!(mode in TARGETS)) throw new Error(`BENCH_S3_MODES: unknown mode ${mode} (direct or proxy)`)
     const w = await startWharf(`Wharf, S3 ${mode}`, undefined, {
       BLOB_STORE: 's3',
       S3_ENDPOINT: s3.endpoint,
@@ -120,12 +123,16 @@ export async function benchS3({ src, work, parallel, partMb, upload, download })
       // The SDK before and after Wharf's transfers, so drift on a busy machine hits both sides.
       const sdk1 = await sdkRound()
       const name = `bench/${mode}.bin`
-      const up = await upload(w, src, name)
+      const phases = phasedRss(w.proc.child.pid)
+      const up = await upload(w, src, name, phases.phase)
+      await phases.phase('download')
       const down = await download(w, src, name, work)
+      const most = await phases.stop()
+      const transferMax = Math.max(...most.values())
       const sdk2 = await sdkRound()
       const mem = await memory(w.proc.child.pid)
       console.log(
-        `  S3 ${mode}: ${up.parts} parts of ${fmt(up.partSize / 1024 / 1024, 1)} MiB, action=end took ${fmt(up.endMs)} ms; Wharf RSS ${fmt(before.now)} MiB at start, peak ${fmt(mem.peak)} MiB`,
+        `  S3 ${mode}: ${up.parts} parts of ${fmt(up.partSize / 1024 / 1024, 1)} MiB, action=end took ${fmt(up.endMs)} ms; Wharf RSS ${fmt(before.now)} MiB at start (peak ${fmt(before.peak)} by then: start-up and the admin's password login), at most ${fmt(transferMax)} MiB during the transfers (${[...most].map(([phase, mib]) => `${phase} ${fmt(mib)}`).join(', ')}), peak ${fmt(mem.peak)} MiB`,
       )
       for (const [what, ms, base] of [
         ['upload', up.ms, (sdk1.up + sdk2.up) / 2],

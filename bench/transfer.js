@@ -78,12 +78,16 @@ async function apiJson(w, method, rel, body) {
   return readJson(res, `${method} ${rel}`)
 }
 
-/** The Files.com flow the SDKs use: put → (put part N → PUT upload_uri)… → end. */
-async function upload(w, src, name) {
+/**
+ * The Files.com flow the SDKs use: put → (put part N → PUT upload_uri)… → end. `onPhase`
+ * (optional) hears of each phase as it starts: parts, end, checksums.
+ */
+async function upload(w, src, name, onPhase = async () => {}) {
   const rel = `/files/${encodeURIComponent(name)}`
   const pid = w.proc.child.pid
   const cpu0 = await cpuSeconds(pid)
   const t = process.hrtime.bigint()
+  await onPhase('parts')
   const first = await apiJson(w, 'POST', rel, { action: 'put' })
   const partSize = first.partsize
   const parts = Math.ceil(src.size / partSize)
@@ -105,6 +109,7 @@ async function upload(w, src, name) {
   await Promise.all(Array.from({ length: Math.min(PARALLEL, parts) }, worker))
   const tEnd = process.hrtime.bigint()
   const cpu1 = await cpuSeconds(pid)
+  await onPhase('end')
   const file = await apiJson(w, 'POST', rel, { action: 'end', ref: first.ref })
   const cpu2 = await cpuSeconds(pid)
   // The end assembles the parts; the checksums are computed afterwards, by a background job.
@@ -112,6 +117,7 @@ async function upload(w, src, name) {
   const ms = Number(process.hrtime.bigint() - t) / 1e6
   if (file.size !== src.size) throw new Error(`uploaded file differs: ${file.size} bytes`)
   // Waited for after the clock stops, so that the job does not run into what is measured next.
+  await onPhase('checksums')
   let known = file
   while (known.md5 === null) {
     await new Promise((r) => setTimeout(r, 50))
