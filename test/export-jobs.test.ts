@@ -340,3 +340,18 @@ function sourcesOf(builds: number[]) {
   const source = countingSource(builds)
   return { webhook_log: source, history: source }
 }
+
+describe('an export build stopped before it began', () => {
+  it('stops with the stop’s reason and never asks its source for a page', async () => {
+    const builds: number[] = []
+    const source = countingSource(builds)
+    // No store: a build that went on would fail on it with another error than the stop's.
+    const builder = new ExportBuilder({} as never, EXPORT_KINDS, { webhook_log: source, history: source }, 10)
+    const stop = new AbortController()
+    const reason = new Error('the server is stopping')
+    stop.abort(reason)
+    const job: ExportJob = { id: 7, site_id: 1, kind: 'webhook_log', query: {}, start_at: null, end_at: null }
+    await expect(builder.build(job, stop.signal, 'k'.repeat(32))).rejects.toBe(reason)
+    expect(builds).toEqual([])
+  })
+})
