@@ -2,6 +2,9 @@
 // PUTs of one key at once interleave their bytes) and answers before the file is flushed; S3
 // shows each PUT whole or not at all. Here a PUT writes a temporary file, renames it over the
 // object once closed, then writes its metadata, one PUT of a key after the other.
+//
+// The same for UploadPart: s3rver writes a part's file in place too, and one whose request was
+// cut short stayed, half written and without its md5, where S3 keeps nothing of it.
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import { createRequire } from 'node:module'
@@ -56,4 +59,30 @@ FilesystemStore.prototype.putObject = function putObject(object) {
   }
   mine.then(forget, forget)
   return mine
+}
+
+/** A part written whole: a temporary file renamed over the part once closed, then its md5. */
+FilesystemStore.prototype.putPart = async function putPart(bucket, uploadId, partNumber, content) {
+  const partPath = path.join(this.getResourcePath(bucket, undefined, 'uploads'), uploadId, String(partNumber))
+  await fs.promises.mkdir(path.dirname(partPath), { recursive: true })
+  const temporary = `${partPath}.${crypto.randomBytes(6).toString('hex')}.partial`
+  const hash = crypto.createHash('md5')
+  let size = 0
+  const count = new Transform({
+    transform(chunk, _enc, done) {
+      hash.update(chunk)
+      size += chunk.length
+      done(null, chunk)
+    },
+  })
+  try {
+    await pipeline(content, count, fs.createWriteStream(temporary))
+    await fs.promises.rename(temporary, partPath)
+  } catch (err) {
+    await fs.promises.rm(temporary, { force: true })
+    throw err
+  }
+  const md5 = hash.digest('hex')
+  await fs.promises.writeFile(`${partPath}.md5`, md5)
+  return { size, md5 }
 }
