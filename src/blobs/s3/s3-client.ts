@@ -26,5 +26,14 @@ export function createS3Client(s3: S3Settings, credentials?: S3ClientConfig['cre
     // which many S3-compatible servers refuse; Wharf checksums the bytes itself.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
+    logger: QUIET,
   })
 }
+
+/**
+ * The SDK's logger. Without one it writes some warnings to the console (a part upload whose
+ * client hung up: "An error was encountered in a non-retryable streaming request"), outside
+ * Wharf's log; the error itself reaches Wharf, which answers and logs it. `info` and `error` are
+ * left out: the SDK calls them optionally, and so skips building a record of every request.
+ */
+const QUIET = { debug() {}, warn() {} } as unknown as NonNullable<S3ClientConfig['logger']>
