@@ -31,6 +31,8 @@ interface StoreCase {
   assembledEntries: number
   /** Whether its reads come from a socket, and so are counted to free their buffers. */
   socketReads: boolean
+  /** Whether a part sent with its length goes on as it arrives rather than being staged. */
+  streamsParts: boolean
 }
 
 /** Every file under a folder, relative to it (folders left out). */
@@ -62,6 +64,7 @@ const stores: StoreCase[] = [
     // The part's link and the sizes file.
     assembledEntries: 2,
     socketReads: false,
+    streamsParts: false,
   },
   {
     name: 'S3',
@@ -79,6 +82,7 @@ const stores: StoreCase[] = [
     blobEntries: (key) => [`blobs/${key}`],
     assembledEntries: 1,
     socketReads: true,
+    streamsParts: true,
   },
   {
     // Direct mode's store keeps the whole contract for parts sent through Wharf (the protocol
@@ -97,6 +101,7 @@ const stores: StoreCase[] = [
     blobEntries: (key) => [`blobs/${key}`],
     assembledEntries: 1,
     socketReads: true,
+    streamsParts: true,
   },
 ]
 
@@ -604,6 +609,74 @@ describe.each(stores)('blob store on $name', (storeCase) => {
     }
   })
 
+  describe('parts sent with their length', () => {
+    const MiB = 1024 * 1024
+    const big = () => crypto.randomBytes(5 * MiB + 3)
+    const sized = (b: Buffer) => ({ length: b.length })
+
+    it('assembles them with staged ones, whichever copy of a part came last', async () => {
+      const [a, b, c, d] = [big(), big(), big(), big()]
+      const last = crypto.randomBytes(999)
+      // Part 1 staged, then sent again with its length; part 2 the other way round.
+      await store.putPart('sized', 1, Readable.from([a]))
+      expect(await store.putPart('sized', 1, Readable.from([b]), sized(b))).toEqual({ size: b.length })
+      await store.putPart('sized', 2, Readable.from([c]), sized(c))
+      await store.putPart('sized', 2, Readable.from([d]))
+      // A small last part with its length is staged as any small part.
+      await store.putPart('sized', 3, Readable.from([last]), sized(last))
+      const all = Buffer.concat([b, d, last])
+      const plan = await store.planAssembly?.('sized')
+      const info = await summed(
+        await store.assemble(
+          'sized',
+          [1, 2, 3],
+          [b.length, d.length, last.length],
+          plan?.key ?? undefined,
+          plan,
+        ),
+      )
+      expect(info).toMatchObject({ size: all.length, md5: md5(all), crc32: crc(all) })
+      const start = 5 * MiB - 10
+      const slice = Buffer.concat(await (await store.open(info.key, { start, end: start + 20 })).toArray())
+      expect(slice.equals(all.subarray(start, start + 21))).toBe(true)
+    })
+
+    it('keeps the earlier copy when the new one fails midway, without waiting for the rest', async () => {
+      const first = big()
+      await store.putPart('cut', 1, Readable.from([first]), sized(first))
+      // Says 6 MiB, sends 1 MiB, then fails as a dropped connection does.
+      await expect(store.putPart('cut', 1, failing('x'.repeat(MiB)), { length: 6 * MiB })).rejects.toThrow(
+        'connection reset',
+      )
+      expect((await summed(await store.assemble('cut', [1], [first.length]))).md5).toBe(md5(first))
+    })
+
+    it('refuses to assemble one whose size is not what was stored', async () => {
+      const part = big()
+      await store.putPart('resized', 1, Readable.from([part]), sized(part))
+      await expect(store.assemble('resized', [1], [part.length - 1])).rejects.toBeInstanceOf(StagedPartError)
+    })
+
+    it.runIf(storeCase.streamsParts)(
+      'sends them on as they arrive: nothing staged, and the end only completes',
+      async () => {
+        const part = big()
+        await store.putPart('straight', 1, Readable.from([part]), sized(part))
+        const staged = await files()
+        // Only the marker of the upload's multipart upload.
+        expect(staged).toHaveLength(1)
+        expect(staged[0]).toMatch(/^parts\/straight\/direct\/[0-9a-f]{32}\/.+$/)
+        const plan = await store.planAssembly!('straight')
+        expect(plan.key).toMatch(/^[0-9a-f]{32}$/)
+        const info = await store.assemble('straight', [1], [part.length], plan.key!, plan)
+        expect(info).toEqual({ key: plan.key, size: part.length })
+        expect(md5(Buffer.concat(await (await store.open(info.key)).toArray()))).toBe(md5(part))
+        await store.discardUpload('straight')
+        expect(await files()).toEqual(storeCase.blobEntries(info.key))
+      },
+    )
+  })
+
   it('streams a 50 MB blob without holding it in memory', async () => {
     const chunk = Buffer.alloc(64 * 1024, 7)
     const total = 50 * 1024 * 1024
@@ -664,5 +737,52 @@ describe('reading the local disk', () => {
       expect(Buffer.concat(await ranged.toArray()).equals(bytes.subarray(100, 700_001))).toBe(true)
       await expect(store.open(key, undefined, { chunkBytes: 0 })).rejects.toThrow(RangeError)
     }
+  })
+})
+
+describe('S3: parts of one upload sent on by two processes at once', () => {
+  const MiB = 1024 * 1024
+  /** Two stores on one bucket and prefix, as two Wharf processes have them. */
+  function twoProcesses() {
+    const shared = `wharf-${crypto.randomBytes(4).toString('hex')}/`
+    const make = () =>
+      new S3BlobStore({
+        client: createS3Client(s3.settings(bucket, shared), S3_CREDENTIALS),
+        bucket,
+        prefix: shared,
+        tmpDir: path.join(os.tmpdir(), 'wharf-blobs-unused'),
+      })
+    return [make(), make()] as const
+  }
+
+  it('opens one multipart upload when each opens alone, so the end finds every part', async () => {
+    const [a, b] = twoProcesses()
+    // The upload's row lock, as PostgreSQL's is: one at a time.
+    let held: Promise<unknown> = Promise.resolve()
+    const opened: string[] = []
+    const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
+      const mine = held.then(() => {
+        opened.push('open')
+        return work()
+      })
+      held = mine.catch(() => undefined)
+      return mine
+    }
+    const one = crypto.randomBytes(5 * MiB)
+    const two = crypto.randomBytes(5 * MiB + 1)
+    await Promise.all([
+      a.putPart('shared', 1, Readable.from([one]), { length: one.length, exclusive }),
+      b.putPart('shared', 2, Readable.from([two]), { length: two.length, exclusive }),
+    ])
+    // Each process had to look, neither knowing the upload yet.
+    expect(opened).toHaveLength(2)
+    const plan = await b.planAssembly('shared')
+    expect(plan.directParts).toEqual([
+      { partNumber: 1, size: one.length },
+      { partNumber: 2, size: two.length },
+    ])
+    const info = await b.assemble('shared', [1, 2], [one.length, two.length], plan.key!, plan)
+    const back = Buffer.concat(await (await a.open(info.key)).toArray())
+    expect(back.equals(Buffer.concat([one, two]))).toBe(true)
   })
 })

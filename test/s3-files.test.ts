@@ -22,6 +22,7 @@ import {
 } from './helpers/files.js'
 import { fetchCsvRows, readyHistoryExport } from './helpers/history-export-fixtures.js'
 import { captureLog } from './helpers/log-capture.js'
+import { countRequests, serverClient } from './helpers/s3-requests.js'
 import { S3_CREDENTIALS, type S3TestServer, startS3Server } from './helpers/s3-server.js'
 import { call, dialects, expectError, startServer, type TestServer } from './helpers/server.js'
 
@@ -222,13 +223,52 @@ describe.each(dialects)('Wharf with BLOB_STORE=s3 (%s)', (dialect) => {
     expect(rows.flat()).toContain('s3/moved/copy.bin')
   })
 
+  it('streams parts sent with their length into S3 as they arrive, and ends with one completion', async () => {
+    skew = 0
+    const t = target(s)
+    const p = 's3/streamed.bin'
+    const a = crypto.randomBytes(5 * MiB + 1)
+    const b = crypto.randomBytes(10)
+    const up = await beginUpload(t, p)
+    const second = await partUrl(t, p, up.ref, 2)
+    const sent = countRequests(serverClient(s.container.blobs))
+    // fetch sends a Buffer with its Content-Length.
+    expect((await putBytes(up.upload_uri, a)).status).toBe(200)
+    // The upload's multipart upload opened, with its marker; the part sent on in one request.
+    expect(sent.map((r) => r.command)).toEqual([
+      'ListObjectsV2Command',
+      'CreateMultipartUploadCommand',
+      'PutObjectCommand',
+      'UploadPartCommand',
+      'DeleteObjectsCommand',
+    ])
+    // The small last part is staged, as any part under 5 MiB.
+    expect((await putBytes(second.upload_uri, b)).status).toBe(200)
+    sent.length = 0
+    const end = await endUpload(t, p, up.ref)
+    expect(end.status, end.text).toBe(201)
+    // Part 1 is never read back: only the small staged part is added before the completion (the
+    // checksum job reads the finished object, perhaps before the answer).
+    const reads = sent.filter((r) => r.command === 'GetObjectCommand' && r.key?.includes('/parts/'))
+    expect(reads.map((r) => r.key)).toEqual([`${prefix}parts/${up.ref}/2`])
+    expect(sent.filter((r) => r.command === 'CompleteMultipartUploadCommand')).toHaveLength(1)
+    expect(end.body.size).toBe(a.length + b.length)
+    expect((await download(t, p)).equals(Buffer.concat([a, b]))).toBe(true)
+    expect((await withChecksums(t, p)).md5).toBe(md5(Buffer.concat([a, b])))
+    // Nothing is left of the upload in the bucket but the file's object.
+    expect(await keys(`parts/${up.ref}/`)).toEqual([])
+  })
+
   it('refuses a part whose bytes do not match its Content-MD5, and stages nothing of it', async () => {
     skew = 0
     const t = target(s)
     const up = await beginUpload(t, 's3/digest.bin')
     const uri = (await partUrl(t, 's3/digest.bin', up.ref, 1)).upload_uri
     const digest = (b: Buffer | string) => Buffer.from(md5(b), 'hex').toString('base64')
-    // Larger than one of the store's own multipart parts: some of it reached the bucket already.
+    // The staged objects, without the marker of the upload's multipart upload.
+    const staged = async () => (await keys(`parts/${up.ref}/`)).filter((k) => !k.startsWith('direct/'))
+    // 6 MiB with its length: streamed into the upload's multipart upload as it arrives, all but
+    // its last bytes sent before the md5 is known.
     const res = await fetch(uri, {
       method: 'PUT',
       body: crypto.randomBytes(6 * MiB),
@@ -236,11 +276,13 @@ describe.each(dialects)('Wharf with BLOB_STORE=s3 (%s)', (dialect) => {
     })
     expect(res.status).toBe(400)
     expect(((await res.json()) as { type: string }).type).toBe('bad-request/invalid-body')
-    expect(await keys(`parts/${up.ref}/`)).toEqual([])
+    expect(await staged()).toEqual([])
+    // S3 kept no part of it either.
+    expect((await s.container.blobs.planAssembly!(up.ref)).directParts).toEqual([])
     const body = Buffer.from('matching bytes')
     const ok = await fetch(uri, { method: 'PUT', body, headers: { 'Content-MD5': digest(body) } })
     expect(ok.status).toBe(200)
-    expect(await keys(`parts/${up.ref}/`)).toEqual(['1'])
+    expect(await staged()).toEqual(['1'])
     expect((await endUpload(t, 's3/digest.bin', up.ref)).status).toBe(201)
     expect((await withChecksums(t, 's3/digest.bin')).md5).toBe(md5(body))
   })

@@ -23,6 +23,9 @@ export interface ByteRange {
   end: number
 }
 
+/** Runs work alone among the processes sharing the store, for one upload (putPart). */
+export type Exclusive = <T>(work: () => Promise<T>) => Promise<T>
+
 /** How a blob is read. */
 export interface ReadOptions {
   /**
@@ -120,12 +123,19 @@ export interface BlobStore {
   /**
    * Streams one part of an upload into staging (not yet flushed to disk: see assemble), replacing
    * an earlier copy of the same part only once this one is complete. A failed or aborted stream leaves the earlier copy (or none).
+   * `length`: the part's size, where the sender said it before the first byte (a request's
+   * Content-Length, which the HTTP parser holds the body to); a store may then send the part on
+   * as it arrives (S3: into the upload's multipart upload). A StagedPartError says the store's own
+   * upload is gone (ended or given up). `exclusive` runs `work` so that no other process sharing
+   * the store runs the same upload's at once (the upload's row lock): a store that opens something
+   * of its own per upload (S3's multipart upload) opens it within, so that two processes given
+   * parts of one upload at the same moment never open two.
    */
   putPart(
     ref: string,
     partNumber: number,
     data: Readable,
-    opts?: { maxBytes?: number },
+    opts?: { maxBytes?: number; length?: number; exclusive?: Exclusive },
   ): Promise<{ size: number }>
   /**
    * Makes a new blob of the staged parts, in the order given (their concatenation), flushed to

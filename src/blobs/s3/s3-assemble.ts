@@ -1,14 +1,7 @@
 import type { Readable } from 'node:stream'
 import { GetObjectCommand } from '@aws-sdk/client-s3'
 import { StagedPartError } from '../blob-store.js'
-import {
-  isNotFound,
-  isPreconditionFailed,
-  listObjects,
-  MAX_PART_BYTES,
-  MIN_PART_BYTES,
-  type Place,
-} from './s3-objects.js'
+import { isNotFound, isPreconditionFailed, MAX_PART_BYTES, MIN_PART_BYTES, type Place } from './s3-objects.js'
 
 export interface StagedPart {
   n: number
@@ -18,18 +11,17 @@ export interface StagedPart {
 }
 
 /**
- * The staged objects of the parts asked for, in that order, as listed now (size and ETag): a
- * missing part, or one not the size it had when it was stored, is a StagedPartError.
+ * The staged objects of the parts asked for, in that order, from a listing of the upload's staging
+ * folder `dir` (size and ETag by part name): a missing part, or one not the size it had when it
+ * was stored, is a StagedPartError.
  */
-export async function stagedParts(
-  place: Place,
+export function stagedParts(
   ref: string,
   dir: string,
+  staged: Map<string, { size: number; etag: string }>,
   parts: [number, string][],
   expected?: number[],
-): Promise<StagedPart[]> {
-  const staged = new Map<string, { size: number; etag: string }>()
-  for await (const o of listObjects(place, dir)) staged.set(o.key.slice(dir.length), o)
+): StagedPart[] {
   return parts.map(([n, name], i) => {
     const found = staged.get(name)
     if (!found) throw new StagedPartError(ref, n, 'is not staged')

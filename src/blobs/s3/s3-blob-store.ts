@@ -5,24 +5,30 @@ import path from 'node:path'
 import { addAbortSignal, pipeline as pipe, Readable, type Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import {
+  CompleteMultipartUploadCommand,
   CopyObjectCommand,
   DeleteObjectCommand,
   GetObjectCommand,
   type GetObjectCommandOutput,
   HeadObjectCommand,
+  UploadPartCommand,
+  UploadPartCopyCommand,
 } from '@aws-sdk/client-s3'
 import {
+  type AssemblyPlan,
   type BlobChecksums,
   type BlobInfo,
   BlobNotFoundError,
   type BlobStore,
   type ByteRange,
+  type Exclusive,
+  StagedPartError,
   type StoredBlob,
 } from '../blob-store.js'
 import { Digest } from '../digest.js'
 import { CountedRead } from '../read-buffers.js'
 import { sweepFolder } from './local-temporary.js'
-import { copyable, readParts, stagedParts } from './s3-assemble.js'
+import { copyable, readParts, type StagedPart, stagedParts } from './s3-assemble.js'
 import { abortStaleUploads, copyPieces, copySource } from './s3-multipart.js'
 import {
   asStorageFull,
@@ -34,10 +40,22 @@ import {
   MAX_PART_BYTES,
   Measure,
   MIN_PART_BYTES,
+  newKey,
   type Place,
 } from './s3-objects.js'
 import { checkRange, exactRange } from './s3-ranges.js'
 import { uploadStream } from './s3-stream-upload.js'
+import {
+  completionError,
+  isNoSuchUpload,
+  type ListedParts,
+  parseMarker,
+  type UploadTarget,
+  UploadTargets,
+  uploadGone,
+} from './s3-upload-targets.js'
+
+export { newKey }
 
 const REF = /^[A-Za-z0-9_-]{1,64}$/
 const KEY = /^[0-9a-f]{32}$/
@@ -46,6 +64,19 @@ const MAX_PART = 10_000
 const MAX_UPLOAD_PARTS = 10_000
 /** Size of each part when one object larger than CopyObject allows is copied in parts. */
 const COPY_PART_BYTES = 1024 ** 3
+/** Staged parts added to an upload's multipart upload at once when it is completed. */
+const ADDS_AT_ONCE = 4
+
+/** What planAssembly found of an upload, which assemble uses instead of looking again. */
+interface Planned {
+  ref: string
+  /** The upload's multipart upload, if one was opened (a part streamed into it, or a presigned URL). */
+  target: UploadTarget | null
+  /** The parts in it. */
+  listed: ListedParts
+  /** The upload's staged objects, by part name. */
+  staged: Map<string, { size: number; etag: string }>
+}
 
 export interface S3BlobStoreOptions extends Place {
   /** A local folder for files written before they are sent (putSegments), under DATA_DIR. */
@@ -56,7 +87,15 @@ export interface S3BlobStoreOptions extends Place {
  * Blobs as objects in an S3-compatible bucket, under the store's prefix:
  * - `blobs/<key>`: published blobs (key: 32 random hex characters), never modified;
  * - `parts/<ref>/<n>`: staged parts of uploads in progress, each its own object, so a part may
- *   have any size (S3's own multipart parts must be 5 MiB but the last) and may be sent again.
+ *   have any size (S3's own multipart parts must be 5 MiB but the last) and may be sent again;
+ * - `parts/<ref>/direct/<key>/<uploadId>`: the marker of the upload's S3 multipart upload, aimed
+ *   at `blobs/<key>`, once a part went into it (s3-upload-targets.ts).
+ *
+ * A part whose length is known before its first byte (the request's Content-Length), 5 MiB to
+ * 5 GiB, streams straight into the upload's multipart upload as one UploadPart: no buffer, and
+ * ending the upload is one CompleteMultipartUpload, with no byte read back. Other parts are
+ * staged; at the end they are added to the multipart upload (UploadPartCopy, or streamed where the
+ * server has none), or, where no part went into one, assembled into a new object as before.
  *
  * Every write is a PutObject or a multipart upload, which S3 makes visible whole or not at all:
  * no temporary object is ever visible. All bytes pass through Wharf (proxy mode).
@@ -67,10 +106,19 @@ export class S3BlobStore implements BlobStore {
   private readonly tmpDir: string
   /** Cleared the first time the server says it has no UploadPartCopy: assemble then streams. */
   private partCopy = true
+  /** The multipart upload of each Wharf upload that has one. */
+  protected readonly targets: UploadTargets
+  /** Each plan this store handed out, with what it found (gone with the plan). */
+  private readonly plans = new WeakMap<AssemblyPlan, Planned>()
 
   constructor(opts: S3BlobStoreOptions) {
     this.place = { client: opts.client, bucket: opts.bucket, prefix: opts.prefix }
     this.tmpDir = opts.tmpDir
+    this.targets = new UploadTargets(
+      this.place,
+      (key) => this.objectKey(key),
+      (ref) => `${this.partPrefix(ref)}direct/`,
+    )
   }
 
   protected objectKey(key: string): string {
@@ -153,12 +201,77 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
-  async putPart(ref: string, partNumber: number, data: Readable, opts: { maxBytes?: number } = {}) {
-    const objectKey = this.partPrefix(ref) + partName(partNumber)
+  async putPart(
+    ref: string,
+    partNumber: number,
+    data: Readable,
+    opts: { maxBytes?: number; length?: number; exclusive?: Exclusive } = {},
+  ) {
+    const staged = this.partPrefix(ref) + partName(partNumber)
+    const { length } = opts
+    if (
+      length !== undefined &&
+      length >= MIN_PART_BYTES &&
+      length <= Math.min(MAX_PART_BYTES, opts.maxBytes ?? MAX_PART_BYTES)
+    ) {
+      return this.streamPart(ref, partNumber, data, length, staged, opts.exclusive)
+    }
     const measure = new Measure(opts.maxBytes)
     // A PutObject (or a completed multipart upload) replaces the earlier copy whole, and only
     // once it is complete: a failed one leaves the earlier copy; of two at once, the last wins.
-    await this.upload(objectKey, data, measure)
+    await this.upload(staged, data, measure)
+    return { size: measure.size }
+  }
+
+  /**
+   * A part of known length into the upload's multipart upload, as one UploadPart whose body is the
+   * part as it arrives: S3 keeps the part only once all its bytes came, and a part sent again
+   * replaces it. A staged copy of the same part, which assembly would take for the newest, is
+   * deleted once this one is in.
+   */
+  private async streamPart(
+    ref: string,
+    partNumber: number,
+    data: Readable,
+    length: number,
+    staged: string,
+    exclusive: Exclusive = (work) => work(),
+  ): Promise<{ size: number }> {
+    // Opened (or found) alone among the processes: two opening at once would make two multipart
+    // uploads, and the end would see the parts of one.
+    const target = await (this.targets.known(ref)
+      ? this.targets.open(ref)
+      : exclusive(() => this.targets.open(ref)))
+    const measure = new Measure(length)
+    // The SDK pipes the body into its request, which does not see the body fail: a failure of
+    // the input aborts the request, so that S3 never waits for the bytes that will not come.
+    const abort = new AbortController()
+    pipe(data, measure, (err) => {
+      if (err) abort.abort(err)
+    })
+    try {
+      await this.place.client.send(
+        new UploadPartCommand({
+          Bucket: this.place.bucket,
+          Key: this.targets.objectOf(target),
+          UploadId: target.uploadId,
+          PartNumber: partNumber,
+          Body: measure,
+          ContentLength: length,
+        }),
+        { abortSignal: abort.signal },
+      )
+    } catch (err) {
+      data.destroy()
+      measure.destroy()
+      const cause = data.errored ?? measure.errored ?? err
+      if (isNoSuchUpload(cause)) {
+        this.targets.forget(ref)
+        throw uploadGone(ref, partNumber)
+      }
+      throw asStorageFull(cause)
+    }
+    await deleteKeys(this.place, [staged])
     return { size: measure.size }
   }
 
@@ -166,18 +279,59 @@ export class S3BlobStore implements BlobStore {
     return newKey()
   }
 
+  /**
+   * One listing of the upload's staging folder (its staged parts, and the marker of its multipart
+   * upload if it has one) and, with a multipart upload, one ListParts: `action=end` needs both the
+   * key and the parts, and assemble, given the plan, asks S3 for neither again.
+   */
+  async planAssembly(ref: string): Promise<AssemblyPlan> {
+    const planned = await this.look(ref)
+    const plan: AssemblyPlan = {
+      key: planned.target?.blobKey ?? null,
+      directParts: [...planned.listed.entries()].map(([partNumber, p]) => ({ partNumber, size: p.size })),
+    }
+    this.plans.set(plan, planned)
+    return plan
+  }
+
+  private async look(ref: string): Promise<Planned> {
+    const dir = this.partPrefix(ref)
+    const staged = new Map<string, { size: number; etag: string }>()
+    let target: UploadTarget | null = null
+    for await (const o of listObjects(this.place, dir)) {
+      const name = o.key.slice(dir.length)
+      const marker = parseMarker(name.split('/'))
+      if (marker) target ??= marker
+      else if (!name.includes('/')) staged.set(name, o)
+    }
+    // One this process opened, should the listing not show its marker yet.
+    target ??= (await this.targets.known(ref)?.catch(() => null)) ?? null
+    if (target) this.targets.found(ref, target)
+    const listed: ListedParts = target ? await this.targets.listParts(ref, target) : new Map()
+    return { ref, target, listed, staged }
+  }
+
   async assemble(
     ref: string,
     partNumbers: number[],
     expected?: number[],
-    key = newKey(),
+    key?: string,
+    plan?: AssemblyPlan,
   ): Promise<StoredBlob> {
-    const dest = this.newObjectKey(key)
-    const dir = this.partPrefix(ref)
-    const parts = await stagedParts(
-      this.place,
+    const planned = (plan && this.plans.get(plan)) || (await this.look(ref))
+    if (planned.ref !== ref) throw new Error(`A plan for upload ${planned.ref}, not ${ref}`)
+    if (planned.target) {
+      if (key !== undefined && key !== planned.target.blobKey) {
+        throw new Error(`Upload ${ref} becomes blob ${planned.target.blobKey}, not ${key}: ask planAssembly`)
+      }
+      return this.complete(planned, planned.target, partNumbers, expected)
+    }
+    const blob = key ?? newKey()
+    const dest = this.newObjectKey(blob)
+    const parts = stagedParts(
       ref,
-      dir,
+      this.partPrefix(ref),
+      planned.staged,
       partNumbers.map((n) => [n, partName(n)]),
       expected,
     )
@@ -186,7 +340,7 @@ export class S3BlobStore implements BlobStore {
       try {
         // The object is built server-side: no byte passes through Wharf.
         await copyPieces(this.place, dest, parts)
-        return { key, size }
+        return { key: blob, size }
       } catch (err) {
         // A part restaged meanwhile: streaming them names it (its If-Match fails there too).
         if (isNotImplemented(err)) this.partCopy = false
@@ -200,7 +354,102 @@ export class S3BlobStore implements BlobStore {
       measure,
       size,
     )
-    return { key, size: measure.size }
+    return { key: blob, size: measure.size }
+  }
+
+  /**
+   * Completes the upload's multipart upload with parts `partNumbers`: those streamed into it as
+   * listed, staged ones added first (a staged copy is newer than one in the multipart upload,
+   * whose arrival deletes it). Completed with the ETags listed: a part sent again since then fails
+   * the completion (422).
+   */
+  private async complete(
+    planned: Planned,
+    target: UploadTarget,
+    partNumbers: number[],
+    expected: number[] | undefined,
+  ): Promise<StoredBlob> {
+    const { ref, listed, staged } = planned
+    const dir = this.partPrefix(ref)
+    const toAdd: StagedPart[] = []
+    const etags = new Map<number, string>()
+    let size = 0
+    partNumbers.forEach((n, i) => {
+      const name = partName(n)
+      const copy = staged.get(name)
+      const part = copy ?? listed.get(n)
+      if (!part) throw new StagedPartError(ref, n, 'was never uploaded')
+      const want = expected?.[i]
+      if (want !== undefined && part.size !== want) {
+        throw new StagedPartError(ref, n, `is not the ${want} bytes that were sent`)
+      }
+      size += part.size
+      if (copy) toAdd.push({ n, key: dir + name, size: copy.size, etag: copy.etag })
+      else etags.set(n, part.etag)
+    })
+    let next = 0
+    const adder = async () => {
+      while (next < toAdd.length) {
+        const part = toAdd[next++]!
+        etags.set(part.n, await this.addStaged(ref, target, part))
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(ADDS_AT_ONCE, toAdd.length) }, adder))
+    try {
+      await this.place.client.send(
+        new CompleteMultipartUploadCommand({
+          Bucket: this.place.bucket,
+          Key: this.targets.objectOf(target),
+          UploadId: target.uploadId,
+          MultipartUpload: { Parts: partNumbers.map((n) => ({ PartNumber: n, ETag: etags.get(n)! })) },
+        }),
+      )
+    } catch (err) {
+      throw completionError(err, ref, partNumbers[0] ?? 1)
+    }
+    this.targets.forget(ref)
+    // No checksums here: the background job reads the object once, as on disk.
+    return { key: target.blobKey, size }
+  }
+
+  /** A staged part into the multipart upload, as the version listed; its ETag there. */
+  private async addStaged(ref: string, target: UploadTarget, part: StagedPart): Promise<string> {
+    const into = {
+      Bucket: this.place.bucket,
+      Key: this.targets.objectOf(target),
+      UploadId: target.uploadId,
+      PartNumber: part.n,
+    }
+    try {
+      if (this.partCopy) {
+        try {
+          const out = await this.place.client.send(
+            new UploadPartCopyCommand({
+              ...into,
+              CopySource: copySource(this.place, part.key),
+              CopySourceIfMatch: part.etag,
+            }),
+          )
+          const etag = out.CopyPartResult?.ETag
+          if (!etag) throw new Error(`The object store copied part ${part.n} without an ETag`)
+          return etag
+        } catch (err) {
+          if (!isNotImplemented(err)) throw err
+          this.partCopy = false
+        }
+      }
+      const body = Readable.from(readParts(this.place, ref, [part]), { objectMode: false })
+      const out = await this.place.client.send(
+        new UploadPartCommand({ ...into, Body: body, ContentLength: part.size }),
+      )
+      if (!out.ETag) throw new Error(`The object store took part ${part.n} without an ETag`)
+      return out.ETag
+    } catch (err) {
+      if (err instanceof StagedPartError) throw err
+      if (isPreconditionFailed(err)) throw new StagedPartError(ref, part.n, 'changed while it was assembled')
+      if (isNotFound(err) && !isNoSuchUpload(err)) throw new StagedPartError(ref, part.n, 'is not staged')
+      throw completionError(err, ref, part.n)
+    }
   }
 
   async checksums(
@@ -218,7 +467,17 @@ export class S3BlobStore implements BlobStore {
   }
 
   async discardUpload(ref: string): Promise<void> {
-    await deleteKeys(this.place, await this.stagedKeys(ref))
+    // One listing of the upload's staging folder: its staged parts, and the marker of its
+    // multipart upload if one was opened (or the one this process opened, should it be listed late).
+    const dir = this.partPrefix(ref)
+    const keys = await this.stagedKeys(ref)
+    let target: UploadTarget | null = null
+    for (const key of keys) target ??= parseMarker(key.slice(dir.length).split('/'))
+    target ??= (await this.targets.known(ref)?.catch(() => null)) ?? null
+    // An abort S3 refuses keeps the marker, so that the upload's parts are never forgotten
+    // while S3 still bills them: the next run tries again.
+    if (target) await this.targets.abort(ref, target)
+    await deleteKeys(this.place, keys)
   }
 
   /** Every object under an upload's staging folder (its staged parts, and any marker). */
@@ -328,9 +587,15 @@ export class S3BlobStore implements BlobStore {
     )
   }
 
-  /** Object keys of multipart uploads that Wharf's own uploads still use, however old: none here. */
-  protected async uploadsInUse(): Promise<Set<string>> {
-    return new Set()
+  /** Object keys of multipart uploads that Wharf's own uploads still use, however old. */
+  private async uploadsInUse(): Promise<Set<string>> {
+    const root = `${this.place.prefix}parts/`
+    const inUse = new Set<string>()
+    for await (const o of listObjects(this.place, root)) {
+      const marker = parseMarker(o.key.slice(root.length).split('/').slice(1))
+      if (marker) inUse.add(this.objectKey(marker.blobKey))
+    }
+    return inUse
   }
 
   async sweepTemporary(olderThanMs: number): Promise<number> {
@@ -358,10 +623,6 @@ function partsFor(size?: number): { partSize: number; queueSize: number } {
   const needed = Math.ceil((size ?? 0) / MAX_UPLOAD_PARTS / MIN_PART_BYTES) * MIN_PART_BYTES
   const partSize = Math.max(MIN_PART_BYTES, needed)
   return { partSize, queueSize: partSize > 4 * MIN_PART_BYTES ? 1 : 4 }
-}
-
-export function newKey(): string {
-  return crypto.randomBytes(16).toString('hex')
 }
 
 /** The object name of a part; refuses anything but 1…10000, so no number can name another object. */

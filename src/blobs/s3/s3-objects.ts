@@ -1,3 +1,4 @@
+import crypto from 'node:crypto'
 import { Transform, type TransformCallback } from 'node:stream'
 import { DeleteObjectsCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3'
 import { BlobTooLargeError } from '../blob-store.js'
@@ -107,4 +108,9 @@ export class Measure extends Transform {
     if (this.size > this.maxBytes) done(new BlobTooLargeError(this.maxBytes))
     else done(null, chunk)
   }
+}
+
+/** A fresh blob key: 32 random hex characters. */
+export function newKey(): string {
+  return crypto.randomBytes(16).toString('hex')
 }

@@ -18,21 +18,29 @@ export class ContentMd5Mismatch extends Error {
 
 /**
  * Passes a part's bytes through to the store while hashing them, and fails at the end, before
- * the store sees the end of its input, when their md5 is not the declared one: the store then
- * keeps nothing of the part (an earlier copy of it stays), as for any input that fails.
+ * the store sees the last of its input, when their md5 is not the declared one: the store then
+ * keeps nothing of the part (an earlier copy of it stays), as for any input that fails. The last
+ * chunk is held back until the md5 is known: a store that streams a part of known length into S3
+ * would otherwise have sent every byte, and S3 kept the part, before the check failed.
  */
 export class Md5Check extends Transform {
   private readonly md5 = crypto.createHash('md5')
+  private held: Buffer | null = null
   constructor(private readonly expected: Buffer) {
     super()
   }
   override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
     this.md5.update(chunk)
-    done(null, chunk)
+    const previous = this.held
+    this.held = chunk
+    done(null, previous ?? undefined)
   }
   override _flush(done: TransformCallback): void {
     const actual = this.md5.digest()
-    if (actual.equals(this.expected)) done()
-    else done(new ContentMd5Mismatch(actual.toString('hex')))
+    if (!actual.equals(this.expected)) {
+      done(new ContentMd5Mismatch(actual.toString('hex')))
+      return
+    }
+    done(null, this.held ?? undefined)
   }
 }

@@ -3,7 +3,7 @@ import { pipeline } from 'node:stream/promises'
 import type { Kysely, Selectable } from 'kysely'
 import { formatDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
-import { type BlobStore, BlobTooLargeError } from '../../blobs/blob-store.js'
+import { type BlobStore, BlobTooLargeError, type Exclusive, StagedPartError } from '../../blobs/blob-store.js'
 import type { SqlDialect } from '../../db/dialects/dialect.js'
 import type { Database, UploadsTable } from '../../db/schema.js'
 import type { ModuleSettings } from '../settings.js'
@@ -124,6 +124,24 @@ export class UploadParts {
   }
 
   /**
+   * Runs work holding the upload's row lock (PostgreSQL), so that processes sharing the database
+   * run it one after the other for one upload; 404 once the upload is gone.
+   */
+  private underUploadLock(uploadId: number): Exclusive {
+    return (work) =>
+      this.db.transaction().execute(async (trx) => {
+        const row = await trx
+          .selectFrom('uploads')
+          .select('id')
+          .where('id', '=', uploadId)
+          .forUpdate()
+          .executeTakeFirst()
+        if (!row) throw uploadNotFound()
+        return work()
+      })
+  }
+
+  /**
    * `PUT upload_uri`: checks the link before reading a byte, stages the part (an aborted or
    * oversized body leaves nothing behind), then records it. With `contentMd5` (the request's
    * `Content-MD5` header) the part's md5 is computed as it streams in, and a part whose bytes do
@@ -158,9 +176,15 @@ export class UploadParts {
 
     let size: number
     try {
-      ;({ size } = await this.blobs.putPart(ref, part, input, { maxBytes: MAX_PART_BYTES }))
+      ;({ size } = await this.blobs.putPart(ref, part, input, {
+        maxBytes: MAX_PART_BYTES,
+        ...(declaredLength !== undefined ? { length: declaredLength } : {}),
+        ...(this.dialect.singleProcess ? {} : { exclusive: this.underUploadLock(upload.id) }),
+      }))
     } catch (err) {
       if (err instanceof BlobTooLargeError) throw partTooLarge()
+      // The store's own upload was completed or given up while the part arrived.
+      if (err instanceof StagedPartError) throw uploadNotFound()
       if (err instanceof ContentMd5Mismatch) {
         throw ERRORS.invalidBody(
           `The part's bytes do not match its Content-MD5 header (their md5 is ${err.actual}); nothing was kept`,
