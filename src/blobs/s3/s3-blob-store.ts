@@ -252,9 +252,7 @@ export class S3BlobStore implements BlobStore {
     try {
       await this.place.client.send(
         new UploadPartCommand({
-          Bucket: this.place.bucket,
-          Key: this.targets.objectOf(target),
-          UploadId: target.uploadId,
+          ...this.targets.of(target),
           PartNumber: partNumber,
           Body: measure,
           ContentLength: length,
@@ -398,9 +396,7 @@ export class S3BlobStore implements BlobStore {
     try {
       await this.place.client.send(
         new CompleteMultipartUploadCommand({
-          Bucket: this.place.bucket,
-          Key: this.targets.objectOf(target),
-          UploadId: target.uploadId,
+          ...this.targets.of(target),
           MultipartUpload: { Parts: partNumbers.map((n) => ({ PartNumber: n, ETag: etags.get(n)! })) },
         }),
       )
@@ -415,9 +411,7 @@ export class S3BlobStore implements BlobStore {
   /** A staged part into the multipart upload, as the version listed; its ETag there. */
   private async addStaged(ref: string, target: UploadTarget, part: StagedPart): Promise<string> {
     const into = {
-      Bucket: this.place.bucket,
-      Key: this.targets.objectOf(target),
-      UploadId: target.uploadId,
+      ...this.targets.of(target),
       PartNumber: part.n,
     }
     try {

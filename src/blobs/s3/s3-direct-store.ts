@@ -31,9 +31,7 @@ export class S3DirectBlobStore extends S3BlobStore {
     return getSignedUrl(
       this.place.client,
       new UploadPartCommand({
-        Bucket: this.place.bucket,
-        Key: this.targets.objectOf(target),
-        UploadId: target.uploadId,
+        ...this.targets.of(target),
         PartNumber: n,
       }),
       this.signing(expiresIn),

@@ -43,9 +43,9 @@ export class UploadTargets {
     private readonly markerDir: (ref: string) => string,
   ) {}
 
-  /** The object a target's multipart upload becomes. */
-  objectOf(target: UploadTarget): string {
-    return this.objectKey(target.blobKey)
+  /** What names a target's multipart upload in a request: its bucket, object and id. */
+  of(target: UploadTarget): { Bucket: string; Key: string; UploadId: string } {
+    return { Bucket: this.place.bucket, Key: this.objectKey(target.blobKey), UploadId: target.uploadId }
   }
 
   /** The upload's multipart upload, opened (with its marker) on the first call. */
@@ -93,9 +93,7 @@ export class UploadTargets {
     try {
       await this.place.client.send(
         new AbortMultipartUploadCommand({
-          Bucket: this.place.bucket,
-          Key: this.objectOf(target),
-          UploadId: target.uploadId,
+          ...this.of(target),
         }),
       )
     } catch (err) {
@@ -112,9 +110,7 @@ export class UploadTargets {
       do {
         const page = await this.place.client.send(
           new ListPartsCommand({
-            Bucket: this.place.bucket,
-            Key: this.objectOf(target),
-            UploadId: target.uploadId,
+            ...this.of(target),
             ...(marker ? { PartNumberMarker: marker } : {}),
           }),
         )
