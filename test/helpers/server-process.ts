@@ -90,6 +90,7 @@ export function serverProcesses(cli = builtServer()): ServerProcesses {
     const served = { child, pid: child.pid ?? 0, api: `http://127.0.0.1:${port}/api/rest/v1`, exited }
     children.push(served)
     let out = ''
+    let late: NodeJS.Timeout | undefined
     await new Promise<void>((resolve, reject) => {
       child.stdout!.on('data', (d) => {
         note(d)
@@ -101,9 +102,13 @@ export function serverProcesses(cli = builtServer()): ServerProcesses {
         if (out.length < OUTPUT_KEPT) out += d
       })
       child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${out}`)))
-      // A start that never completes fails with what the server said, not as a bare timeout.
-      setTimeout(() => reject(new Error(`server did not start: ${out}`)), 20_000).unref()
-    })
+      // A start that never completes fails with what the server said, not as a bare timeout,
+      // and the server goes: a caller that tries again on another port must not leave it running.
+      late = setTimeout(() => {
+        child.kill('SIGKILL')
+        reject(new Error(`server did not start: ${out}`))
+      }, 20_000)
+    }).finally(() => clearTimeout(late))
     return served
   }
 
