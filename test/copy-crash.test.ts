@@ -4,7 +4,7 @@ import type { BlobStore } from '../src/blobs/blob-store.js'
 import { download, req, type Target, upload } from './helpers/files.js'
 import { s3ForTests, storeCases } from './helpers/s3-cases.js'
 import { expectError, startServer, type TestServer } from './helpers/server.js'
-import { queuedBlobKeys, storedBlobKeys } from './helpers/storage.js'
+import { queuedBlobKeys, storedBlobKeys, watchStore } from './helpers/storage.js'
 
 /**
  * A copy writes its new blobs before the transaction that names them. A process that dies right
@@ -29,26 +29,6 @@ interface AfterCopy {
   keys: string[]
 }
 
-/** The store, with `after`'s hooks called around every copy. */
-function watchCopy(after: AfterCopy) {
-  return (store: BlobStore): BlobStore =>
-    new Proxy(store, {
-      get(target, prop, receiver) {
-        const value = Reflect.get(target, prop, receiver)
-        if (prop === 'copy') {
-          return async (...args: Parameters<BlobStore['copy']>) => {
-            await after.before?.(args)
-            const key = await target.copy(...args)
-            after.keys.push(key)
-            await after.run?.(after.keys.length)
-            return key
-          }
-        }
-        return typeof value === 'function' ? value.bind(target) : value
-      },
-    })
-}
-
 describe.each(cases)('a crash in a copy ($dialect, $store)', ({ dialect, env }) => {
   let s: TestServer
   let t: Target
@@ -60,7 +40,16 @@ describe.each(cases)('a crash in a copy ($dialect, $store)', ({ dialect, env }) 
     after.before = null
     after.run = null
     after.keys = []
-    s = await startServer(dialect, env(), { now: () => clock, wrapBlobStore: watchCopy(after) })
+    s = await startServer(dialect, env(), {
+      now: () => clock,
+      wrapBlobStore: watchStore(['copy'], {
+        before: async (_, args) => after.before?.(args as Parameters<BlobStore['copy']>),
+        after: async (_, key) => {
+          after.keys.push(key)
+          await after.run?.(after.keys.length)
+        },
+      }),
+    })
     t = { api: s.api, key: s.adminKey }
   })
   afterEach(async () => {

@@ -1,14 +1,13 @@
 import fs from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import type { BlobStore } from '../src/blobs/blob-store.js'
 import { ExportBuilder } from '../src/exports/export-builder.js'
 import type { ExportSource } from '../src/exports/export-kind.js'
 import { EXPORT_KINDS } from '../src/exports/export-kinds.js'
 import { ExportWorker } from '../src/exports/export-worker.js'
 import { s3ForTests, storeSettings } from './helpers/s3-cases.js'
 import { call, dialects, startServer, type TestServer } from './helpers/server.js'
-import { queuedBlobKeys, storedBlobKeys } from './helpers/storage.js'
+import { queuedBlobKeys, storedBlobKeys, watchStore } from './helpers/storage.js'
 
 /**
  * An export's CSV file is written before the transaction that records the export ready. A
@@ -65,26 +64,6 @@ interface AfterWrite {
   methods: string[]
 }
 
-/** The store, with `after.run` called once it has written an export's file. */
-function watchWrites(after: AfterWrite) {
-  return (store: BlobStore): BlobStore =>
-    new Proxy(store, {
-      get(target, prop, receiver) {
-        const value = Reflect.get(target, prop, receiver)
-        if (prop === 'putUnhashed' || prop === 'putSegments') {
-          return async (...args: unknown[]) => {
-            const blob = await (value as (...a: unknown[]) => Promise<{ key: string }>).apply(target, args)
-            after.keys.push(blob.key)
-            after.methods.push(prop)
-            await after.run?.(blob.key)
-            return blob
-          }
-        }
-        return typeof value === 'function' ? value.bind(target) : value
-      },
-    })
-}
-
 describe.each(
   dialects.flatMap((dialect) => stores.flatMap((s) => kinds.map((k) => ({ dialect, ...s, ...k })))),
 )('a crash in an export build ($dialect, $store, $kind)', ({ dialect, env, route, write }) => {
@@ -100,7 +79,14 @@ describe.each(
     s = await startServer(dialect, env(), {
       now: () => clock,
       exportSources: sources,
-      wrapBlobStore: watchWrites(after),
+      // Once the store wrote an export's file, `after.run`.
+      wrapBlobStore: watchStore(['putUnhashed', 'putSegments'], {
+        after: async (method, key) => {
+          after.keys.push(key)
+          after.methods.push(method)
+          await after.run?.(key)
+        },
+      }),
     })
   })
   afterEach(async () => {

@@ -1,9 +1,9 @@
 import crypto from 'node:crypto'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { BlobStore } from '../src/blobs/blob-store.js'
 import { download, endUpload, md5, req, stageUpload, type Target, withChecksums } from './helpers/files.js'
 import { s3ForTests, storeCases } from './helpers/s3-cases.js'
 import { expectError, startServer, type TestServer } from './helpers/server.js'
+import { watchStore } from './helpers/storage.js'
 
 /**
  * `action=end` writes a new blob before the transaction that names it. A process that dies in
@@ -25,25 +25,6 @@ interface AfterAssemble {
   keys: string[]
 }
 
-/** The store, with `after.run` called once an assembly has written its blob (and its key kept). */
-function watchAssemble(after: AfterAssemble) {
-  return (store: BlobStore): BlobStore =>
-    new Proxy(store, {
-      get(target, prop, receiver) {
-        const value = Reflect.get(target, prop, receiver)
-        if (prop === 'assemble') {
-          return async (...args: Parameters<BlobStore['assemble']>) => {
-            const blob = await target.assemble(...args)
-            after.keys.push(blob.key)
-            await after.run?.(blob.key)
-            return blob
-          }
-        }
-        return typeof value === 'function' ? value.bind(target) : value
-      },
-    })
-}
-
 describe.each(cases)('a crash in action=end ($dialect, $store)', ({ dialect, env }) => {
   let s: TestServer
   let t: Target
@@ -59,7 +40,13 @@ describe.each(cases)('a crash in action=end ($dialect, $store)', ({ dialect, env
       { ...env(), UPLOAD_PART_SIZE: String(PART) },
       {
         now: () => clock,
-        wrapBlobStore: watchAssemble(after),
+        // After the assembly wrote its blob (its key kept), `after.run`.
+        wrapBlobStore: watchStore(['assemble'], {
+          after: async (_, key) => {
+            after.keys.push(key)
+            await after.run?.(key)
+          },
+        }),
       },
     )
     t = { api: s.api, key: s.adminKey }

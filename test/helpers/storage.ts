@@ -3,6 +3,7 @@ import http from 'node:http'
 import path from 'node:path'
 import type { Kysely } from 'kysely'
 import { expect, vi } from 'vitest'
+import type { BlobStore } from '../../src/blobs/blob-store.js'
 import type { Config } from '../../src/config.js'
 import type { Database } from '../../src/db/schema.js'
 
@@ -93,4 +94,35 @@ export async function storedBlobKeys(
 /** The keys waiting in the blob deletion queue, sorted. */
 export async function queuedBlobKeys(db: Kysely<Database>): Promise<string[]> {
   return (await db.selectFrom('blob_garbage').select('blob_key').execute()).map((r) => r.blob_key).sort()
+}
+
+/** What a watched store call does besides its own work (watchStore). */
+export interface StoreHooks<M extends keyof BlobStore> {
+  /** Run before the store is asked, with the method and its arguments. */
+  before?: (method: M, args: unknown[]) => Promise<void>
+  /** Run once the store answered, with the method and the key of the blob it made. */
+  after: (method: M, key: string) => Promise<void>
+}
+
+/**
+ * A wrapper for startServer's `wrapBlobStore`: the store, with `hooks` called around every call of
+ * `methods` (each makes a blob and answers its key, or an object holding it): how the crash tests
+ * stop a process right after the store wrote a blob and before anything recorded it.
+ */
+export function watchStore<M extends keyof BlobStore>(methods: M[], hooks: StoreHooks<M>) {
+  return (store: BlobStore): BlobStore =>
+    new Proxy(store, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver)
+        if (typeof value !== 'function') return value
+        if (!methods.includes(prop as M)) return value.bind(target)
+        const method = prop as M
+        return async (...args: unknown[]) => {
+          await hooks.before?.(method, args)
+          const made = (await value.apply(target, args)) as string | { key: string }
+          await hooks.after(method, typeof made === 'string' ? made : made.key)
+          return made
+        }
+      },
+    })
 }
