@@ -293,20 +293,35 @@ export class S3BlobStore implements BlobStore {
   }
 
   private async look(ref: string): Promise<Planned> {
+    const { staged, target } = await this.staging(ref)
+    if (target) this.targets.found(ref, target)
+    const listed: ListedParts = target ? await this.targets.listParts(ref, target) : new Map()
+    return { ref, target, listed, staged }
+  }
+
+  /**
+   * One listing of an upload's staging folder: every object in it, the staged parts by name, and
+   * the marker of its multipart upload, if one was opened (or the one this process opened,
+   * should the listing not show its marker yet).
+   */
+  private async staging(ref: string): Promise<{
+    keys: string[]
+    staged: Map<string, { size: number; etag: string }>
+    target: UploadTarget | null
+  }> {
     const dir = this.partPrefix(ref)
+    const keys: string[] = []
     const staged = new Map<string, { size: number; etag: string }>()
     let target: UploadTarget | null = null
     for await (const o of listObjects(this.place, dir)) {
+      keys.push(o.key)
       const name = o.key.slice(dir.length)
       const marker = parseMarker(name.split('/'))
       if (marker) target ??= marker
       else if (!name.includes('/')) staged.set(name, o)
     }
-    // One this process opened, should the listing not show its marker yet.
     target ??= (await this.targets.known(ref)?.catch(() => null)) ?? null
-    if (target) this.targets.found(ref, target)
-    const listed: ListedParts = target ? await this.targets.listParts(ref, target) : new Map()
-    return { ref, target, listed, staged }
+    return { keys, staged, target }
   }
 
   async assemble(
@@ -461,24 +476,11 @@ export class S3BlobStore implements BlobStore {
   }
 
   async discardUpload(ref: string): Promise<void> {
-    // One listing of the upload's staging folder: its staged parts, and the marker of its
-    // multipart upload if one was opened (or the one this process opened, should it be listed late).
-    const dir = this.partPrefix(ref)
-    const keys = await this.stagedKeys(ref)
-    let target: UploadTarget | null = null
-    for (const key of keys) target ??= parseMarker(key.slice(dir.length).split('/'))
-    target ??= (await this.targets.known(ref)?.catch(() => null)) ?? null
+    const { keys, target } = await this.staging(ref)
     // An abort S3 refuses keeps the marker, so that the upload's parts are never forgotten
     // while S3 still bills them: the next run tries again.
     if (target) await this.targets.abort(ref, target)
     await deleteKeys(this.place, keys)
-  }
-
-  /** Every object under an upload's staging folder (its staged parts, and any marker). */
-  protected async stagedKeys(ref: string): Promise<string[]> {
-    const keys: string[] = []
-    for await (const o of listObjects(this.place, this.partPrefix(ref))) keys.push(o.key)
-    return keys
   }
 
   async *stagedUploads(): AsyncIterable<{ ref: string; modifiedAt: number }> {
