@@ -1,7 +1,7 @@
 import { CompiledQuery } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ADMIN_USERNAME, startServer, type TestServer } from './helpers/server.js'
-import { fetchCsv, readyExport } from './helpers/webhook-log-fixtures.js'
+import { fetchCsv, insertNotification, readyExport } from './helpers/webhook-log-fixtures.js'
 
 /**
  * SQLite builds an export's CSV in SQL, PostgreSQL has the database write it (COPY): the same
@@ -69,30 +69,13 @@ describe.skipIf(!process.env['TEST_DATABASE_URL'])('webhook-log CSV on SQLite an
     for (const dialect of ['sqlite', 'postgres'] as const) {
       const s = await startServer(dialect, { EXPORT_PAGE_SIZE: '300' })
       servers.push(s)
-      const n = await s.container.db
-        .insertInto('webhook_notifications')
-        .values({
-          site_id: s.container.site.id,
-          action_id: null,
-          message_id: 'msg-both-databases',
-          operation: 'Upload',
-          user_id: null,
-          username: ADMIN_USERNAME,
-          protocol: 'restapi',
-          path: 'dir/a',
-          sourcepath: '',
-          folder: 'dir',
-          state: 'failed',
-          max_attempts: 8,
-          next_attempt_at: null,
-          lease_owner: null,
-          lease_until: null,
-          created_at: 0,
-          updated_at: 0,
-        })
-        .returning('id')
-        .executeTakeFirstOrThrow()
-      const rows = records(s.container.site.id, Number(n.id))
+      const notification = await insertNotification(s, {
+        message_id: 'msg-both-databases',
+        username: ADMIN_USERNAME,
+        path: 'dir/a',
+        folder: 'dir',
+      })
+      const rows = records(s.container.site.id, notification)
       for (let i = 0; i < rows.length; i += 200) {
         await s.container.db
           .insertInto('webhook_attempts')

@@ -9,6 +9,7 @@ import { copyCsvInOneSnapshot } from '../src/db/copy-csv.js'
 import type { ExportJob } from '../src/exports/export-kind.js'
 import { webhookLogSource } from '../src/exports/webhook-log-export.js'
 import { ADMIN_USERNAME, startServer, type TestServer } from './helpers/server.js'
+import { insertNotification, logJob } from './helpers/webhook-log-fixtures.js'
 
 /**
  * On PostgreSQL a webhook-log export is built in two halves at once: two COPY statements on two
@@ -41,36 +42,19 @@ describe.skipIf(!process.env['TEST_DATABASE_URL'])(
     beforeAll(async () => {
       s = await startServer('postgres')
       dir = await fs.mkdtemp(path.join(s.container.config.dataDir, 'halves-'))
-      const n = await s.container.db
-        .insertInto('webhook_notifications')
-        .values({
-          site_id: s.container.site.id,
-          action_id: null,
-          message_id: 'msg-halves',
-          operation: 'Upload',
-          user_id: null,
-          username: ADMIN_USERNAME,
-          protocol: 'restapi',
-          path: 'left/a',
-          sourcepath: '',
-          folder: 'left',
-          state: 'failed',
-          max_attempts: 8,
-          next_attempt_at: null,
-          lease_owner: null,
-          lease_until: null,
-          created_at: 0,
-          updated_at: 0,
-        })
-        .returning('id')
-        .executeTakeFirstOrThrow()
+      const notification = await insertNotification(s, {
+        message_id: 'msg-halves',
+        username: ADMIN_USERNAME,
+        path: 'left/a',
+        folder: 'left',
+      })
       const rows = Array.from({ length: RECORDS }, (_, i) => {
         const text = AWKWARD[i % AWKWARD.length]!
         // The records of `right` lie in one stretch of the ids: a query for them splits that stretch.
         const folder = i >= 500 && i < 700 ? 'right' : 'left'
         return {
           site_id: s.container.site.id,
-          notification_id: Number(n.id),
+          notification_id: notification,
           attempt: i + 1,
           created_at: START + i * 1000,
           user_id: null,
@@ -99,15 +83,7 @@ describe.skipIf(!process.env['TEST_DATABASE_URL'])(
     }, 60_000)
     afterAll(async () => s?.close())
 
-    const job = (query: Record<string, unknown>, range: Partial<ExportJob> = {}): ExportJob => ({
-      id: 1,
-      site_id: s.container.site.id,
-      kind: 'webhook_log',
-      query,
-      start_at: null,
-      end_at: null,
-      ...range,
-    })
+    const job = (query: Record<string, unknown>, range: Partial<ExportJob> = {}) => logJob(s, query, range)
 
     async function oneStatement(j: ExportJob): Promise<{ csv: string; count: number }> {
       const parts: Buffer[] = [header]

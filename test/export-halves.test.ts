@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ExportJob } from '../src/exports/export-kind.js'
 import { webhookLogSource } from '../src/exports/webhook-log-export.js'
 import { startServer, type TestServer } from './helpers/server.js'
-import { seedMany } from './helpers/webhook-log-fixtures.js'
+import { logJob, seedMany } from './helpers/webhook-log-fixtures.js'
 
 /**
  * A large webhook-log export on SQLite is built in two halves at once (the second in a worker
@@ -24,15 +24,7 @@ describe('webhook-log export built in two halves (sqlite)', () => {
   })
   afterAll(async () => s?.close())
 
-  const job = (query: Record<string, unknown>, range: Partial<ExportJob> = {}): ExportJob => ({
-    id: 1,
-    site_id: s.container.site.id,
-    kind: 'webhook_log',
-    query,
-    start_at: null,
-    end_at: null,
-    ...range,
-  })
+  const job = (query: Record<string, unknown>, range: Partial<ExportJob> = {}) => logJob(s, query, range)
 
   async function oneConnection(j: ExportJob, pageSize: number): Promise<{ csv: string; count: number }> {
     const parts: Buffer[] = [header]

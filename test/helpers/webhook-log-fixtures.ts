@@ -1,6 +1,9 @@
 import crypto from 'node:crypto'
 import http from 'node:http'
+import type { Insertable } from 'kysely'
 import { expect } from 'vitest'
+import type { WebhookNotificationsTable } from '../../src/db/schema.js'
+import type { ExportJob } from '../../src/exports/export-kind.js'
 import { type CallResult, call, type TestServer } from './server.js'
 
 /**
@@ -186,6 +189,58 @@ export async function seedLog(s: TestServer, records: LogRecord[]): Promise<Seed
   return out
 }
 
+/** A webhook-log export job of the server's site, for a builder or source called directly. */
+export function logJob(
+  s: TestServer,
+  query: Record<string, unknown>,
+  range: Partial<ExportJob> = {},
+): ExportJob {
+  return {
+    id: 1,
+    site_id: s.container.site.id,
+    kind: 'webhook_log',
+    query,
+    start_at: null,
+    end_at: null,
+    ...range,
+  }
+}
+
+/**
+ * A notification of the server's site written straight into the outbox, failed and done with
+ * (an export's records hang off one): `path` and `folder` given, anything else as `fields` says.
+ * Its id.
+ */
+export async function insertNotification(
+  s: TestServer,
+  fields: Pick<Insertable<WebhookNotificationsTable>, 'path' | 'folder'> &
+    Partial<Insertable<WebhookNotificationsTable>>,
+): Promise<number> {
+  const row = await s.container.db
+    .insertInto('webhook_notifications')
+    .values({
+      site_id: s.container.site.id,
+      action_id: null,
+      message_id: `msg_${crypto.randomBytes(12).toString('hex')}`,
+      operation: 'Upload',
+      user_id: null,
+      username: '',
+      protocol: 'restapi',
+      sourcepath: '',
+      state: 'failed',
+      max_attempts: 8,
+      next_attempt_at: null,
+      lease_owner: null,
+      lease_until: null,
+      created_at: 0,
+      updated_at: 0,
+      ...fields,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow()
+  return Number(row.id)
+}
+
 /**
  * Many records of one notification (attempts 1…count) in one statement, one second apart from
  * `startMs`, all under `folder`: for paging past the default page size. Ids ascend with attempt.
@@ -197,30 +252,14 @@ export async function seedMany(
   startMs: number,
 ): Promise<number[]> {
   const siteId = s.container.site.id
-  const n = await s.container.db
-    .insertInto('webhook_notifications')
-    .values({
-      site_id: siteId,
-      action_id: null,
-      message_id: `msg_${crypto.randomBytes(12).toString('hex')}`,
-      operation: 'Upload',
-      user_id: null,
-      username: '',
-      protocol: 'restapi',
-      path: `${folder}/bulk.txt`,
-      sourcepath: '',
-      folder,
-      state: 'failed',
-      attempts: count,
-      max_attempts: count,
-      next_attempt_at: null,
-      lease_owner: null,
-      lease_until: null,
-      created_at: startMs,
-      updated_at: startMs,
-    })
-    .returning('id')
-    .executeTakeFirstOrThrow()
+  const id = await insertNotification(s, {
+    path: `${folder}/bulk.txt`,
+    folder,
+    attempts: count,
+    max_attempts: count,
+    created_at: startMs,
+    updated_at: startMs,
+  })
   const ids: number[] = []
   // Chunks keep each statement well under both databases' limits on bound parameters.
   for (let from = 1; from <= count; from += 500) {
@@ -228,7 +267,7 @@ export async function seedMany(
     for (let i = from; i < Math.min(from + 500, count + 1); i++) {
       rows.push({
         site_id: siteId,
-        notification_id: Number(n.id),
+        notification_id: id,
         attempt: i,
         created_at: startMs + i * 1000,
         user_id: null,
