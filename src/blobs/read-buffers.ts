@@ -40,6 +40,14 @@ export function bytesRead(n: number): void {
   counted += n
   if (counted < RECLAIM_BYTES) return
   counted %= RECLAIM_BYTES
+  collectYoung()
+}
+
+/**
+ * A scavenge now: what frees buffers outside the heap that only small young objects hold (socket
+ * reads, an export's blocks). V8's collector is looked up on the first call, not at start-up.
+ */
+export function collectYoung(): void {
   if (collector === undefined) collector = lookUpCollector()
   collector?.({ type: 'minor' })
 }

@@ -1,7 +1,6 @@
 import fsp from 'node:fs/promises'
-import v8 from 'node:v8'
-import vm from 'node:vm'
 import type { Kysely, SelectQueryBuilder } from 'kysely'
+import { collectYoung } from '../blobs/read-buffers.js'
 import type { CsvBlock } from '../db/copy-csv.js'
 import type { DatabaseHandle } from '../db/database.js'
 import { buildHalfInWorker } from './csv-half-worker.js'
@@ -243,20 +242,6 @@ export async function copiedCsvHalves(
   }
 }
 
-let gc: ((opts: { type: 'minor' }) => void) | undefined
-/**
- * A block's buffer lives outside V8's heap, which an export hardly touches otherwise: without a
- * look at the young generation after each block, tens of MiB of spent blocks wait for the
- * collector. V8's `gc` is reached on the first export that needs it, not at start-up.
- */
-function collectYoung(): void {
-  if (gc === undefined) {
-    v8.setFlagsFromString('--expose-gc')
-    gc = vm.runInNewContext('gc') as (opts: { type: 'minor' }) => void
-  }
-  gc({ type: 'minor' })
-}
-
 /**
  * The same CSV as the header row followed by keysetCsvBlocks, built in two halves at once on two
  * cores: the first half of the ids (after the header) on this connection, the second in a worker
@@ -320,6 +305,8 @@ export async function csvHalves(
             if (n === 0) continue
             await fh.write(row![1] as Buffer)
             count += n
+            // The block's buffer lives outside the heap, which an export hardly touches
+            // otherwise: without a scavenge after each, tens of MiB of spent blocks would wait.
             collectYoung()
           }
         } finally {
