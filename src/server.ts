@@ -2,9 +2,9 @@ import type { Logger } from 'pino'
 import { buildApp } from './app.js'
 import type { Config } from './config.js'
 import { createContainer } from './container.js'
-import { FtpServer } from './ftp/ftp-server.js'
+import type { FtpServer } from './ftp/ftp-server.js'
 import { createLogger } from './logger.js'
-import { type SftpServer, startSftp } from './sftp/sftp-server.js'
+import type { SftpServer } from './sftp/sftp-server.js'
 
 /** Starts the HTTP server and stops it gracefully on SIGTERM/SIGINT. */
 export async function serve(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<void> {
@@ -47,12 +47,16 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   process.once('SIGTERM', () => void stop('SIGTERM'))
   process.once('SIGINT', () => void stop('SIGINT'))
   await app.listen({ host: config.host, port: config.port })
+  // Each front end's modules load only when it is on: a server without SFTP or FTP does not
+  // hold their code.
   if (config.sftp.enabled) {
+    const { startSftp } = await import('./sftp/sftp-server.js')
     sftp = await startSftp(container, config.sftp, logger)
     const hostKeys = sftp.hostKeys.map((k) => `${k.type} SHA256:${k.fingerprintSha256}`)
     logger.info({ address: `${sftp.host}:${sftp.port}`, hostKeys }, 'SFTP is listening')
   }
   if (config.ftp.enabled) {
+    const { FtpServer } = await import('./ftp/ftp-server.js')
     ftp = await FtpServer.start({
       config: config.ftp,
       siteId: container.site.id,

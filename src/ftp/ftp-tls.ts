@@ -2,7 +2,6 @@ import crypto from 'node:crypto'
 import fs from 'node:fs/promises'
 import path from 'node:path'
 import tls from 'node:tls'
-import selfsigned from 'selfsigned'
 import type { ServerKeys } from '../modules/server-keys/server-keys.js'
 import type { FtpConfig } from './ftp-config.js'
 
@@ -103,6 +102,8 @@ async function keptPair(dir: string): Promise<{ cert: string; key: string } | nu
 }
 
 async function newPair(): Promise<{ cert: string; key: string }> {
+  // Needed once per site (the pair is then shared through the database): not loaded otherwise.
+  const { default: selfsigned } = await import('selfsigned')
   const pair = await selfsigned.generate([{ name: 'commonName', value: 'Wharf FTP' }], {
     keyType: 'rsa',
     keySize: 2048,
