@@ -126,7 +126,10 @@ export async function benchS3({ src, work, parallel, partMb, upload, download })
       const phases = phasedRss(w.proc.child.pid)
       const up = await upload(w, src, name, phases.phase)
       await phases.phase('download')
-      const down = await download(w, src, name, work)
+      // Twice, as the SDK's download is timed twice: a single download moved by up to a fifth
+      // between runs on the same machine, with Wharf out of the bytes' way in direct mode.
+      const downs = [await download(w, src, name, work), await download(w, src, name, work)]
+      const down = { ms: (downs[0].ms + downs[1].ms) / 2 }
       const most = await phases.stop()
       const transferMax = Math.max(...most.values())
       const sdk2 = await sdkRound()
@@ -136,7 +139,7 @@ export async function benchS3({ src, work, parallel, partMb, upload, download })
       )
       for (const [what, ms, base] of [
         ['upload', up.ms, (sdk1.up + sdk2.up) / 2],
-        ['download', down.ms, (sdk1.down + sdk2.down) / 2],
+        ['download (mean of 2)', down.ms, (sdk1.down + sdk2.down) / 2],
       ]) {
         const ratio = base / ms
         const ok = ratio >= TARGETS[mode] && mem.peak < TARGET_RSS_MB
