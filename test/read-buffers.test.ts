@@ -16,6 +16,22 @@ import {
 
 afterEach(() => useCollector(undefined))
 
+/** The kinds of the collections V8 ran during `work` (their entries arrive asynchronously). */
+async function gcKindsDuring(work: () => void): Promise<number[]> {
+  const kinds: number[] = []
+  const observer = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) kinds.push((e as unknown as { detail: { kind: number } }).detail.kind)
+  })
+  observer.observe({ entryTypes: ['gc'] })
+  try {
+    work()
+    await new Promise((r) => setTimeout(r, 50))
+  } finally {
+    observer.disconnect()
+  }
+  return kinds
+}
+
 /** `count` chunks of `size` bytes. */
 function chunks(count: number, size: number): Readable {
   return Readable.from(Array.from({ length: count }, () => Buffer.alloc(size, 1)))
@@ -107,17 +123,11 @@ describe('freeing the buffers of bytes read', () => {
   })
 
   it('runs a real full collection with V8’s own collector', async () => {
-    const kinds: number[] = []
-    const observer = new PerformanceObserver((list) => {
-      for (const e of list.getEntries())
-        kinds.push((e as unknown as { detail: { kind: number } }).detail.kind)
-    })
-    observer.observe({ entryTypes: ['gc'] })
     v8.setFlagsFromString('--expose-gc')
     const gc = vm.runInNewContext('gc') as (o: { type: 'minor' | 'major' }) => void
     const calls: string[] = []
     let held = 0
-    try {
+    const kinds = await gcKindsDuring(() => {
       useCollector(
         (o) => {
           calls.push(o.type)
@@ -128,29 +138,16 @@ describe('freeing the buffers of bytes read', () => {
       bytesRead(RECLAIM_BYTES)
       held = PROMOTED_BYTES
       for (let i = 0; i < FULL_EVERY_BYTES / RECLAIM_BYTES; i++) bytesRead(RECLAIM_BYTES)
-      await new Promise((r) => setTimeout(r, 50))
-    } finally {
-      observer.disconnect()
-    }
+    })
     expect(calls.filter((c) => c === 'major')).toHaveLength(1)
     expect(kinds).toContain(constants.NODE_PERFORMANCE_GC_MAJOR)
   })
 
   it('runs a real minor collection with V8’s own collector', async () => {
-    const kinds: number[] = []
-    const observer = new PerformanceObserver((list) => {
-      for (const e of list.getEntries())
-        kinds.push((e as unknown as { detail: { kind: number } }).detail.kind)
-    })
-    observer.observe({ entryTypes: ['gc'] })
-    try {
+    const kinds = await gcKindsDuring(() => {
       useCollector(undefined)
       for (let i = 0; i < 3; i++) bytesRead(RECLAIM_BYTES)
-      // GC entries are delivered asynchronously.
-      await new Promise((r) => setTimeout(r, 50))
-    } finally {
-      observer.disconnect()
-    }
+    })
     expect(kinds.filter((k) => k === constants.NODE_PERFORMANCE_GC_MINOR).length).toBeGreaterThanOrEqual(3)
   })
 })
