@@ -1,8 +1,6 @@
 import { constants, PerformanceObserver } from 'node:perf_hooks'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import v8 from 'node:v8'
-import vm from 'node:vm'
 import { afterEach, describe, expect, it } from 'vitest'
 import { Digest } from '../src/blobs/digest.js'
 import {
@@ -12,6 +10,7 @@ import {
   PROMOTED_BYTES,
   RECLAIM_BYTES,
   useCollector,
+  v8Collector,
 } from '../src/blobs/read-buffers.js'
 
 afterEach(() => useCollector(undefined))
@@ -123,8 +122,7 @@ describe('freeing the buffers of bytes read', () => {
   })
 
   it('runs a real full collection with V8’s own collector', async () => {
-    v8.setFlagsFromString('--expose-gc')
-    const gc = vm.runInNewContext('gc') as (o: { type: 'minor' | 'major' }) => void
+    const gc = v8Collector()!
     const calls: string[] = []
     let held = 0
     const kinds = await gcKindsDuring(() => {

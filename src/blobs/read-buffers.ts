@@ -23,8 +23,8 @@ export const RECLAIM_BYTES = 4 << 20
  * V8 starts one only when the old generation has doubled (`--heap-growing-percent=100`, which
  * SFTP and webhooks need): 25–45 MiB more resident during a 1 GiB transfer through the S3 store.
  * So, after a scavenge, once the heap and the memory its objects hold have grown by
- * PROMOTED_BYTES since the last full collection, Wharf asks V8 for one (docs/performance.md,
- * "Garbage promoted by transfers"): 20–36 ms each on a 2-vCPU machine, four to six for a 1 GiB
+ * PROMOTED_BYTES since the last full collection, Wharf asks V8 for one (docs/decisions.md,
+ * "Garbage promoted by transfers is collected as a transfer goes"): 20–36 ms each on a 2-vCPU machine, four to six for a 1 GiB
  * upload through S3 proxy mode, its checksums and its download. What many transfers at once hold
  * in flight counts as growth too, and no collection frees it: at most one is asked for per
  * FULL_EVERY_BYTES read, so such pauses never come more often than once per 256 MiB.
@@ -50,8 +50,11 @@ let heapHeld = heldByV8
 let heldAfterFull: number | undefined
 let scavengesSinceFull = 0
 
-/** V8's collector: `globalThis.gc` where Node was started with --expose-gc, else exposed now. */
-function lookUpCollector(): Collector | null {
+/**
+ * V8's collector: `globalThis.gc` where Node was started with --expose-gc, else exposed now (null
+ * where neither works). Tests wrap it to watch what bytesRead asks for.
+ */
+export function v8Collector(): Collector | null {
   const exposed = (globalThis as { gc?: Collector }).gc
   if (typeof exposed === 'function') return exposed
   try {
@@ -94,7 +97,7 @@ function collectPromoted(): void {
  * reads, an export's blocks). V8's collector is looked up on the first call, not at start-up.
  */
 export function collectYoung(): void {
-  if (collector === undefined) collector = lookUpCollector()
+  if (collector === undefined) collector = v8Collector()
   collector?.({ type: 'minor' })
 }
 
