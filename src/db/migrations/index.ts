@@ -10,6 +10,7 @@ import * as m008 from './008-checksums.js'
 import * as m009 from './009-shared-node-state.js'
 import * as m010 from './010-upload-expiry.js'
 import * as m011 from './011-outbox-writes.js'
+import * as m012 from './012-outbox-indexes.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '009-shared-node-state': m009,
   '010-upload-expiry': m010,
   '011-outbox-writes': m011,
+  '012-outbox-indexes': m012,
 }
