@@ -132,7 +132,8 @@ describe.skipIf(!url)('the outbox’s writes on PostgreSQL', () => {
       ['webhook_notifications_due_retry', 'btree'],
       ['webhook_notifications_pkey', 'btree'],
     ])
-    for (const r of indexes.rows.filter((r) => r.name.includes('_due_'))) expect(r.definition).toMatch(/WHERE/)
+    for (const r of indexes.rows.filter((r) => r.name.includes('_due_')))
+      expect(r.definition).toMatch(/WHERE/)
     // Retention still finds old rows through the summary, not by reading the whole table.
     // (A table this small is read whole by choice; with that choice taken away, the index serves.)
     const plan = await h.db.transaction().execute(async (trx) => {
@@ -140,6 +141,8 @@ describe.skipIf(!url)('the outbox’s writes on PostgreSQL', () => {
       return sql<{ 'QUERY PLAN': string }>`explain select id from webhook_notifications
         where created_at < ${NOW - 1} and state in ('delivered', 'failed', 'dropped') limit 10`.execute(trx)
     })
-    expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toMatch(/Bitmap Index Scan on webhook_notifications_created/)
+    expect(plan.rows.map((r) => r['QUERY PLAN']).join('\n')).toMatch(
+      /Bitmap Index Scan on webhook_notifications_created/,
+    )
   })
 })

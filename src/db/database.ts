@@ -84,17 +84,26 @@ export interface DatabaseOptions {
   sqliteFile?: string
 }
 
-// Each process loads only the driver it uses (the other one would cost ~10 MiB of memory).
+// Each process loads only the driver it uses (the other one would cost ~10 MiB of memory). A
+// require() resolves the package anew each time (its package.json, realpath), so the module is
+// kept once loaded.
 const load = createRequire(import.meta.url)
-const loadPg = () => load('pg') as typeof pg
+let pgModule: typeof pg | undefined
+const loadPg = (): typeof pg => (pgModule ??= load('pg') as typeof pg)
 const loadSqlite = () => load('better-sqlite3') as typeof SQLite
 
-// int8 (bigint) columns hold ids and epoch-millisecond times: both fit a JS number exactly.
-const pgTypes = {
-  getTypeParser(oid: number, format?: any) {
-    if (oid === 20) return (v: string) => Number(v)
-    return loadPg().types.getTypeParser(oid, format)
-  },
+/**
+ * int8 (bigint) columns hold ids and epoch-millisecond times: both fit a JS number exactly. The
+ * driver asks for a parser for every column of every result, so the lookup must cost nothing.
+ */
+const int8 = (v: string) => Number(v)
+function pgTypesOf(driver: typeof pg) {
+  return {
+    getTypeParser(oid: number, format?: any) {
+      if (oid === 20) return int8
+      return driver.types.getTypeParser(oid, format)
+    },
+  }
 }
 
 export function openDatabase(opts: DatabaseOptions): DatabaseHandle {
@@ -202,7 +211,7 @@ function openPostgres(url: string, schema: string | undefined): DatabaseHandle {
   const pool = new pg.Pool({
     connectionString: url,
     max: 10,
-    types: pgTypes,
+    types: pgTypesOf(pg),
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   })
   const db = new Kysely<Database>({ dialect: new OwnSchemaPostgresDialect({ pool }) })

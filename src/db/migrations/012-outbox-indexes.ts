@@ -21,7 +21,9 @@ import { type Kysely, PostgresAdapter, sql } from 'kysely'
 export async function up(db: Kysely<any>): Promise<void> {
   if (!(db.getExecutor().adapter instanceof PostgresAdapter)) return
   await sql`drop index if exists webhook_notifications_created`.execute(db)
-  await sql`create index webhook_notifications_created on webhook_notifications using brin (created_at)`.execute(db)
+  await sql`create index webhook_notifications_created on webhook_notifications using brin (created_at)`.execute(
+    db,
+  )
   await sql`alter table webhook_notifications drop constraint if exists webhook_notifications_message_id_key`.execute(
     db,
   )
