@@ -1,10 +1,6 @@
-import crypto from 'node:crypto'
-import fs from 'node:fs/promises'
 import Module from 'node:module'
 import os from 'node:os'
-import path from 'node:path'
 import { sql } from 'kysely'
-import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type DatabaseHandle, openDatabase } from '../src/db/database.js'
 
@@ -16,24 +12,17 @@ const url = process.env['TEST_DATABASE_URL']
  * which cost a delivery of the webhook outbox several KB of garbage and file-system calls.
  */
 describe.skipIf(!url)('PostgreSQL result parsing', () => {
-  let dataDir: string
   let h: DatabaseHandle
-  let admin: pg.Client
-  const schema = `t_parsers_${crypto.randomBytes(4).toString('hex')}`
 
   beforeAll(async () => {
-    admin = new pg.Client({ connectionString: url })
-    await admin.connect()
-    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-parsers-'))
-    h = openDatabase({ url, dataDir, schema })
-    await h.migrate()
+    // No tables are read: the results are of expressions.
+    h = openDatabase({ url, dataDir: os.tmpdir() })
+    // Connecting loads what a socket needs; only what follows is watched.
+    await sql`select 1`.execute(h.db)
   })
 
   afterAll(async () => {
     await h?.close()
-    await admin.query(`drop schema if exists ${schema} cascade`)
-    await admin.end()
-    await fs.rm(dataDir, { recursive: true, force: true })
   })
 
   it('finds each column’s parser without loading a module, and reads bigint as a number', async () => {
