@@ -24,10 +24,11 @@ export const RECLAIM_BYTES = 4 << 20
  * SFTP and webhooks need): 25–45 MiB more resident during a 1 GiB transfer through the S3 store.
  * So, after a scavenge, once the heap and the memory its objects hold have grown by
  * PROMOTED_BYTES since the last full collection, Wharf asks V8 for one (docs/decisions.md,
- * "Garbage promoted by transfers is collected as a transfer goes"): 20–36 ms each on a 2-vCPU machine, four to six for a 1 GiB
- * upload through S3 proxy mode, its checksums and its download. What many transfers at once hold
- * in flight counts as growth too, and no collection frees it: at most one is asked for per
- * FULL_EVERY_BYTES read, so such pauses never come more often than once per 256 MiB.
+ * "Garbage promoted by transfers is collected as a transfer goes"): 20–36 ms each on a 2-vCPU
+ * machine, four to six for a 1 GiB upload through S3 proxy mode, its checksums and its download.
+ * What many transfers at once hold in flight counts as growth too, and no collection frees it:
+ * at most one is asked for per FULL_EVERY_BYTES read, so such pauses never come more often than
+ * once per 256 MiB.
  */
 export const PROMOTED_BYTES = 12 << 20
 export const FULL_EVERY_BYTES = 256 << 20

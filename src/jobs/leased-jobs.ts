@@ -164,11 +164,8 @@ export class LeasedJobs<T extends JobTable> {
     const due = sql`select id from ${table}
       where ${shape.due(p)} and (lease_until is null or lease_until < ${p('now')})
       order by ${sql.raw(shape.orderBy)} limit ${p('limit')}${locked}`
-    // PostgreSQL: the locked ids as one array, each row then found by its primary key (`in` made
-    // the planner hash the ids first, or read the whole table where it was small).
-    const chosen = this.dialect.skipLocked ? sql`id = any(array(${due}))` : sql`id in (${due})`
     let query = sql`update ${table} set lease_owner = ${p('owner')}, lease_until = ${p('until')}${extra}
-    where ${chosen}${recheck}
+    where ${this.dialect.idIn(due)}${recheck}
     returning ${sql.raw(shape.returning.join(', '))}`
     if (this.dialect.writableCte) {
       // Only with arrays: as objects, the joined columns' names could hide the claimed ones'.

@@ -12,6 +12,12 @@ export interface SqlDialect {
   /** `FOR UPDATE SKIP LOCKED` for workers that claim rows; SQLite has one writer anyway. */
   readonly skipLocked: boolean
   /**
+   * `id` is one of those a subquery returns. PostgreSQL: the ids as one array, each row then found
+   * by its primary key (`id in (…)` made its planner hash the ids first, or read a small table
+   * whole); SQLite: `id in (…)`.
+   */
+  idIn(ids: RawBuilder<unknown>): RawBuilder<boolean>
+  /**
    * Only one process ever uses the database (SQLite's file): claims left by a process that died
    * can be released at start-up without waiting for their lease.
    */

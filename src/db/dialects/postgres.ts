@@ -4,6 +4,7 @@ import type { SqlDialect } from './dialect.js'
 export const POSTGRES: SqlDialect = {
   name: 'postgres',
   skipLocked: true,
+  idIn: (ids) => sql<boolean>`id = any(array(${ids}))`,
   singleProcess: false,
   rowLocks: true,
   findFunction: 'strpos',

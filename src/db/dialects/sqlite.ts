@@ -4,6 +4,7 @@ import type { SqlDialect } from './dialect.js'
 export const SQLITE: SqlDialect = {
   name: 'sqlite',
   skipLocked: false,
+  idIn: (ids) => sql<boolean>`id in (${ids})`,
   singleProcess: true,
   rowLocks: false,
   findFunction: 'instr',
