@@ -47,6 +47,19 @@ describe('format suffixes and negotiation (unit)', () => {
     expect(negotiate('application/xml;q=0')).toBe('json')
   })
 
+  it('ranks Accept by quality as RFC 9110 does: */* at q=1 beats XML at q=0.5', () => {
+    expect(negotiate('application/xml;q=0.5, */*')).toBe('json')
+    expect(negotiate('application/xml;q=0.9, application/*;q=0.8')).toBe('xml')
+    // Browsers' defaults: XML at 0.9 outranks JSON through */* at 0.8; without it, JSON.
+    expect(negotiate('text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8')).toBe('xml')
+    expect(negotiate('text/html,application/xhtml+xml,*/*;q=0.8')).toBe('json')
+    expect(negotiate('application/*;q=0.2, text/xml')).toBe('xml')
+    expect(negotiate('text/html')).toBe('json')
+    expect(negotiate('APPLICATION/XML')).toBe('xml')
+    expect(negotiate('application/xml;q=0.5, application/json;q=0.4')).toBe('xml')
+    expect(negotiate('not a media type;;;')).toBe('json')
+  })
+
   it('renders typed elements, nil and nested arrays', () => {
     const out = toXml({ n: 3, f: 1.5, b: false, s: 'a<b&"c"', none: null, list: ['x'], empty: [] }, 'thing')
     expect(out).toContain('<n type="integer">3</n>')
@@ -113,6 +126,13 @@ describe.each(dialects)('formats (%s)', (dialect) => {
         const doc = xml.parse(r.text)
         expect(Object.keys(doc).filter((k) => k !== '?xml')).toEqual(['api-key'])
       }
+    })
+
+    it('answers JSON to Accept: application/xml;q=0.5, */* (JSON ranks 1 through */*)', async () => {
+      const r = await call(s, 'GET', '/api_key', { key: s.adminKey, accept: 'application/xml;q=0.5, */*' })
+      expect(r.status).toBe(200)
+      expect(r.headers.get('content-type')).toMatch(/^application\/json/)
+      expect(r.body.permission_set).toBe('full')
     })
 
     it('lets the suffix win over Accept', async () => {

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module'
 import type { X2jOptions, XMLParser, XMLValidator } from 'fast-xml-parser'
+import Negotiator from 'negotiator'
 import { ERRORS } from '../api/error-factories.js'
 import { ApiError } from '../api/errors.js'
 
@@ -46,22 +47,33 @@ export function splitFormatSuffix(url: string): SuffixResult {
   return { url: stripped, format: undefined, badSuffix: ext }
 }
 
-/** JSON unless the Accept header prefers XML over JSON. */
+// In order of preference when the Accept header ranks them equally (`*/*`, `application/*`).
+const MEDIA_TYPES = ['application/json', 'application/xml', 'text/xml']
+const negotiated = new Map<string, Format>()
+
+/**
+ * The format the Accept header prefers, as RFC 9110 ranks it (quality values, the most specific
+ * range deciding each type's quality, `q=0` refusing): JSON unless XML ranks higher, and JSON when
+ * the header accepts neither (a bad Accept header is not worth a 406). jshttp's negotiator does the
+ * ranking; its answer is kept per header value, since the same few headers come again and again.
+ */
 export function negotiate(accept: string | undefined): Format {
   if (!accept) return 'json'
-  let json = -1
-  let xml = -1
-  for (const part of accept.split(',')) {
-    const [type, ...params] = part.trim().toLowerCase().split(';')
-    let q = 1
-    for (const p of params) {
-      const m = /^\s*q=([0-9.]+)\s*$/.exec(p)
-      if (m) q = Number(m[1])
+  let format = negotiated.get(accept)
+  if (format === undefined) {
+    let preferred: string | undefined
+    try {
+      preferred = new Negotiator({ headers: { accept } }).mediaType(MEDIA_TYPES)
+    } catch {
+      preferred = undefined
     }
-    if (type === 'application/json') json = Math.max(json, q)
-    else if (type === 'application/xml' || type === 'text/xml') xml = Math.max(xml, q)
+    format = preferred === 'application/xml' || preferred === 'text/xml' ? 'xml' : 'json'
+    if (accept.length <= 256) {
+      if (negotiated.size >= 1000) negotiated.clear()
+      negotiated.set(accept, format)
+    }
   }
-  return xml > 0 && xml > json ? 'xml' : 'json'
+  return format
 }
 
 // ---------- XML out ----------
