@@ -261,6 +261,25 @@ describe.each(dialects)('Swagger document (%s)', (dialect) => {
     expect(err.properties.model_error_keys.additionalProperties.type).toBe('array')
   })
 
+  it('lists 431 (headers too large, answered in the error body) on every operation', async () => {
+    const ops = Object.values(doc.paths).flatMap((path: any) =>
+      METHODS.filter((m) => path[m] !== undefined).map((m) => path[m]),
+    )
+    expect(ops.length).toBeGreaterThan(50)
+    for (const op of ops) {
+      expect(op.responses['431']?.schema, op.operationId ?? op.summary).toEqual(
+        doc.paths['/api_keys'].post.responses['422'].schema,
+      )
+    }
+    // …and the answer is that shape.
+    const r = await fetch(`${s.api}/api_key`, { headers: { 'X-Padding': 'x'.repeat(17 * 1024) } })
+    expect(r.status).toBe(431)
+    const body = (await r.json()) as Record<string, unknown>
+    const err = doc.paths['/api_key'].get.responses['431'].schema
+    for (const field of err.required) expect(body[field], field).toBeDefined()
+    expect(Object.keys(body).every((k) => k in err.properties)).toBe(true)
+  })
+
   it('marks the routes that take no credentials', () => {
     expect(doc.paths['/sessions'].post.security).toEqual([])
     expect(doc.security).toEqual(expect.arrayContaining([{ api_key: [] }, { session: [] }]))

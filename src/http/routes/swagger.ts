@@ -1,4 +1,5 @@
 import type { Routes } from '../route-types.js'
+import { ErrorSchema } from '../schemas.js'
 
 /**
  * Swagger 2 has no `null` type: a schema may name one type and mark itself `x-nullable`. The route
@@ -57,13 +58,33 @@ export function markRequiredBodies<T>(doc: T): T {
   return doc
 }
 
+/**
+ * Answers every operation can give before any route sees the request: Node's parser refuses a
+ * request line and headers over its `maxHeaderSize` with 431, in Wharf's error body.
+ */
+export function withParserErrors<T>(doc: T): T {
+  const paths = (doc as { paths?: Record<string, Record<string, { responses?: any }>> }).paths ?? {}
+  const tooLarge = {
+    description: 'Request header fields too large (the request line and headers exceed 16 KiB)',
+    schema: toSwagger2(ErrorSchema),
+  }
+  for (const ops of Object.values(paths)) {
+    for (const op of Object.values(ops)) {
+      if (op === null || typeof op !== 'object' || Array.isArray(op)) continue
+      op.responses ??= {}
+      op.responses['431'] ??= tooLarge
+    }
+  }
+  return doc
+}
+
 /** GET /swagger_doc: the Swagger 2.0 document, generated from the route schemas themselves. */
 export function swaggerRoutes(): Routes {
   return async (app) => {
     let doc: unknown
     app.get('/swagger_doc', { config: { auth: false }, schema: { hide: true } }, async () => {
       // Routes are all known once the server is ready, so the document never changes afterwards.
-      doc ??= markRequiredBodies(toSwagger2(app.swagger()))
+      doc ??= withParserErrors(markRequiredBodies(toSwagger2(app.swagger())))
       return doc
     })
   }
