@@ -207,6 +207,69 @@ describe.each(dialects)('API keys (%s)', (dialect) => {
       expect(r.text).toContain('<expires_at nil="true"/>')
     })
 
+    it('refuses control characters and bidirectional overrides in name and description', async () => {
+      const INVALID = 'bad-request/request-params-contain-invalid-character'
+      const post = (body: unknown) => call(s, 'POST', '/api_keys', { key: aliceKey.key, body })
+      // C0, DEL, C1, the overrides, embeddings and isolates, and line breaks in a one-line name.
+      for (const c of ['\u0000', '\u0007', '\t', '\n', '\r', '\u007f', '\u0085', '\u009b']) {
+        expectError(await post({ name: `a${c}b` }), 400, INVALID)
+      }
+      for (const c of [
+        '\u202a',
+        '\u202b',
+        '\u202c',
+        '\u202d',
+        '\u202e',
+        '\u2066',
+        '\u2067',
+        '\u2068',
+        '\u2069',
+      ]) {
+        const r = await post({ name: `invoice${c}fdp.exe` })
+        expectError(r, 400, INVALID)
+        expect(r.body.error).toMatch(/^name must not contain .* \(U\+20[26][0-9A-E] at character 8\)$/)
+        expectError(await post({ description: `x${c}y` }), 400, INVALID)
+      }
+      for (const c of ['\u0000', '\u000b', '\u001b', '\u0085']) {
+        expectError(await post({ description: `line${c}` }), 400, INVALID)
+      }
+      expectError(await post({ name: 'a\u2028b' }), 400, INVALID)
+      // Through the query string (merged into the body) and in an XML body (a reference).
+      expectError(await call(s, 'POST', '/api_keys?name=a%E2%80%AEb', { key: aliceKey.key }), 400, INVALID)
+      const xmlBody = await call(s, 'POST', '/api_keys', {
+        key: aliceKey.key,
+        raw: '<api-key><name>a&#x202E;b</name></api-key>',
+        contentType: 'application/xml',
+      })
+      expectError(xmlBody, 400, INVALID)
+      const xmlC1 = await call(s, 'POST', '/api_keys', {
+        key: aliceKey.key,
+        raw: '<api-key><description>a&#x85;b</description></api-key>',
+        contentType: 'application/xml',
+      })
+      expectError(xmlC1, 400, INVALID)
+      // A description is multi-line by nature: line breaks and tabs stay; so do right-to-left
+      // text and its implicit marks, and any printable character.
+      const ok = await post({
+        name: 'שלום\u200f 2024 \u200e(ok) ☃ 😀',
+        description: 'first line\r\nsecond\tline\n\u2028third',
+      })
+      expect(ok.status).toBe(201)
+      expect(ok.body.name).toBe('שלום\u200f 2024 \u200e(ok) ☃ 😀')
+      expect(ok.body.description).toBe('first line\r\nsecond\tline\n\u2028third')
+      // PATCH, by id and on the key of the request, refuses them too and changes nothing.
+      const patched = await call(s, 'PATCH', `/api_keys/${ok.body.id}`, {
+        key: aliceKey.key,
+        body: { name: 'x\u202ey', description: 'fine' },
+      })
+      expectError(patched, 400, INVALID)
+      const self = await call(s, 'PATCH', '/api_key', { key: ok.body.key, body: { name: '\u2067x' } })
+      expectError(self, 400, INVALID)
+      const shown = await call(s, 'GET', `/api_keys/${ok.body.id}`, { key: aliceKey.key })
+      expect(shown.body.description).toBe('first line\r\nsecond\tline\n\u2028third')
+      expect(shown.body.name).toBe('שלום\u200f 2024 \u200e(ok) ☃ 😀')
+    })
+
     it('parses expires_at as a date, a date-time with offset, or refuses it', async () => {
       const dateOnly = await call(s, 'POST', '/api_keys', {
         key: aliceKey.key,

@@ -194,6 +194,13 @@ describe.each(dialects)('PublicKey API (%s)', (dialect) => {
     const priv = fs.readFileSync(path.join(dir, 'good'), 'utf8')
     expectError(await post({ title: 'x', public_key: priv }), 422, 'processing-failure/model-save-error')
     expectError(await post({ title: '   ', public_key: good }), 422, 'processing-failure/model-save-error')
+    for (const title of ['a\u202Eb', 'a\u2069b', 'a\nb', 'a\u0000b', 'a\u009fb']) {
+      expectError(
+        await post({ title, public_key: good }),
+        400,
+        'bad-request/request-params-contain-invalid-character',
+      )
+    }
     expect((await post({ title: 'first', public_key: good })).status).toBe(201)
     const again = await call(s, 'POST', '/public_keys', {
       key: bobKey,

@@ -530,6 +530,43 @@ describe.each(dialects)('users (%s)', (dialect) => {
       expect(r.body.type).toBe('not-found/user-not-found')
     })
 
+    it('refuses control characters and bidirectional overrides in a name, on create and update', async () => {
+      const INVALID = 'bad-request/request-params-contain-invalid-character'
+      const before = await call(s, 'GET', `/users/${regular.id}`, { key: s.adminKey })
+      for (const name of ['Eve\u202Eevil', 'a\u2066b', 'tab\there', 'two\nlines', 'bell\u0007', 'c1\u0090']) {
+        const created = await call(s, 'POST', '/users', {
+          key: s.adminKey,
+          body: { username: 'ctl-user', name },
+        })
+        expect({ status: created.status, type: created.body.type }).toEqual({ status: 400, type: INVALID })
+        const updated = await call(s, 'PATCH', `/users/${regular.id}`, { key: s.adminKey, body: { name } })
+        expect({ status: updated.status, type: updated.body.type }).toEqual({ status: 400, type: INVALID })
+      }
+      const xml = await call(s, 'PATCH', `/users/${regular.id}`, {
+        key: s.adminKey,
+        raw: '<user><name>Eve&#8238;evil</name></user>',
+        contentType: 'application/xml',
+      })
+      expect({ status: xml.status, type: xml.body.type }).toEqual({ status: 400, type: INVALID })
+      const query = await call(s, 'PATCH', `/users/${regular.id}?name=Eve%E2%80%AEevil`, { key: s.adminKey })
+      expect({ status: query.status, type: query.body.type }).toEqual({ status: 400, type: INVALID })
+      const created = await s.container.db
+        .selectFrom('users')
+        .select('id')
+        .where('username', '=', 'ctl-user')
+        .execute()
+      expect(created).toEqual([])
+      const after = await call(s, 'GET', `/users/${regular.id}`, { key: s.adminKey })
+      expect(after.body.name).toBe(before.body.name)
+      // Right-to-left names and their implicit marks are names like any other.
+      const rtl = await call(s, 'POST', '/users', {
+        key: s.adminKey,
+        body: { username: 'rtl-user', name: 'محمد\u200f (2)' },
+      })
+      expect(rtl.status).toBe(201)
+      expect(rtl.body.name).toBe('محمد\u200f (2)')
+    })
+
     it('changes a password with an API key without reauthentication, ending that user’s sessions', async () => {
       const u = await makeUser(s)
       const session = await login(s, u.username, u.password)

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { refusedTextCharacter } from '../api/control-characters.js'
 import { ERRORS } from '../api/error-factories.js'
 import { ApiError, type ErrorType, errorBody, newInstanceId } from '../api/errors.js'
 import { translateStorageError } from '../db/errors.js'
@@ -11,6 +12,7 @@ interface AjvError {
   message?: string
   // Present with Ajv's `verbose` option (app.ts).
   data?: unknown
+  parentSchema?: Record<string, unknown>
 }
 
 /** Request-schema failures become the API's bad-request types, never a raw framework error. */
@@ -24,6 +26,14 @@ export function fromValidation(errors: AjvError[], context: string | undefined):
   }
   if (e.keyword === 'additionalProperties') {
     return ERRORS.requestParamsInvalid(`Unknown ${where}: ${String(e.params['additionalProperty'])}`)
+  }
+  // Free text holding a character its rule refuses (control-characters.ts).
+  const check = e.parentSchema?.['x-check']
+  if (e.keyword === 'pattern' && (check === 'text' || check === 'text-lines') && typeof e.data === 'string') {
+    const at = refusedTextCharacter(e.data, check === 'text' ? 'line' : 'lines')
+    return ERRORS.requestParamsContainInvalidCharacter(
+      `${field} must not contain control characters or bidirectional overrides${at ? ` (${at})` : ''}`,
+    )
   }
   // A date-time the parser cannot read is refused as the parser refuses it.
   if (e.keyword === 'format' && e.params['format'] === 'date-time') {

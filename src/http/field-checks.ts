@@ -31,6 +31,10 @@ const RULES = {
   // pagination.ts: directions in any case; boolean filters also as 1 or 0.
   sort: (s: Schema) => ({ ...omit(s, 'enum'), maxLength: 5000 }),
   flag: (s: Schema) => ({ ...s, type: ['boolean', 'string'], maxLength: 5000 }),
+  // Free text (control-characters.ts): validation runs the pattern itself, and the error handler
+  // answers its refusal with bad-request/request-params-contain-invalid-character.
+  text: (s: Schema) => s,
+  'text-lines': (s: Schema) => s,
 } satisfies Record<string, (s: Schema) => Schema>
 
 export type FieldRule = keyof typeof RULES

@@ -1,4 +1,5 @@
 import { type TOptional, type TSchema, Type } from '@sinclair/typebox'
+import { TEXT_PATTERNS, type TextShape } from '../api/control-characters.js'
 import { DATE_TIME_FORMS } from '../api/datetime.js'
 import { type FieldType, type FilterOp, MAX_PER_PAGE, OPS_BY_TYPE } from '../api/list-spec.js'
 import { checked, exclusive, MAX_PATH_LENGTH, NEW_PATH_PATTERN, PATH_PATTERN } from './field-checks.js'
@@ -22,6 +23,25 @@ export const DateTime = (description?: string) =>
  */
 export const DateTimeText = (description: string) =>
   Type.String({ format: 'date-time', maxLength: 64, description: `${description}. ${DATE_TIME_FORMS}` })
+
+const TEXT_RULES: Record<TextShape, string> = {
+  line: 'one line: no control characters, no bidirectional embeddings, overrides or isolates',
+  lines:
+    'line breaks and tabs allowed; no other control characters, no bidirectional embeddings, overrides or isolates',
+}
+
+/**
+ * Free text a person types and others read: at most `maxLength` characters, without the
+ * characters control-characters.ts refuses (400 bad-request/request-params-contain-invalid-character,
+ * from validation, body and query alike). `lines` for text that is multi-line by nature.
+ */
+export const FreeText = (maxLength: number, shape: TextShape, description?: string) =>
+  Type.String({
+    maxLength,
+    pattern: TEXT_PATTERNS[shape],
+    description: description ? `${description} (${TEXT_RULES[shape]})` : `Free text (${TEXT_RULES[shape]})`,
+    ...checked(shape === 'line' ? 'text' : 'text-lines'),
+  })
 
 const PATH_RULES =
   'slashes around it are ignored; no empty, "." or ".." segments, no control characters; at most 5000 characters'

@@ -11,6 +11,7 @@ import {
   DateTimeText,
   EchoId,
   errorResponses,
+  FreeText,
   IdParams,
   listQuery,
   Nullable,
@@ -44,7 +45,8 @@ export const ApiKeySchema = Type.Object(
   { $id: 'ApiKey', title: 'ApiKey' },
 )
 
-const Text = (max: number) => Type.String({ maxLength: max })
+const Name = FreeText(255, 'line', 'A name for the key')
+const Description = FreeText(4096, 'lines', 'What the key is for')
 const Expiry = Nullable(DateTimeText('When the key stops working, in the future; empty or null for none'))
 
 const CreateBody = Type.Object(
@@ -57,8 +59,8 @@ const CreateBody = Type.Object(
         ...exclusive('owner'),
       }),
     ),
-    name: Type.Optional(Text(255)),
-    description: Type.Optional(Text(4096)),
+    name: Type.Optional(Name),
+    description: Type.Optional(Description),
     expires_at: Type.Optional(Expiry),
     permission_set: Type.Optional(PermissionSetField),
     path: Type.Optional({
@@ -85,8 +87,8 @@ const UpdateBody = Type.Object(
   {
     id: EchoId,
     // Null clears the field (and is what `save()` sends back for an unset one).
-    name: Type.Optional(Nullable(Text(255))),
-    description: Type.Optional(Nullable(Text(4096))),
+    name: Type.Optional(Nullable(Name)),
+    description: Type.Optional(Nullable(Description)),
     expires_at: Type.Optional(Expiry),
     permission_set: Type.Optional(PermissionSetField),
     descriptive_label: Echo,
@@ -103,7 +105,7 @@ const UpdateBody = Type.Object(
 
 const UpdateCurrentBody = Type.Object(
   {
-    name: Type.Optional(Text(255)),
+    name: Type.Optional(Name),
     expires_at: Type.Optional(Expiry),
     permission_set: Type.Optional(PermissionSetField),
   },

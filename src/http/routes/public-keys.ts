@@ -3,7 +3,7 @@ import { deleteById } from '../delete-by-id.js'
 import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
-import { DateTime, EchoId, errorResponses, IdParams, listQuery, UserIdParam } from '../schemas.js'
+import { DateTime, EchoId, errorResponses, FreeText, IdParams, listQuery, UserIdParam } from '../schemas.js'
 
 export const PublicKeySchema = Type.Object(
   {
@@ -22,9 +22,11 @@ export const PublicKeySchema = Type.Object(
   { $id: 'PublicKey', title: 'PublicKey' },
 )
 
+const Title = Type.String({ ...FreeText(255, 'line', 'A name for the key'), minLength: 1 })
+
 const CreateBody = Type.Object(
   {
-    title: Type.String({ minLength: 1, maxLength: 255, description: 'A name for the key' }),
+    title: Title,
     public_key: Type.String({
       minLength: 1,
       maxLength: 16384,
@@ -40,7 +42,7 @@ const Echo = Type.Optional(Type.Unknown({ readOnly: true }))
 const UpdateBody = Type.Object(
   {
     id: EchoId,
-    title: Type.String({ minLength: 1, maxLength: 255 }),
+    title: Title,
     created_at: Echo,
     fingerprint: Echo,
     fingerprint_sha256: Echo,

@@ -12,7 +12,7 @@ import { checked } from '../field-checks.js'
 import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
-import { DateTime, EchoId, errorResponses, IdParams, listQuery, Nullable } from '../schemas.js'
+import { DateTime, EchoId, errorResponses, FreeText, IdParams, listQuery, Nullable } from '../schemas.js'
 
 export const UserSchema = Type.Object(
   {
@@ -46,7 +46,7 @@ const fields = {
     ...checked('password'),
   }),
   password_confirmation: Type.String({ maxLength: 1024, description: 'If given, must equal password' }),
-  name: Nullable(Type.String({ maxLength: 255 })),
+  name: Nullable(FreeText(255, 'line', 'Full name; null for none')),
   email: Nullable(
     Type.String({
       maxLength: 255,
