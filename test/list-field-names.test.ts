@@ -7,7 +7,7 @@ import { call, dialects, expectError, makeUser, startServer, type TestServer } f
  * other, on every list endpoint, never a lookup that finds an inherited function.
  */
 const INHERITED = ['constructor', '__proto__', 'toString', 'valueOf', 'hasOwnProperty', 'isPrototypeOf']
-const KINDS = ['sort_by', 'filter', 'filter_gt', 'filter_lteq', 'filter_like']
+const KINDS = ['sort_by', 'filter', 'filter_gt', 'filter_lteq', 'filter_like', 'filter_prefix']
 
 describe.each(dialects)('inherited property names as list fields (%s)', (dialect) => {
   let s: TestServer
@@ -84,5 +84,30 @@ describe.each(dialects)('inherited property names as list fields (%s)', (dialect
       key: s.adminKey,
     })
     expect(r.status).toBe(200)
+  })
+
+  it('takes filter_prefix (sent by the Files.com SDKs) wherever filter_like is taken', async () => {
+    const doc = (await call(s, 'GET', '/swagger_doc')).body
+    const likes: string[] = []
+    for (const [path, ops] of Object.entries<any>(doc.paths)) {
+      for (const p of ops.get?.parameters ?? []) {
+        const m = /^filter_like\[(.+)\]$/.exec(p.name)
+        if (!m) continue
+        likes.push(`${path} ${m[1]}`)
+        const prefix = ops.get.parameters.find((q: any) => q.name === `filter_prefix[${m[1]}]`)
+        expect(prefix, `${path} filter_prefix[${m[1]}]`).toMatchObject({ in: 'query', type: 'string' })
+      }
+    }
+    expect(likes).toEqual(expect.arrayContaining(['/history path', '/users username', '/apps app_type']))
+    // History.list(filter_prefix: { path: … }), as the Python SDK sends it.
+    const history = await call(s, 'GET', '/history?filter_prefix[path]=docs%2F&sort_by[path]=asc', {
+      key: s.adminKey,
+    })
+    expect(history.status).toBe(200)
+    const mine = await makeUser(s, { username: 'Prefix_Me' })
+    const users = await call(s, 'GET', '/users?filter_prefix[username]=prefix_', { key: s.adminKey })
+    expect(users.body.map((u: { id: number }) => u.id)).toEqual([mine.id])
+    const none = await call(s, 'GET', '/users?filter_prefix[username]=prefix%25', { key: s.adminKey })
+    expect(none.body).toEqual([])
   })
 })

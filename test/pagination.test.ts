@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { ListSpec } from '../src/api/list-spec.js'
 import { parseListQuery, toPage } from '../src/db/list-cursor.js'
+import { pageInMemory } from '../src/db/list-in-memory.js'
 import { applyListQuery } from '../src/db/list-sql.js'
 import { setCursorHeaders } from '../src/http/pagination.js'
 import { call, dialects, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'
@@ -314,10 +315,16 @@ describe.each(dialects)('pagination, sorting and filtering of GET /api_keys (%s)
     }
   })
 
-  it('refuses filter_like on a date', async () => {
+  it('refuses filter_like and filter_prefix on a date', async () => {
     const like = await list('filter_like[expires_at]=2040%25')
     expect(like.status).toBe(400)
     expect(like.body.type).toBe('bad-request/invalid-filter-combination')
+    const prefix = await list('filter_prefix[expires_at]=2040')
+    expect(prefix.status).toBe(400)
+    expect(prefix.body.type).toBe('bad-request/invalid-filter-combination')
+    const unknown = await list('filter_prefix[name]=a')
+    expect(unknown.status).toBe(400)
+    expect(unknown.body.type).toBe('bad-request/invalid-filter-field')
   })
 
   it('refuses a bad sort direction and unknown parameters', async () => {
@@ -397,6 +404,40 @@ describe.each(dialects)('filter_like and list helpers on a real database (%s)', 
     expect(await namesOf({ 'filter_like[username]': `${prefix}\\DELTA` })).toEqual([`${prefix}\\delta`])
     expect(await namesOf({ 'filter_like[username]': `${prefix}\\%x` })).toEqual([])
     expect(await namesOf({ 'filter_like[username]': `${prefix}\\` })).toEqual([])
+  })
+
+  it('filter_prefix matches a prefix case-insensitively, taking %, _ and \\ literally, in SQL and in memory', async () => {
+    const cases: [string, string[]][] = [
+      [prefix, names],
+      [`${prefix.toUpperCase()}_ALPHA`, [`${prefix}_alpha`, `${prefix.toUpperCase()}_ALPHA_2`]],
+      // `_` is no one-character wildcard: `xalpha` stays out.
+      [`${prefix}_`, [`${prefix}_alpha`, `${prefix.toUpperCase()}_ALPHA_2`, `${prefix}_beta`]],
+      // `%` is no wildcard: only the name that holds one.
+      [`${prefix}%`, [`${prefix}%gamma`]],
+      [`${prefix}%g`, [`${prefix}%gamma`]],
+      [`${prefix}%a`, []],
+      [`${prefix}\\D`, [`${prefix}\\delta`]],
+      [`${prefix}\\`, [`${prefix}\\delta`]],
+      [`${prefix}_alpha_2`, [`${prefix.toUpperCase()}_ALPHA_2`]],
+      [`${prefix}_alpha_2x`, []],
+      ['', names],
+    ]
+    const rows = (
+      await s.container.db
+        .selectFrom('users')
+        .select(['users.id', 'users.username'])
+        .where('site_id', '=', s.container.site.id)
+        .execute()
+    ).map((r) => ({ ...r, 'users.id': r.id, 'users.username': r.username }))
+    for (const [value, expected] of cases) {
+      const query = { 'filter_prefix[username]': value, 'filter_like[username]': `${prefix}%` }
+      expect(await namesOf(query), value).toEqual([...expected].sort())
+      const lq = parseListQuery(USERS, query, 'x')
+      const inMemory = pageInMemory(rows, USERS, lq, 'x').items.map((r) => r.username)
+      expect(inMemory.sort(), `${value} (in memory)`).toEqual([...expected].sort())
+    }
+    // The nested form too.
+    expect(await namesOf({ filter_prefix: { username: `${prefix}_B` } })).toEqual([`${prefix}_beta`])
   })
 
   it('refuses two sort fields at once', () => {

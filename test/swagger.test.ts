@@ -96,9 +96,15 @@ describe('toSwagger2 (unit)', () => {
         ...['filter', 'filter_gt', 'filter_gteq', 'filter_lt', 'filter_lteq'].map(
           (op) => `${op}[expires_at]`,
         ),
-        ...['filter', 'filter_gt', 'filter_gteq', 'filter_lt', 'filter_lteq', 'filter_like'].map(
-          (op) => `${op}[name]`,
-        ),
+        ...[
+          'filter',
+          'filter_gt',
+          'filter_gteq',
+          'filter_lt',
+          'filter_lteq',
+          'filter_like',
+          'filter_prefix',
+        ].map((op) => `${op}[name]`),
         'filter[on]',
       ].sort(),
     )

@@ -30,7 +30,8 @@ export const sortTag = (sort: ListQuery['sort']) => (sort ? `${sort.field}:${sor
 /** The query-string keys this module reads (list routes accept them beside their own). */
 export const PAGINATION_KEYS = ['cursor', 'per_page', 'page'] as const
 
-const BRACKET = /^(sort_by|filter|filter_gt|filter_gteq|filter_lt|filter_lteq|filter_like)\[([^\]]*)\]$/
+const BRACKET =
+  /^(sort_by|filter|filter_gt|filter_gteq|filter_lt|filter_lteq|filter_like|filter_prefix)\[([^\]]*)\]$/
 
 /** True for query keys that belong to sorting and filtering (`sort_by[x]`, `filter_gt[y]` …). */
 export function isListParam(key: string): boolean {

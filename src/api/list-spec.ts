@@ -7,7 +7,14 @@ import type { Expression } from 'kysely'
  */
 
 export type FieldType = 'integer' | 'string' | 'datetime' | 'boolean'
-export type FilterOp = 'filter' | 'filter_gt' | 'filter_gteq' | 'filter_lt' | 'filter_lteq' | 'filter_like'
+export type FilterOp =
+  | 'filter'
+  | 'filter_gt'
+  | 'filter_gteq'
+  | 'filter_lt'
+  | 'filter_lteq'
+  | 'filter_like'
+  | 'filter_prefix'
 export const FILTER_OPS: FilterOp[] = [
   'filter',
   'filter_gt',
@@ -15,6 +22,7 @@ export const FILTER_OPS: FilterOp[] = [
   'filter_lt',
   'filter_lteq',
   'filter_like',
+  'filter_prefix',
 ]
 
 export interface ListField {
@@ -83,7 +91,8 @@ export function listField(fields: Record<string, ListField>, name: string): List
 
 /** Which filters each kind of field takes (the Swagger document lists the same pairings). */
 export const OPS_BY_TYPE: Record<FieldType, FilterOp[]> = {
-  string: ['filter', 'filter_gt', 'filter_gteq', 'filter_lt', 'filter_lteq', 'filter_like'],
+  // filter_prefix: the Files.com SDKs' parameter, wherever filter_like is (a prefix, taken literally).
+  string: ['filter', 'filter_gt', 'filter_gteq', 'filter_lt', 'filter_lteq', 'filter_like', 'filter_prefix'],
   integer: ['filter', 'filter_gt', 'filter_gteq', 'filter_lt', 'filter_lteq'],
   datetime: ['filter', 'filter_gt', 'filter_gteq', 'filter_lt', 'filter_lteq'],
   boolean: ['filter'],

@@ -71,6 +71,8 @@ function matches(raw: unknown, f: ListQuery['filters'][number]): boolean {
       return compare(v, f.value) <= 0
     case 'filter_like':
       return likeRegExp(String(f.value)).test(String(v).toLowerCase())
+    case 'filter_prefix':
+      return String(v).toLowerCase().startsWith(String(f.value).toLowerCase())
   }
 }
 

@@ -53,6 +53,9 @@ export function applyListQuery<DB, TB extends keyof DB, O>(
       case 'filter_like':
         q = q.where(sql<SqlBool>`lower(${col}) like ${likePattern(String(f.value))} escape '\\'`)
         break
+      case 'filter_prefix':
+        q = q.where(sql<SqlBool>`lower(${col}) like ${prefixPattern(String(f.value))} escape '\\'`)
+        break
     }
   }
   const sortDef = lq.sort ? listField(spec.sort, lq.sort.field)! : null
@@ -86,6 +89,11 @@ export async function selectPage<DB, TB extends keyof DB, O extends Record<strin
 ): Promise<Page<O>> {
   const rows = (await applyListQuery(qb, list.spec, list.query).execute()) as O[]
   return toPage(rows, list.spec, list.query, list.secret)
+}
+
+/** A prefix as a LIKE pattern: every character of it literal (`%`, `_` and `\` escaped), then `%`. */
+function prefixPattern(v: string): string {
+  return `${v.toLowerCase().replace(/[\\_%]/g, (c) => `\\${c}`)}%`
 }
 
 /** `%` is the wildcard (decisions.md); `_` and `\` are taken literally. Without `%` it equals. */

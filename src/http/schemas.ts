@@ -154,7 +154,7 @@ export const Page = Type.Optional(
 )
 
 const LIST_PARAM_PATTERN =
-  '^(sort_by|filter|filter_gt|filter_gteq|filter_lt|filter_lteq|filter_like)\\[[^\\]]*\\]$'
+  '^(sort_by|filter|filter_gt|filter_gteq|filter_lt|filter_lteq|filter_like|filter_prefix)\\[[^\\]]*\\]$'
 
 /**
  * Query-string schema of a list endpoint: its own parameters plus cursor, per_page, page (the
@@ -197,6 +197,7 @@ const OP_MEANING: Record<FilterOp, string> = {
   filter_lt: 'less than',
   filter_lteq: 'less than or equal to',
   filter_like: 'matching (SQL LIKE, % wildcard; case-insensitive)',
+  filter_prefix: 'starting with (taken literally, % and _ too; case-insensitive)',
 }
 
 function listFieldParams(spec: ListFields): Record<string, TOptional<TSchema>> {
