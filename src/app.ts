@@ -13,6 +13,7 @@ import { registerAuth } from './http/plugins/auth.js'
 import { actionNotificationExportRoutes } from './http/routes/action-notification-exports.js'
 import { apiKeyRoutes } from './http/routes/api-keys.js'
 import { appRoutes } from './http/routes/apps.js'
+import { bannedAddressRoutes } from './http/routes/banned-addresses.js'
 import { billingRoutes } from './http/routes/billing.js'
 import { exportFileRoutes } from './http/routes/export-files.js'
 import { fileOperationRoutes } from './http/routes/file-operations.js'
@@ -229,6 +230,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       await api.register(appRoutes(container))
       await api.register(publicKeyRoutes(container))
       await api.register(sftpHostKeyRoutes(container))
+      await api.register(bannedAddressRoutes(container))
       await api.register(swaggerRoutes())
     },
     { prefix: API_PREFIX },

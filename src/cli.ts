@@ -2,6 +2,7 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { ERRORS } from './api/error-factories.js'
 import { ApiError } from './api/errors.js'
+import { registerBannedAddressCommands } from './cli/banned-address-commands.js'
 import { registerBillingCommands } from './cli/billing-commands.js'
 import { type Config, ConfigError, loadConfig } from './config.js'
 import { createContainer } from './container.js'
@@ -132,6 +133,7 @@ keys
   })
 
 registerBillingCommands(program, withContainer)
+registerBannedAddressCommands(program, withContainer)
 for (const c of program.commands.find((c) => c.name() === 'billing')?.commands ?? [])
   c.addHelpText('after', URL_NOTE)
 

@@ -1,3 +1,4 @@
+import net from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import ipaddr from 'ipaddr.js'
@@ -12,6 +13,8 @@ export { ConfigError }
 /** Everything Wharf reads from the environment, validated once at start-up. */
 /** Every setting; the modules' own are declared in modules/settings.ts. */
 export interface Config extends ModuleSettings {
+  /** Settings that are set but no longer do anything: logged as warnings at start-up. */
+  warnings?: string[]
   host: string
   port: number
   dataDir: string
@@ -162,7 +165,15 @@ export function loadConfig(env: Env = process.env): Config {
 
   const blobs = parseBlobStore(env, str, bool, problems)
 
+  const warnings: string[] = []
+  if (env['LOGIN_MAX_ATTEMPTS_PER_IP'] !== undefined) {
+    warnings.push(
+      'LOGIN_MAX_ATTEMPTS_PER_IP is no longer used and is ignored: successful logins never count; failed ones are scored by the login defender (LOGIN_DEFENDER_THRESHOLD, LOGIN_DEFENDER_WINDOW_MINUTES, LOGIN_DEFENDER_BAN_MINUTES, LOGIN_DEFENDER_SAFE_LIST)',
+    )
+  }
+
   const config: Config = {
+    warnings,
     host,
     port,
     dataDir,
@@ -182,8 +193,13 @@ export function loadConfig(env: Env = process.env): Config {
     },
     login: {
       maxFailuresPerUser: int('LOGIN_MAX_FAILURES', 5, 1, 1000),
-      maxAttemptsPerIp: int('LOGIN_MAX_ATTEMPTS_PER_IP', 30, 1, 100_000),
       windowMinutes: int('LOGIN_WINDOW_MINUTES', 15, 1, 1440),
+    },
+    loginDefender: {
+      safeList: parseSafeList(env['LOGIN_DEFENDER_SAFE_LIST'], problems),
+      threshold: int('LOGIN_DEFENDER_THRESHOLD', 20, 1, 1_000_000),
+      windowMinutes: int('LOGIN_DEFENDER_WINDOW_MINUTES', 15, 1, 10_080),
+      banMinutes: int('LOGIN_DEFENDER_BAN_MINUTES', 15, 1, 525_600),
     },
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1_048_576, 1024, 1_073_741_824),
     http: {
@@ -344,6 +360,34 @@ function parseCidrs(raw: string | undefined, problems: string[]): string[] {
       problems.push(`WEBHOOK_ALLOWED_CIDRS holds "${c}", which is not an address range like 127.0.0.0/8`)
   }
   return list
+}
+
+/**
+ * LOGIN_DEFENDER_SAFE_LIST: addresses and CIDR ranges the login defender never bans, as ranges
+ * (a lone address becomes a /32 or /128). Only plain dotted IPv4 and IPv6 text is taken.
+ */
+function parseSafeList(raw: string | undefined, problems: string[]): string[] {
+  const out: string[] = []
+  for (const entry of (raw ?? '').split(',').map((s) => s.trim())) {
+    if (entry === '') continue
+    const [addr = '', prefix, extra] = entry.split('/')
+    const family = net.isIP(addr)
+    const bits = family === 4 ? 32 : 128
+    const okPrefix = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits)
+    if (family === 0 || !okPrefix || extra !== undefined) {
+      problems.push(
+        `LOGIN_DEFENDER_SAFE_LIST holds "${entry}", which is not an address or range like 192.0.2.7 or 10.0.0.0/8`,
+      )
+      continue
+    }
+    const lone = ipaddr.process(addr)
+    out.push(
+      prefix === undefined
+        ? `${lone.toString()}/${lone.kind() === 'ipv4' ? 32 : 128}`
+        : `${ipaddr.parse(addr).toString()}/${Number(prefix)}`,
+    )
+  }
+  return out
 }
 
 function isCidr(text: string): boolean {

@@ -36,6 +36,7 @@ import { UploadParts } from './modules/files/upload-parts.js'
 import { UploadService } from './modules/files/upload-service.js'
 import { FileSystem } from './modules/files/vfs/file-system.js'
 import { HistoryService } from './modules/history/history-service.js'
+import { LoginDefender } from './modules/login-defender/login-defender.js'
 import { PermissionService } from './modules/permissions/permission-service.js'
 import { PublicKeyService } from './modules/public-keys/public-key-service.js'
 import { createRepositories } from './modules/repositories.js'
@@ -160,9 +161,10 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const repos = createRepositories(db, dialect)
     const bootstrap = await bootstrapSite(repos.sites, repos.users, config, now())
     const site = bootstrap.site
-    const sessions = new SessionService(repos.sessions, repos.users, config, now)
     const identities = new IdentityCache(config.authCacheSeconds * 1000)
     const secrets = new SiteSecrets(repos.sites)
+    const loginDefender = new LoginDefender(repos.loginDefender, config.loginDefender, secrets, now)
+    const sessions = new SessionService(repos.sessions, repos.users, config, loginDefender, now)
     const { store, close: closeBlobStore } = await openBlobStore(config, opts.logger, now)
     const blobs = guardStorageFull(opts.wrapBlobStore ? opts.wrapBlobStore(store) : store)
     const fileAccess = new FileAccess(repos.permissions)
@@ -272,7 +274,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
         writerPartBytes: opts.writerPartBytes,
         writerExpirySeconds: config.files.protocolUploadExpirySeconds,
       }),
-      protocolLogin: new ProtocolLogin(repos.users, auth, sessions, now),
+      protocolLogin: new ProtocolLogin(repos.users, auth, sessions, loginDefender, now),
       publicKeys: new PublicKeyService(repos.publicKeys, repos.users, secrets, now),
       hostKeys: new HostKeyService(hostKeys),
       history: new HistoryService(repos.history, fileAccess, secrets, now),
@@ -282,6 +284,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       billingLedger: new BillingLedger(repos.billing, now),
       apps: new AppService(apps, secrets, () => config.baseUrl),
       exports: new ExportService(repos.exports, repos.users, blobs, secrets, () => config.baseUrl, now),
+      loginDefender,
     }
     return {
       config,

@@ -8,6 +8,7 @@ import type { SftpServer } from './sftp/sftp-server.js'
 
 /** Starts the HTTP server and stops it gracefully on SIGTERM/SIGINT. */
 export async function serve(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<void> {
+  for (const warning of config.warnings ?? []) logger.warn(warning)
   const container = await createContainer(config, { logger })
   const { bootstrap } = container
   if (bootstrap.createdAdmin) {

@@ -29,7 +29,9 @@ describe('loadConfig', () => {
     expect(c.logLevel).toBe('info')
     expect(c.trustProxy).toBe(false)
     expect(c.rateLimit).toEqual({ perSecond: 50, burst: 200, concurrent: 100 })
-    expect(c.login).toEqual({ maxFailuresPerUser: 5, maxAttemptsPerIp: 30, windowMinutes: 15 })
+    expect(c.login).toEqual({ maxFailuresPerUser: 5, windowMinutes: 15 })
+    expect(c.loginDefender).toEqual({ safeList: [], threshold: 20, windowMinutes: 15, banMinutes: 15 })
+    expect(c.warnings).toEqual([])
     expect(c.bodyLimitBytes).toBe(1_048_576)
     expect(c.exports).toEqual({ retentionDays: 7, concurrency: 2, pageSize: 5000, leaseSeconds: 60 })
     expect(c.http).toEqual({
@@ -39,6 +41,38 @@ describe('loadConfig', () => {
       minBodyBytesPerSecond: 1024,
       bodyRateWindowMs: 30_000,
     })
+  })
+
+  it('reads the login defender settings, lone addresses of the safe list as ranges of one', () => {
+    const c = loadConfig({
+      LOGIN_DEFENDER_SAFE_LIST: ' 10.0.0.0/8, 192.0.2.7,2001:DB8::/32 , ::ffff:198.51.100.1,',
+      LOGIN_DEFENDER_THRESHOLD: '3',
+      LOGIN_DEFENDER_WINDOW_MINUTES: '60',
+      LOGIN_DEFENDER_BAN_MINUTES: '1440',
+    })
+    expect(c.loginDefender).toEqual({
+      safeList: ['10.0.0.0/8', '192.0.2.7/32', '2001:db8::/32', '198.51.100.1/32'],
+      threshold: 3,
+      windowMinutes: 60,
+      banMinutes: 1440,
+    })
+  })
+
+  it('refuses a safe-list entry that is not an address or a range', () => {
+    for (const bad of ['example.com', '10.0.0.0/33', '::1/129', '10.0.0.1/8/1', '127.1', '10.0.0.0/']) {
+      expect(problemsOf({ LOGIN_DEFENDER_SAFE_LIST: `192.0.2.1, ${bad}` })).toEqual([
+        `LOGIN_DEFENDER_SAFE_LIST holds "${bad}", which is not an address or range like 192.0.2.7 or 10.0.0.0/8`,
+      ])
+    }
+    expect(problemsOf({ LOGIN_DEFENDER_THRESHOLD: '0' })[0]).toMatch(/LOGIN_DEFENDER_THRESHOLD/)
+  })
+
+  it('ignores LOGIN_MAX_ATTEMPTS_PER_IP with a warning', () => {
+    const c = loadConfig({ LOGIN_MAX_ATTEMPTS_PER_IP: '30' })
+    expect(c.warnings).toEqual([
+      expect.stringMatching(/^LOGIN_MAX_ATTEMPTS_PER_IP is no longer used and is ignored/),
+    ])
+    expect(c.login).toEqual(loadConfig({}).login)
   })
 
   it('reads the export settings', () => {

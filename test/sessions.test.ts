@@ -338,40 +338,6 @@ describe.each(dialects)('sessions (%s)', (dialect) => {
 })
 
 describe.each(dialects)('session limits (%s)', (dialect) => {
-  it('throttles logins from one address beyond LOGIN_MAX_ATTEMPTS_PER_IP', async () => {
-    const s = await startServer(dialect, { LOGIN_MAX_ATTEMPTS_PER_IP: '30' })
-    try {
-      const u = await makeUser(s)
-      expect((await attempt(s, u.username, u.password)).status).toBe(201)
-      // In parallel: each failed attempt spends a password hash's time, and 29 of them below the limit all count.
-      const failures = await Promise.all(Array.from({ length: 29 }, (_, i) => attempt(s, `nobody-${i}`, 'x')))
-      for (const f of failures) expectError(f, 401, 'not-authenticated/invalid-username-or-password')
-      const r = await attempt(s, u.username, u.password)
-      expectError(r, 429, 'rate-limited/too-many-login-attempts')
-      const retry = Number(r.headers.get('retry-after'))
-      expect(retry).toBeGreaterThan(0)
-      expect(retry).toBeLessThanOrEqual(15 * 60)
-      const count = await s.container.db
-        .selectFrom('actions')
-        .select('id')
-        .where('action', 'in', ['login', 'failedlogin'])
-        .execute()
-      expect(count).toHaveLength(30)
-
-      const all = await s.container.db.selectFrom('actions').select(['id', 'created_at']).execute()
-      for (const a of all) {
-        await s.container.db
-          .updateTable('actions')
-          .set({ created_at: a.created_at - 16 * MINUTE })
-          .where('id', '=', a.id)
-          .execute()
-      }
-      expect((await attempt(s, u.username, u.password)).status).toBe(201)
-    } finally {
-      await s.close()
-    }
-  }, 120_000)
-
   it('ends a session idle for longer than SESSION_IDLE_MINUTES', async () => {
     const s = await startServer(dialect, { SESSION_IDLE_MINUTES: '5' })
     try {

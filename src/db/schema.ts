@@ -292,6 +292,27 @@ export interface Database {
   server_keys: ServerKeysTable
   job_leases: JobLeasesTable
   checksum_jobs: ChecksumJobsTable
+  login_failures: LoginFailuresTable
+  banned_addresses: BannedAddressesTable
+}
+
+/** Failed logins by address, inside the login defender's window. */
+export interface LoginFailuresTable {
+  id: Generated<number>
+  site_id: number
+  address: string
+  kind: string
+  created_at: number
+}
+
+/** Addresses the login defender has banned, until `banned_until`. */
+export interface BannedAddressesTable {
+  id: Generated<number>
+  site_id: number
+  address: string
+  banned_at: number
+  banned_until: number
+  failures: number
 }
 
 /** Blobs whose md5 and CRC-32 are still to be computed (the checksum worker's jobs). */

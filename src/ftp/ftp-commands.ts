@@ -1,4 +1,5 @@
 import { isLoginRefusal } from '../modules/auth/protocol-login.js'
+import { bannedMessage } from '../modules/login-defender/login-defender.js'
 import { FILE_COMMANDS } from './ftp-file-commands.js'
 import { FEATURES } from './ftp-listing.js'
 import type { FtpCommand, FtpSession } from './ftp-session.js'
@@ -37,7 +38,8 @@ const SESSION_COMMANDS: Record<string, FtpCommand> = {
         login = await s.ctx.login(username, arg, s.ip)
       } catch (err) {
         if (!isLoginRefusal(err)) throw err
-        if (err.status === 429) return s.close('Too many login attempts from your address; try again later')
+        // The address is banned by the login defender: 421, saying for how long.
+        if (err.status === 429) return s.close(bannedMessage(err.extras.retryAfter ?? 60))
         const count = (failures.get(s) ?? 0) + 1
         failures.set(s, count)
         s.reply(530, 'Login incorrect')

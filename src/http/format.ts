@@ -21,6 +21,9 @@ const FILE_PATH_PREFIXES = [
   '/downloads/',
 ]
 
+/** Routes whose last segment is an IP address: its dots are no suffix, but a `.json`/`.xml` after it is. */
+const ADDRESS_PREFIXES = ['/banned_addresses/']
+
 export interface SuffixResult {
   url: string
   format: Format | undefined
@@ -44,6 +47,7 @@ export function splitFormatSuffix(url: string): SuffixResult {
   const ext = last.slice(dot + 1).toLowerCase()
   const stripped = pathPart.slice(0, lastSlash + 1 + dot) + query
   if (ext === 'json' || ext === 'xml') return { url: stripped, format: ext, badSuffix: undefined }
+  if (ADDRESS_PREFIXES.some((p) => rel.startsWith(p))) return { url, format: undefined, badSuffix: undefined }
   return { url: stripped, format: undefined, badSuffix: ext }
 }
 

@@ -5,6 +5,7 @@ import { ApiKeyRepository } from './api-keys/api-key-repository.js'
 import { BillingRepository } from './billing/billing-repository.js'
 import { ExportRepository } from './exports/export-repository.js'
 import { HistoryRepository } from './history/history-repository.js'
+import { LoginDefenderRepository } from './login-defender/login-defender-repository.js'
 import { PermissionRepository } from './permissions/permission-repository.js'
 import { PublicKeyRepository } from './public-keys/public-key-repository.js'
 import { ServerKeyRepository } from './server-keys/server-key-repository.js'
@@ -26,6 +27,7 @@ export interface Repositories {
   exports: ExportRepository
   serverKeys: ServerKeyRepository
   webhookSettings: WebhookSettingsRepository
+  loginDefender: LoginDefenderRepository
 }
 
 export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): Repositories {
@@ -41,5 +43,6 @@ export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): R
     exports: new ExportRepository(db, dialect),
     serverKeys: new ServerKeyRepository(db, dialect),
     webhookSettings: new WebhookSettingsRepository(db, dialect),
+    loginDefender: new LoginDefenderRepository(db, dialect),
   }
 }

@@ -12,6 +12,7 @@ import type { FolderService } from './files/folder-service.js'
 import type { UploadService } from './files/upload-service.js'
 import type { FileSystem } from './files/vfs/file-system.js'
 import type { HistoryService } from './history/history-service.js'
+import type { LoginDefender } from './login-defender/login-defender.js'
 import type { PermissionService } from './permissions/permission-service.js'
 import type { PublicKeyService } from './public-keys/public-key-service.js'
 import type { SessionService } from './sessions/session-service.js'
@@ -60,6 +61,8 @@ export interface Services {
   apps: AppService
   /** Webhook-log and history exports: creation, status, results and their CSV. */
   exports: ExportService
+  /** Failed logins per client address and the bans they lead to (GET/DELETE /banned_addresses). */
+  loginDefender: LoginDefender
 }
 
 /**

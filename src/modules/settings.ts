@@ -16,7 +16,16 @@ export interface ModuleSettings {
   adminUsername: string
   adminPassword: string | undefined
   sessionIdleMinutes: number
-  login: { maxFailuresPerUser: number; maxAttemptsPerIp: number; windowMinutes: number }
+  login: { maxFailuresPerUser: number; windowMinutes: number }
+  /** Failed logins per client address (docs/decisions.md, "The login defender"). */
+  loginDefender: {
+    /** Ranges (`a.b.c.d/n`, IPv6 `/n`) never counted or banned. */
+    safeList: string[]
+    /** Failures within the window that ban the address. */
+    threshold: number
+    windowMinutes: number
+    banMinutes: number
+  }
   files: {
     /** Size of each upload part the server asks for (FileUploadPart.partsize). */
     partSize: number

@@ -1,32 +1,81 @@
 import type { Logger } from 'pino'
 import ssh2, { type AuthContext } from 'ssh2'
 import { isLoginRefusal, type ProtocolSession } from '../modules/auth/protocol-login.js'
+import { bannedMessage } from '../modules/login-defender/login-defender.js'
 import type { FrontEndContext } from '../modules/services.js'
 import { describeBlob } from '../modules/ssh/ssh-keys.js'
 
 /** Failed password or key tries one connection gets before it is closed. */
 export const MAX_AUTH_TRIES = 6
 
+/** What the tries of one connection tell the login defender. */
+export interface SftpAuthState {
+  /** Seconds left of the address's ban when the connection came (0: none), read once. */
+  readonly bannedFor: Promise<number>
+  /** A try has failed since that read, so later tries read the ban again. */
+  failed: boolean
+  /** A key was refused (unknown user or key, bad signature). */
+  keyRefused: boolean
+  passwordTried: boolean
+}
+
+/** A connection's state, its ban read at once (an unreadable ban is no ban: logins decide). */
+export function sftpAuthState(c: FrontEndContext, ip: string): SftpAuthState {
+  return {
+    bannedFor: c.services.loginDefender.banSecondsLeft(c.site.id, ip).catch(() => 0),
+    failed: false,
+    keyRefused: false,
+    passwordTried: false,
+  }
+}
+
+/**
+ * A banned address is told why before its first try: the SSH service that carries logins is
+ * accepted only once the ban has been read, with a banner (which OpenSSH prints) when there is
+ * one. ssh2 sends a banner only from its configuration, at that moment, so the connection's own
+ * protocol object is asked to wait; without it (another ssh2) the refusal is silent.
+ */
+export function announceBan(client: ssh2.Connection, bannedFor: Promise<number>): void {
+  const proto = (
+    client as unknown as { _protocol?: { serviceAccept?: (svc: string) => void; _banner?: string } }
+  )._protocol
+  const serviceAccept = proto?.serviceAccept
+  if (!proto || typeof serviceAccept !== 'function') return
+  proto.serviceAccept = (svc: string) =>
+    void bannedFor.then((left) => {
+      if (left > 0) proto._banner = `${bannedMessage(left)}\r\n`
+      serviceAccept.call(proto, svc)
+    })
+}
+
 /**
  * Answers one SSH authentication request: a password (or an API key of that user) with the rules
  * of POST /sessions, or a public key registered through /public_keys. Resolves to the session
  * when the credentials are good (the caller accepts, once its own limits allow), null when the
- * request was refused or answered (a client asking whether a key would do).
+ * request was refused or answered (a client asking whether a key would do), `banned` when the
+ * login defender refuses the address (the caller disconnects).
  */
 export async function authenticate(
   c: FrontEndContext,
   ctx: AuthContext,
   ip: string,
   logger: Logger,
-): Promise<ProtocolSession | null> {
+  state: SftpAuthState,
+): Promise<ProtocolSession | null | 'banned'> {
   const siteId = c.site.id
+  if ((await state.bannedFor) > 0) {
+    ctx.reject([])
+    return 'banned'
+  }
   try {
     if (ctx.method === 'password') {
+      state.passwordTried = true
       const session = await c.services.protocolLogin.password(siteId, {
         username: ctx.username,
         password: ctx.password,
         ip,
         interface: 'sftp',
+        addressChecked: !state.failed,
       })
       return session
     }
@@ -36,7 +85,10 @@ export async function authenticate(
       const signed = ctx.signature !== undefined && ctx.blob !== undefined
       const user = await c.services.publicKeys.userForKey(siteId, ctx.username, fingerprint, signed)
       if (!user) {
-        // Clients offer every key they have: an unknown one is not a failed login.
+        // Clients offer every key they have: an unknown one is not a failed login by itself, but
+        // a connection that ends with only refused keys is one (scored when it closes).
+        state.keyRefused = true
+        state.failed = true
         ctx.reject(['password', 'publickey'])
         return null
       }
@@ -47,14 +99,23 @@ export async function authenticate(
       const key = ssh2.utils.parseKey(described.openssh)
       const parsed = Array.isArray(key) ? key[0] : key
       if (!parsed || parsed instanceof Error || !parsed.verify(ctx.blob!, ctx.signature!, ctx.hashAlgo)) {
+        state.keyRefused = true
+        state.failed = true
         ctx.reject(['password', 'publickey'])
         return null
       }
+      if (state.failed) await c.services.loginDefender.check(siteId, ip)
       return await c.services.protocolLogin.trusted(user, ip, 'sftp', 'with an SSH key')
     }
     ctx.reject(['password', 'publickey'])
     return null
   } catch (err) {
+    state.failed = true
+    if (isLoginRefusal(err) && err.status === 429) {
+      logger.info({ username: ctx.username }, 'SFTP login refused: the address is banned')
+      ctx.reject([])
+      return 'banned'
+    }
     if (isLoginRefusal(err)) logger.info({ username: ctx.username, type: err.type }, 'SFTP login refused')
     else logger.error({ err }, 'SFTP login failed')
     ctx.reject(['password', 'publickey'])

@@ -6,7 +6,7 @@ import type { ProtocolSession } from '../modules/auth/protocol-login.js'
 import { SessionCounter } from '../modules/auth/session-counter.js'
 import type { FrontEndContext } from '../modules/services.js'
 import type { HostKey, HostKeys } from '../modules/ssh/host-keys.js'
-import { authenticate, MAX_AUTH_TRIES } from './sftp-login.js'
+import { announceBan, authenticate, MAX_AUTH_TRIES, sftpAuthState } from './sftp-login.js'
 import { serveSftp } from './sftp-session.js'
 import type { SftpSettings } from './sftp-settings.js'
 
@@ -47,6 +47,9 @@ export async function startSftp(
       let closeChannels: (() => Promise<void>)[] = []
       let failures = 0
       let closed = false
+      const authState = sftpAuthState(c, ip)
+      let banned = false
+      announceBan(client, authState.bannedFor)
       let idle: NodeJS.Timeout | undefined
       const end = () => {
         client.end()
@@ -64,9 +67,14 @@ export async function startSftp(
       }
 
       client.on('authentication', (ctx) => {
-        void authenticate(c, ctx, ip, log)
+        void authenticate(c, ctx, ip, log, authState)
           .then(
             async (s) => {
+              if (s === 'banned') {
+                banned = true
+                end()
+                return
+              }
               if (s === null) {
                 if (ctx.method !== 'none' && ctx.method !== 'publickey' && ++failures >= MAX_AUTH_TRIES) end()
                 return
@@ -134,7 +142,12 @@ export async function startSftp(
         for (const r of releases) r()
         const channels = closeChannels
         closeChannels = []
-        const cleanup = Promise.all(channels.map((f) => f()))
+        // A connection that offered only refused keys is one failed login of its address.
+        const keyFailure =
+          !session && !banned && authState.keyRefused && !authState.passwordTried
+            ? c.services.loginDefender.recordFailure(c.site.id, ip, 'publickey')
+            : undefined
+        const cleanup = Promise.all([keyFailure, ...channels.map((f) => f())])
           .then(() => session?.end())
           .catch((err: unknown) => log.error({ err }, 'SFTP clean-up failed'))
         cleanups.add(cleanup)

@@ -63,7 +63,7 @@ export async function startServer(
     LOG_LEVEL: 'silent',
     RATE_LIMIT_PER_SECOND: '100000',
     RATE_LIMIT_BURST: '100000',
-    LOGIN_MAX_ATTEMPTS_PER_IP: '100000',
+    LOGIN_DEFENDER_THRESHOLD: '100000',
     // Tests change keys and users straight in the database, as another process would: no reuse.
     AUTH_CACHE_SECONDS: '0',
     // Checksums queued by another worker (or left by a stopped one) are found within a moment.

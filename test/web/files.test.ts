@@ -18,7 +18,7 @@ import { call, grant, makeUser } from '../helpers/server.js'
 const PART = 64 * 1024
 
 describe.skipIf(!hasBrowser)('web interface: files', BROWSER_SUITE, () => {
-  const web = webSuite({ UPLOAD_PART_SIZE: String(PART), LOGIN_MAX_ATTEMPTS_PER_IP: '100000' })
+  const web = webSuite({ UPLOAD_PART_SIZE: String(PART), LOGIN_DEFENDER_THRESHOLD: '100000' })
 
   const fileRow = (path: string) =>
     web.s.container.db

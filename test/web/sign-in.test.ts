@@ -12,7 +12,7 @@ import {
 import { makeUser } from '../helpers/server.js'
 
 describe.skipIf(!hasBrowser)('web interface: sign in and out', BROWSER_SUITE, () => {
-  const web = webSuite({ LOGIN_MAX_ATTEMPTS_PER_IP: '100000' })
+  const web = webSuite({ LOGIN_DEFENDER_THRESHOLD: '100000' })
 
   it('signs in, shows the pages a site admin may use, and signs out', async () => {
     const page = await newPage(web.browser, web.s)

@@ -11,27 +11,6 @@ export async function insertAction(db: Kysely<Database>, values: Insertable<Acti
   return row.id
 }
 
-/** When the latest logins and failed logins from an address were, newest first, at most `limit`. */
-export async function recentLoginTimes(
-  db: Kysely<Database>,
-  siteId: number,
-  ip: string,
-  since: number,
-  limit: number,
-): Promise<number[]> {
-  const rows = await db
-    .selectFrom('actions')
-    .select('created_at')
-    .where('site_id', '=', siteId)
-    .where('ip', '=', ip)
-    .where('created_at', '>', since)
-    .where('action', 'in', ['login', 'failedlogin'])
-    .orderBy('created_at', 'desc')
-    .limit(limit)
-    .execute()
-  return rows.map((r) => r.created_at)
-}
-
 /** When a user name's failed logins of one kind were, oldest first. */
 export async function failedLoginTimes(
   db: Kysely<Database>,

@@ -1,6 +1,7 @@
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
+import type { LoginDefender } from '../login-defender/login-defender.js'
 import type { SessionService } from '../sessions/session-service.js'
 import type { UserRepository } from '../users/user-repository.js'
 import type { AuthService } from './auth-service.js'
@@ -22,7 +23,7 @@ const API_KEY = /^[0-9a-f]{64}$/i
 
 /**
  * Password logins for the transfer protocols, with exactly the rules of `POST /sessions`: the
- * same per-IP throttle, the same lockout, a `login` or `failedlogin` Action with the protocol's
+ * same login defender (failures per address), the same lockout, a `login` or `failedlogin` Action with the protocol's
  * interface. The connection holds a Wharf session for as long as it lasts.
  *
  * An API key also works as the password, with the name of its user (as Files.com allows for
@@ -35,15 +36,25 @@ export class ProtocolLogin {
     private readonly users: UserRepository,
     private readonly auth: AuthService,
     private readonly sessions: SessionService,
+    private readonly defender: LoginDefender,
     private readonly now: () => number = Date.now,
   ) {}
 
   async password(
     siteId: number,
-    input: { username: string; password: string; ip: string; interface: ProtocolInterface },
+    input: {
+      username: string
+      password: string
+      ip: string
+      interface: ProtocolInterface
+      /** The front end has just checked the address with the login defender. */
+      addressChecked?: boolean
+    },
   ): Promise<ProtocolSession> {
     const { ip, interface: iface } = input
     if (API_KEY.test(input.password)) {
+      // A banned address is refused whatever it sends, a key of the right user included.
+      if (!input.addressChecked) await this.defender.check(siteId, ip)
       const byKey = await this.auth.authenticate({ apiKey: input.password }, ip, iface).catch(() => null)
       if (byKey?.user && byKey.user.username_lower === input.username.toLowerCase()) {
         await this.recordLogin(byKey, 'with an API key')
@@ -59,6 +70,8 @@ export class ProtocolLogin {
       password: input.password,
       ip,
       interface: iface,
+      // Checked above when the password looked like a key.
+      addressChecked: input.addressChecked || API_KEY.test(input.password),
     })
     const principal = await this.auth.authenticate({ sessionId: id }, ip, iface)
     return {

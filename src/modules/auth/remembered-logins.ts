@@ -17,16 +17,16 @@ export const MAX_REUSE_MS = 3600_000
 /**
  * Password logins of a protocol without connections (WebDAV: HTTP sends the name and password
  * with every request, and a folder listing in Windows is dozens of them). A successful login
- * (ProtocolLogin: the throttle, lockout and `login` Action of POST /sessions) is remembered while
- * the client keeps using it (no pause longer than `idleMs`, and at most MAX_REUSE_MS in all),
- * keyed by an HMAC of the name and password under a secret of this process: the password itself
- * is never kept, and an entry is found only by sending the very same credentials. Remembering must
- * be long enough that busy clients do not spend the per-IP login budget (which counts successful
- * logins too). A remembered login is a CheckedLogin read again on every use (there is no
- * connection to cut later, and any request may be the first after a change): an ended session, a
- * disabled user, an expired key, a changed password is refused or checked again at once.
- * Failures are never remembered: each one goes through the login rules, so lockout and the
- * per-IP throttle stay whole.
+ * (ProtocolLogin: the login defender, lockout and `login` Action of POST /sessions) is remembered
+ * while the client keeps using it (no pause longer than `idleMs`, and at most MAX_REUSE_MS in
+ * all), keyed by an HMAC of the name and password under a secret of this process: the password
+ * itself is never kept, and an entry is found only by sending the very same credentials.
+ * Remembering spares a busy client a password hash and a `login` Action per request; successful
+ * logins never count against its address (the login defender scores failures only). A remembered
+ * login is a CheckedLogin read again on every use (there is no connection to cut later, and any
+ * request may be the first after a change): an ended session, a disabled user, an expired key, a
+ * changed password is refused or checked again at once. Failures are never remembered: each one
+ * goes through the login rules, so lockout and the login defender count every one.
  */
 export class RememberedLogins {
   private readonly remembered = new Map<string, Remembered>()

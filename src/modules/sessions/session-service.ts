@@ -3,8 +3,9 @@ import { ERRORS } from '../../api/error-factories.js'
 import type { Database } from '../../db/schema.js'
 import { randomHex, tokenHash, verifyPassword } from '../../security/secrets.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
-import { failedLoginTimes, recentLoginTimes } from '../actions/action-repository.js'
+import { failedLoginTimes } from '../actions/action-repository.js'
 import type { Interface, Principal } from '../auth/principal.js'
+import type { LoginDefender } from '../login-defender/login-defender.js'
 import type { ModuleSettings } from '../settings.js'
 import type { UserRepository } from '../users/user-repository.js'
 import type { SessionRepository } from './session-repository.js'
@@ -18,6 +19,11 @@ export interface LoginInput {
   password: string
   ip: string
   interface: Interface
+  /**
+   * The front end has just asked the login defender about this address (an SFTP connection
+   * does so once, before its first try), so the login does not read the ban again.
+   */
+  addressChecked?: boolean
 }
 
 export class SessionService {
@@ -27,12 +33,16 @@ export class SessionService {
     private readonly sessions: SessionRepository,
     private readonly users: UserRepository,
     private readonly config: ModuleSettings,
+    private readonly defender: LoginDefender,
     private readonly now: () => number = Date.now,
   ) {
     this.windowMs = config.login.windowMinutes * 60_000
   }
 
-  /** POST /sessions: checks throttles, then the password; every failure is a `failedlogin` Action. */
+  /**
+   * POST /sessions: refuses a banned address (the login defender), then checks the lockout and
+   * the password; every failure is a `failedlogin` Action and a failure of the address.
+   */
   async login(siteId: number, input: LoginInput): Promise<{ id: string }> {
     const now = this.now()
     const ctx: ActionContext = {
@@ -42,7 +52,7 @@ export class SessionService {
       ip: input.ip,
       interface: input.interface,
     }
-    await this.checkIpThrottle(siteId, input.ip, now)
+    if (!input.addressChecked) await this.defender.check(siteId, input.ip)
 
     const user = await this.users.findByUsername(siteId, input.username)
     // An unknown name is answered exactly like a real one: the same refusal, the same lock after
@@ -154,6 +164,7 @@ export class SessionService {
   }
 
   private async failed(ctx: ActionContext, failureType: string, now: number): Promise<void> {
+    if (ctx.ip) await this.defender.recordFailure(ctx.siteId, ctx.ip, failureType)
     await recordAction(
       this.sessions.db,
       ctx,
@@ -164,17 +175,6 @@ export class SessionService {
       },
       now,
     )
-  }
-
-  private async checkIpThrottle(siteId: number, ip: string, now: number): Promise<void> {
-    const max = this.config.login.maxAttemptsPerIp
-    const times = await recentLoginTimes(this.sessions.db, siteId, ip, now - this.windowMs, max)
-    if (times.length >= max) {
-      const oldest = times[times.length - 1]!
-      throw ERRORS.tooManyLoginAttempts('Too many login attempts from this address; try again later', {
-        retryAfter: Math.max(1, Math.ceil((oldest + this.windowMs - now) / 1000)),
-      })
-    }
   }
 
   /**

@@ -1,0 +1,132 @@
+import net from 'node:net'
+import ipaddr from 'ipaddr.js'
+import { formatDateTime } from '../../api/datetime.js'
+import { ERRORS } from '../../api/error-factories.js'
+import { mapPage, type Page } from '../../api/list-spec.js'
+import { type Principal, requireSiteAdmin } from '../auth/principal.js'
+import { readListRequest } from '../list-request.js'
+import type { ModuleSettings } from '../settings.js'
+import type { SiteSecrets } from '../sites/site-secrets.js'
+import {
+  BANNED_ADDRESS_LIST,
+  type BannedAddressRow,
+  type LoginDefenderRepository,
+} from './login-defender-repository.js'
+
+/** The BannedAddress resource (a Wharf extension): a client address the login defender refuses. */
+export interface BannedAddressJson {
+  address: string
+  banned_at: string
+  banned_until: string
+  failures: number
+}
+
+/**
+ * What failed: a `failedlogin` Action's failure_type (`password_mismatch`, `username_not_found`,
+ * `locked_out`, `disabled`), `publickey` for an SSH connection whose keys were all refused, and
+ * later one-time codes and share-link passwords.
+ */
+export type FailureKind = string
+
+type Range = [ipaddr.IPv4 | ipaddr.IPv6, number]
+
+/** The address as the defender keeps it: IPv4-mapped IPv6 as IPv4, IPv6 in its short form. */
+export function normalizeAddress(ip: string): string {
+  return net.isIP(ip) ? ipaddr.process(ip).toString() : ip
+}
+
+/** The words every front end uses for a banned address (FTP 421, SFTP's banner, REST's message). */
+export function bannedMessage(retryAfterSeconds: number): string {
+  const minutes = Math.max(1, Math.ceil(retryAfterSeconds / 60))
+  return `too many failed logins, try again in ${minutes} minute${minutes === 1 ? '' : 's'}`
+}
+
+/**
+ * Scores failed logins per client address across every way in (REST and the web sign-in, SFTP,
+ * FTP, WebDAV), and bans an address that reaches the threshold within the window: while banned,
+ * every login from it is refused, a correct password included. Successful logins never count.
+ * The state lives in the database, so every node sharing it sees the same bans.
+ *
+ * A login that is not banned costs one primary-key read (`check`); the writes happen on failures
+ * only (`recordFailure`), which also prune what is past the window.
+ */
+export class LoginDefender {
+  private readonly safe: Range[]
+  private readonly windowMs: number
+  private readonly banMs: number
+
+  constructor(
+    private readonly repo: LoginDefenderRepository,
+    private readonly settings: ModuleSettings['loginDefender'],
+    private readonly secrets: SiteSecrets,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.safe = settings.safeList.map((r) => ipaddr.parseCIDR(r))
+    this.windowMs = settings.windowMinutes * 60_000
+    this.banMs = settings.banMinutes * 60_000
+  }
+
+  /** Whether the address is on LOGIN_DEFENDER_SAFE_LIST (never counted, never banned). */
+  isSafe(ip: string): boolean {
+    if (this.safe.length === 0 || !net.isIP(ip)) return false
+    const addr = ipaddr.process(ip)
+    return this.safe.some(([range, bits]) => range.kind() === addr.kind() && addr.match(range, bits))
+  }
+
+  /** Seconds left of the address's ban, or 0 when it may log in. */
+  async banSecondsLeft(siteId: number, ip: string): Promise<number> {
+    if (this.isSafe(ip)) return 0
+    const until = await this.repo.bannedUntil(siteId, normalizeAddress(ip))
+    const now = this.now()
+    return until !== undefined && until > now ? Math.max(1, Math.ceil((until - now) / 1000)) : 0
+  }
+
+  /** Refuses a banned address: 429 `rate-limited/too-many-login-attempts` with Retry-After. */
+  async check(siteId: number, ip: string): Promise<void> {
+    const left = await this.banSecondsLeft(siteId, ip)
+    if (left > 0) {
+      throw ERRORS.tooManyLoginAttempts(`T${bannedMessage(left).slice(1)}`, {
+        retryAfter: left,
+      })
+    }
+  }
+
+  /** Scores one failed login; the one that reaches the threshold bans the address. */
+  async recordFailure(siteId: number, ip: string, kind: FailureKind): Promise<void> {
+    if (this.isSafe(ip)) return
+    const address = normalizeAddress(ip)
+    const now = this.now()
+    await this.repo.prune(now - this.windowMs, now)
+    const failures = await this.repo.addFailure(siteId, address, kind, now, now - this.windowMs)
+    if (failures >= this.settings.threshold) {
+      await this.repo.ban(siteId, address, now, now + this.banMs, failures)
+    }
+  }
+
+  /** GET /banned_addresses: bans still running (site admins). */
+  async list(p: Principal, query: Record<string, unknown>): Promise<Page<BannedAddressJson>> {
+    requireSiteAdmin(p)
+    const list = await readListRequest(this.secrets, p.siteId, BANNED_ADDRESS_LIST, query)
+    return mapPage(await this.repo.page(p.siteId, this.now(), list), toJson)
+  }
+
+  /** DELETE /banned_addresses/{address}: lifts the ban and forgets the failures behind it. */
+  async lift(p: Principal, address: string): Promise<void> {
+    requireSiteAdmin(p)
+    if (!net.isIP(address)) {
+      throw ERRORS.requestParamsInvalid('address must be an IPv4 or IPv6 address')
+    }
+    if (!(await this.repo.lift(p.siteId, normalizeAddress(address), this.now()))) {
+      throw ERRORS.notFound(`Address ${address} is not banned`)
+    }
+  }
+}
+
+function toJson(r: BannedAddressRow): BannedAddressJson {
+  return {
+    address: r.address,
+    banned_at: formatDateTime(r.banned_at)!,
+    banned_until: formatDateTime(r.banned_until)!,
+    failures: r.failures,
+  }
+}
