@@ -1,5 +1,6 @@
-import { describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { formatDateTime, parseDateTime } from '../src/api/datetime.js'
+import { call, dialects, expectError, makeUser, startServer, type TestServer } from './helpers/server.js'
 
 const utc = (iso: string) => Date.parse(iso)
 
@@ -51,13 +52,35 @@ describe('parseDateTime', () => {
       '2026-01-01T',
       '2026-01-01T10',
       '2026-01-01T10:00:00Zjunk',
-      '0050-01-01',
+      '0050-02-29',
+      // An offset carrying the time out of the years 0000 to 9999.
+      '0000-01-01T00:30:00+01:00',
+      '9999-12-31T23:30:00-01:00',
+      '10000-01-01',
+      '-0001-01-01',
       '1700000000',
       'tomorrow',
     ]) {
       expect(() => parseDateTime(bad, 'expires_at'), bad).toThrow(
         expect.objectContaining({ type: 'bad-request/datetime-parse', status: 400 }),
       )
+    }
+  })
+
+  it('reads the years 0000 to 0099 as themselves, not as 1900 to 1999', () => {
+    const year = (y: number, ms: number) => {
+      const d = new Date(0)
+      d.setUTCFullYear(y, 0, 1)
+      d.setUTCHours(0, 0, 0, 0)
+      return d.getTime() + ms
+    }
+    expect(parseDateTime('0000-01-01', 'f')).toBe(year(0, 0))
+    expect(parseDateTime('0050-01-01T00:00:01Z', 'f')).toBe(year(50, 1000))
+    expect(parseDateTime('0099-01-01T01:00:00+01:00', 'f')).toBe(year(99, 0))
+    expect(parseDateTime('0004-02-29', 'f')).toBe(year(4, 59 * 86_400_000))
+    expect(parseDateTime('9999-12-31T23:59:59Z', 'f')).toBe(utc('9999-12-31T23:59:59Z'))
+    for (const s of ['0000-01-01T00:00:00Z', '0001-02-03T04:05:06Z', '0099-12-31T23:59:59Z']) {
+      expect(formatDateTime(parseDateTime(s, 'f'))).toBe(s)
     }
   })
 
@@ -92,5 +115,73 @@ describe('formatDateTime', () => {
       expect(formatDateTime(parseDateTime(s, 'f'))).toBe(s)
     }
     expect(formatDateTime(parseDateTime('2026-03-04T05:06:07.9+02:00', 'f'))).toBe('2026-03-04T03:06:07Z')
+  })
+})
+
+describe.each(dialects)('date-time parameters over HTTP (%s)', (dialect) => {
+  let s: TestServer
+  beforeAll(async () => {
+    s = await startServer(dialect)
+  })
+  afterAll(async () => s?.close())
+  const PARSE = 'bad-request/datetime-parse'
+
+  it('refuses an empty date-time where the document does not say blank means none', async () => {
+    const key = s.adminKey
+    const folder = await call(s, 'POST', '/folders/empty-mtime', { key, body: { provided_mtime: '' } })
+    expectError(folder, 400, PARSE)
+    expect((await call(s, 'GET', '/folders/empty-mtime', { key })).status).toBe(404)
+    expectError(await call(s, 'POST', '/folders/empty-mtime?provided_mtime=', { key }), 400, PARSE)
+    const xml = await call(s, 'POST', '/folders/empty-mtime', {
+      key,
+      raw: '<folder><provided_mtime></provided_mtime></folder>',
+      contentType: 'application/xml',
+    })
+    expectError(xml, 400, PARSE)
+    expectError(await call(s, 'GET', '/folders/?type=file&modified_at_datetime=', { key }), 400, PARSE)
+    expectError(await call(s, 'POST', '/history_exports', { key, body: { start_at: '' } }), 400, PARSE)
+    expectError(
+      await call(s, 'POST', '/action_notification_exports', { key, body: { end_at: '' } }),
+      400,
+      PARSE,
+    )
+    expectError(await call(s, 'GET', '/api_keys?filter_gt[expires_at]=', { key }), 400, PARSE)
+    // Null stays "none" where the field is nullable.
+    const none = await call(s, 'POST', '/history_exports', { key, body: { start_at: null } })
+    expect(none.status).toBe(201)
+  })
+
+  it('takes blank as none where the document says so: history ranges and key expiry', async () => {
+    const key = s.adminKey
+    const history = await call(s, 'GET', '/history?start_at=&end_at=', { key })
+    expect(history.status).toBe(200)
+    const user = await makeUser(s)
+    const created = await call(s, 'POST', '/api_keys', { key, body: { user_id: user.id, expires_at: '' } })
+    expect(created.status, created.text).toBe(201)
+    expect(created.body.expires_at).toBeNull()
+    const doc = (await call(s, 'GET', '/swagger_doc')).body
+    const param = (path: string, name: string) =>
+      doc.paths[path].get.parameters.find((p: { name: string }) => p.name === name)
+    expect(param('/history', 'start_at').minLength).toBeUndefined()
+    expect(param('/history', 'start_at').description).toMatch(/blank for no limit/)
+    expect(param('/folders/{path}', 'modified_at_datetime').minLength).toBe(1)
+    const body = doc.paths['/history_exports'].post.parameters.find((p: { in: string }) => p.in === 'body')
+    expect(body.schema.properties.start_at.minLength).toBe(1)
+  })
+
+  it('takes the years 0000 to 0099 and shows them as given', async () => {
+    const key = s.adminKey
+    const r = await call(s, 'POST', '/folders/old-times', {
+      key,
+      body: { provided_mtime: '0050-06-01T12:00:00Z' },
+    })
+    expect(r.status, r.text).toBe(201)
+    expect(r.body.provided_mtime).toBe('0050-06-01T12:00:00Z')
+    expect((await call(s, 'GET', '/history?start_at=0001-01-01&end_at=0099-12-31', { key })).status).toBe(200)
+    expectError(
+      await call(s, 'POST', '/folders/older', { key, body: { provided_mtime: '0000-01-01T00:00:00+01:00' } }),
+      400,
+      PARSE,
+    )
   })
 })

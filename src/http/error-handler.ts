@@ -36,7 +36,10 @@ export function fromValidation(errors: AjvError[], context: string | undefined):
     )
   }
   // A date-time the parser cannot read is refused as the parser refuses it.
-  if (e.keyword === 'format' && e.params['format'] === 'date-time') {
+  if (
+    (e.keyword === 'format' && e.params['format'] === 'date-time') ||
+    (e.keyword === 'minLength' && e.parentSchema?.['format'] === 'date-time')
+  ) {
     return ERRORS.datetimeParse(`${field} is not a valid ISO 8601 date or date-time: "${String(e.data)}"`)
   }
   if (field === '' && e.keyword === 'type') {

@@ -20,9 +20,16 @@ export const DateTime = (description?: string) =>
 /**
  * A date-time a request gives: documented as `format: date-time`, taken in every form the parser
  * takes (the format is the parser's, see app.ts); unreadable: 400 bad-request/datetime-parse.
+ * Empty is no date, refused as unreadable (`minLength: 1`), unless the field takes `blank` to
+ * mean "none" (its description must say so).
  */
-export const DateTimeText = (description: string) =>
-  Type.String({ format: 'date-time', maxLength: 64, description: `${description}. ${DATE_TIME_FORMS}` })
+export const DateTimeText = (description: string, { blank = false }: { blank?: boolean } = {}) =>
+  Type.String({
+    format: 'date-time',
+    ...(blank ? {} : { minLength: 1 }),
+    maxLength: 64,
+    description: `${description}. ${DATE_TIME_FORMS}`,
+  })
 
 const TEXT_RULES: Record<TextShape, string> = {
   line: 'one line: no control characters, no bidirectional embeddings, overrides or isolates',

@@ -47,7 +47,9 @@ export const ApiKeySchema = Type.Object(
 
 const Name = FreeText(255, 'line', 'A name for the key')
 const Description = FreeText(4096, 'lines', 'What the key is for')
-const Expiry = Nullable(DateTimeText('When the key stops working, in the future; empty or null for none'))
+const Expiry = Nullable(
+  DateTimeText('When the key stops working, in the future; empty or null for none', { blank: true }),
+)
 
 const CreateBody = Type.Object(
   {

@@ -44,8 +44,12 @@ export const ActionSchema = Type.Object(
 )
 
 const common = {
-  start_at: Type.Optional(DateTimeText('Leave out actions before this time')),
-  end_at: Type.Optional(DateTimeText('Leave out actions after this time')),
+  start_at: Type.Optional(
+    DateTimeText('Leave out actions before this time; blank for no limit', { blank: true }),
+  ),
+  end_at: Type.Optional(
+    DateTimeText('Leave out actions after this time; blank for no limit', { blank: true }),
+  ),
   display: Type.Optional(
     Type.Unsafe<string>({
       type: 'string',
