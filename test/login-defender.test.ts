@@ -17,6 +17,12 @@ import {
   type TestServer,
   type TestUser,
 } from './helpers/server.js'
+import {
+  type ProcessSite,
+  processSite,
+  type ServerProcesses,
+  serverProcesses,
+} from './helpers/server-process.js'
 
 const MINUTE = 60_000
 const BANNED = 'too many failed logins, try again in 15 minutes'
@@ -394,4 +400,93 @@ describe.each(dialects)('the login defender (%s)', (dialect) => {
       expect(await bans()).toHaveLength(1)
     })
   })
+})
+
+describe.each(dialects)('wharf banned-addresses (%s)', (dialect) => {
+  let servers: ServerProcesses
+  let site: ProcessSite
+  beforeAll(async () => {
+    servers = serverProcesses()
+    site = await processSite(servers, dialect)
+  }, 60_000)
+  afterAll(async () => {
+    await servers?.killAll()
+    await site?.remove()
+  })
+
+  const wharf = async (...args: string[]) => {
+    try {
+      const r = await servers.wharf(['banned-addresses', ...args], site.env())
+      return { code: 0, stdout: r.stdout, stderr: r.stderr }
+    } catch (err) {
+      const e = err as { code: number; stdout: string; stderr: string }
+      return { code: e.code, stdout: e.stdout, stderr: e.stderr }
+    }
+  }
+
+  it('lists the running bans and lifts one; refuses an address that is not banned or not an address', async () => {
+    const siteId = (await site.db.db.selectFrom('sites').select('id').executeTakeFirstOrThrow()).id
+    const now = Date.now()
+    await site.db.db
+      .insertInto('banned_addresses')
+      .values([
+        {
+          site_id: siteId,
+          address: '192.0.2.7',
+          banned_at: now,
+          banned_until: now + 15 * MINUTE,
+          failures: 20,
+        },
+        {
+          site_id: siteId,
+          address: '2001:db8::1',
+          banned_at: now,
+          banned_until: now + 15 * MINUTE,
+          failures: 21,
+        },
+        {
+          site_id: siteId,
+          address: '192.0.2.8',
+          banned_at: now - 30 * MINUTE,
+          banned_until: now - MINUTE,
+          failures: 20,
+        },
+      ])
+      .execute()
+    await site.db.db
+      .insertInto('login_failures')
+      .values({ site_id: siteId, address: '2001:db8::1', kind: 'password_mismatch', created_at: now })
+      .execute()
+
+    const listed = await wharf('list')
+    expect(listed.code).toBe(0)
+    expect(JSON.parse(listed.stdout)).toEqual([
+      { address: '192.0.2.7', banned_at: expect.any(String), banned_until: expect.any(String), failures: 20 },
+      {
+        address: '2001:db8::1',
+        banned_at: expect.any(String),
+        banned_until: expect.any(String),
+        failures: 21,
+      },
+    ])
+
+    expect(await wharf('delete', '2001:DB8::0:1')).toEqual({
+      code: 0,
+      stdout: 'lifted the ban of 2001:DB8::0:1\n',
+      stderr: '',
+    })
+    expect(JSON.parse((await wharf('list')).stdout).map((b: { address: string }) => b.address)).toEqual([
+      '192.0.2.7',
+    ])
+    expect(await site.db.db.selectFrom('login_failures').selectAll().execute()).toEqual([])
+
+    const unknown = await wharf('delete', '192.0.2.8')
+    expect(unknown.code).toBe(1)
+    expect(unknown.stderr).toBe('error: not-found: Address 192.0.2.8 is not banned\n')
+    const bad = await wharf('delete', 'example.com')
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toBe(
+      'error: bad-request/request-params-invalid: address must be an IPv4 or IPv6 address\n',
+    )
+  }, 60_000)
 })
