@@ -202,7 +202,7 @@ describe.each(dialects)('WebDAV with curl (%s)', (dialect) => {
     const ok = await curl(['-X', 'PROPPATCH', '--data-binary', win, url('work/file.bin')])
     expect(ok.status).toBe(207)
     expect(ok.body).toContain('HTTP/1.1 200 OK')
-    const live = win.replace(/Z:Win32LastModifiedTime/g, 'D:getlastmodified')
+    const live = win.replace(/Z:Win32LastModifiedTime/g, 'D:getetag')
     const no = await curl(['-X', 'PROPPATCH', '--data-binary', live, url('work/file.bin')])
     expect(no.status).toBe(207)
     expect(no.body).toContain('HTTP/1.1 403 Forbidden')

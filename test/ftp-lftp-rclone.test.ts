@@ -4,7 +4,10 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type FtpWorld, ftpWorld, historyInterfaces, md5, run, uploadHook } from './helpers/ftp.js'
-import { dialects } from './helpers/server.js'
+import { call, dialects } from './helpers/server.js'
+
+/** How many files rclone -v says it copied. */
+const transfers = (log: string) => log.match(/: Copied \(/g)?.length ?? 0
 
 /** lftp and rclone's ftp backend, in clear and with explicit TLS, against a real Wharf. */
 describe.each(dialects)('FTP with lftp and rclone (%s)', (dialect) => {
@@ -66,6 +69,67 @@ describe.each(dialects)('FTP with lftp and rclone (%s)', (dialect) => {
     })
   })
 
+  it('keeps the times lftp’s mirror sets with MFMT: a second mirror sends nothing, MDTM, MLST and LIST show them', async () => {
+    const lftp = (commands: string) =>
+      run(
+        'lftp',
+        [
+          '-c',
+          'set ftp:ssl-allow false; set net:max-retries 1; set net:timeout 15; set cmd:fail-exit true; ' +
+            `open -u ${w.user.username},${w.user.password} -p ${w.s.ftpPort} 127.0.0.1; ${commands}`,
+        ],
+        { cwd: dir },
+      )
+    const local = path.join(dir, 'times')
+    await fs.mkdir(local)
+    await fs.writeFile(path.join(local, 'old.txt'), 'from 2000\n')
+    await fs.utimes(path.join(local, 'old.txt'), 946_684_800, 946_684_800)
+    const first = await lftp('mirror -R --no-perms -v times partner/times')
+    expect(first).toMatchObject({ code: 0, stderr: '' })
+    expect(first.stdout).toContain('Transferring file')
+    const again = await lftp('mirror -R --no-perms -v times partner/times')
+    expect(again).toMatchObject({ code: 0, stderr: '' })
+    expect(again.stdout).not.toContain('Transferring file')
+    const file = await call(w.s, 'GET', '/files/partner/times/old.txt', { key: w.s.adminKey })
+    expect(file.body.provided_mtime).toBe('2000-01-01T00:00:00Z')
+
+    const shown = await lftp(
+      'cd partner/times; quote MDTM old.txt; quote MLST old.txt; ls; ' +
+        'quote MFMT 20100506070809 old.txt; quote MDTM old.txt',
+    )
+    expect(shown.code).toBe(0)
+    expect(shown.stdout).toContain('213 20000101000000\n')
+    expect(shown.stdout).toContain('modify=20000101000000;')
+    expect(shown.stdout).toMatch(/ 10 Jan {2}1 {2}2000 old\.txt\n/)
+    expect(shown.stdout).toContain('213 Modify=20100506070809; old.txt\n')
+    expect(shown.stdout).toContain('213 20100506070809\n')
+
+    // A time is not a content change: the listener heard of the upload only.
+    const hook = await uploadHook(w, 'partner/times/old.txt')
+    expect(hook).toMatchObject({ operation: 'Upload', protocol: 'ftp' })
+    expect(w.listener.received.filter((r) => r.json?.path === 'partner/times/old.txt')).toHaveLength(1)
+
+    const refused = await lftp(
+      [
+        'quote MFMT 20100506070809 /private',
+        'quote MFMT 20100506070809 partner/times/missing.txt',
+        'quote MFMT 20101306070809 partner/times/old.txt',
+        'quote MFMT 2010 partner/times/old.txt',
+        'quote MFMT 20100506070809',
+      ].join('; '),
+    )
+    expect(refused.stdout.split('\n').map((l) => l.slice(0, 4))).toEqual([
+      '550 ',
+      '550 ',
+      '501 ',
+      '501 ',
+      '501 ',
+      '',
+    ])
+    const unchanged = await call(w.s, 'GET', '/files/partner/times/old.txt', { key: w.s.adminKey })
+    expect(unchanged.body.provided_mtime).toBe('2010-05-06T07:08:09Z')
+  })
+
   describe.each(['plain', 'tls'])('rclone (%s)', (mode) => {
     let remote: string
     const rclone = (...args: string[]) =>
@@ -112,6 +176,20 @@ describe.each(dialects)('FTP with lftp and rclone (%s)', (dialect) => {
       const hook = await uploadHook(w, `${folder}/a.bin`)
       expect(hook).toMatchObject({ operation: 'Upload', protocol: 'ftp', username: w.user.username })
       expect(await historyInterfaces(w.s, `${folder}/a.bin`)).toContain('ftp')
+    })
+
+    it('sets each file’s time with MFMT, so a second copy transfers nothing', async () => {
+      const folder = `partner/again-${mode}`
+      await fs.utimes(path.join(dir, 'src', 'b.txt'), 1_000_000_000, 1_000_000_000)
+      const first = await rclone('copy', '-v', path.join(dir, 'src'), `${remote}${folder}`)
+      expect(first.code).toBe(0)
+      expect(transfers(first.stderr)).toBe(2)
+      const b = await call(w.s, 'GET', `/files/${folder}/b.txt`, { key: w.s.adminKey })
+      expect(b.body.provided_mtime).toBe('2001-09-09T01:46:40Z')
+      const again = await rclone('copy', '-v', path.join(dir, 'src'), `${remote}${folder}`)
+      expect(again.code).toBe(0)
+      expect(again.stderr).not.toMatch(/Copied/)
+      expect(transfers(again.stderr)).toBe(0)
     })
   })
 })

@@ -69,7 +69,7 @@ export function liveProp(name: string, e: FsEntry, locks: DavLock[], hrefOf: (l:
     case 'getcontentlength':
       return file ? String(e.size) : undefined
     case 'getlastmodified':
-      return httpDate(e.mtime)
+      return httpDate(e.providedMtime ?? e.mtime)
     case 'creationdate':
       return isoDate(e.createdAt || e.mtime)
     case 'getetag':

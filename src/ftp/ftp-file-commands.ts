@@ -1,5 +1,5 @@
 import { reply } from './ftp-errors.js'
-import { ftpTime, listLine, mlsxFacts } from './ftp-listing.js'
+import { ftpTime, listLine, mlsxFacts, modifiedAt, parseFtpTime } from './ftp-listing.js'
 import { ftpPathOf, quotedPath } from './ftp-paths.js'
 import type { FtpCommand, FtpSession } from './ftp-session.js'
 
@@ -107,7 +107,19 @@ export const FILE_COMMANDS: Record<string, FtpCommand> = {
     login: true,
     async run(s, arg) {
       const entry = await s.files.stat(s.path(arg))
-      s.reply(213, ftpTime(entry.mtime))
+      s.reply(213, ftpTime(modifiedAt(entry)))
+    },
+  },
+  /** MFMT YYYYMMDDHHMMSS path: sets the file's own modification time (write permission). */
+  MFMT: {
+    login: true,
+    async run(s, arg) {
+      const at = arg.indexOf(' ')
+      const when = at === -1 ? null : parseFtpTime(arg.slice(0, at))
+      const name = at === -1 ? '' : arg.slice(at + 1)
+      if (when === null || name === '') throw reply(501, 'Syntax: MFMT YYYYMMDDHHMMSS path')
+      await s.files.setModifiedTime(s.path(name), when)
+      s.reply(213, `Modify=${ftpTime(when)}; ${name}`)
     },
   },
   MLST: {

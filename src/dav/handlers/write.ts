@@ -3,6 +3,7 @@ import { hasBody } from '../../http/content-encoding.js'
 import type { FsEntry } from '../../modules/files/vfs/file-system.js'
 import { checkEntityTags, type DavContext, depthOf, filesOf, guardWrite } from '../dav-context.js'
 import { DavError, isApiError } from '../dav-errors.js'
+import { isSettableTime, lastModifiedOf, ocMtimeOf } from '../dav-mtime.js'
 import { child, DAV_NS, isDav, parseDavXml, propTag, readBody, xmlEscape } from '../dav-xml.js'
 import { etagOf, LIVE_PROPS, MULTISTATUS_HEAD, MULTISTATUS_TAIL, propstat } from '../properties.js'
 
@@ -36,7 +37,9 @@ export function put(ctx: DavContext) {
     if (before?.type === 'directory') throw new DavError(405, `${before.path} is a folder`)
     checkEntityTags(request, before)
     await guardWrite(ctx, request, path, { membership: before === null })
+    const mtime = ocMtimeOf(request)
     const writer = await filesOf(ctx, request).createWriter(path, { overwrite: true })
+    if (mtime !== null) writer.setModifiedTime(mtime)
     try {
       for await (const chunk of request.raw) await writer.write(chunk as Buffer)
       if (!request.raw.complete) throw new DavError(400, 'The request body ended early')
@@ -45,6 +48,8 @@ export function put(ctx: DavContext) {
       throw err
     }
     const entry = await writer.commit()
+    // ownCloud's answer, which rclone reads to know the time was kept.
+    if (mtime !== null) reply.header('X-OC-Mtime', 'accepted')
     return reply
       .code(before ? 204 : 201)
       .header('ETag', etagOf(entry))
@@ -107,11 +112,13 @@ export function proppatch(ctx: DavContext) {
       const prop = child(op, 'prop')
       for (const p of prop?.children ?? []) changes.push({ ns: p.ns, name: p.name, set: op.name === 'set' })
     }
+    const mtime = lastModifiedOf(body)
     const e = await filesOf(ctx, request).stat(path)
     await guardWrite(ctx, request, path)
     const live = (c: { ns: string; name: string }) =>
       c.ns === DAV_NS && (LIVE_PROPS as readonly string[]).includes(c.name)
-    const refused = changes.filter((c) => live(c) || (c.set && c.ns !== WINDOWS_NS))
+    const refused = changes.filter((c) => !isSettableTime(c) && (live(c) || (c.set && c.ns !== WINDOWS_NS)))
+    if (mtime !== null && refused.length === 0) await filesOf(ctx, request).setModifiedTime(path, mtime)
     const groups = new Map<string, string[]>()
     for (const c of changes) {
       const status = refused.includes(c)

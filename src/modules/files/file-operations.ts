@@ -69,6 +69,26 @@ export class FileOperations {
   }
 
   /**
+   * Sets the client's own modification time (`provided_mtime`, epoch ms) of a file or folder, as
+   * sync clients do after an upload (SFTP SETSTAT, FTP MFMT, WebDAV PROPPATCH). It needs write
+   * permission on the path, like an upload. Only metadata changes: no Action and no webhook,
+   * so the Upload that came before is the one change a listener hears of.
+   */
+  async setProvidedMtime(p: Principal, rawPath: string, providedMtime: number): Promise<void> {
+    const path = normalizeExistingPath(rawPath)
+    const access = await this.fileAccess.of(p)
+    access.require(path, 'write')
+    if (!Number.isSafeInteger(providedMtime)) throw ERRORS.badRequest('The modification time is out of range')
+    const updated = await this.db
+      .updateTable('files')
+      .set({ provided_mtime: providedMtime })
+      .where('site_id', '=', p.siteId)
+      .where('path_lower', '=', path.toLowerCase())
+      .executeTakeFirst()
+    if (Number(updated.numUpdatedRows) === 0) throw ERRORS.fileNotFound(`${path} not found`)
+  }
+
+  /**
    * Deletes a file, or a folder with (when `recursive`) everything inside it, in one transaction.
    * Only the named path gets a `destroy` Action: one Action per deleted descendant would make a
    * large recursive delete one huge transaction, and the history of a folder already covers

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto'
 import { Readable } from 'node:stream'
 import { ERRORS } from '../../../api/error-factories.js'
 import { ApiError } from '../../../api/errors.js'
@@ -152,6 +153,22 @@ export class UserFileSystem {
     }
   }
 
+  /**
+   * A file's checksum in hex, as `md5sum`/`sha1sum`/`sha256sum` print it: read permission, as
+   * for a download. The stored MD5 when there is one; otherwise (SHA-1, SHA-256, or an MD5 not
+   * computed yet) the bytes are hashed as they stream from the store. No `read` Action: no byte
+   * goes to the client.
+   */
+  async checksum(rawPath: string, algorithm: 'md5' | 'sha1' | 'sha256'): Promise<string> {
+    this.allowed()
+    const { row } = await this.d.downloads.forCaller(this.principal, { path: rawPath })
+    if (algorithm === 'md5' && row.md5) return row.md5
+    const hash = crypto.createHash(algorithm)
+    if (row.size === 0) return hash.digest('hex')
+    for await (const chunk of await this.d.downloads.open(row)) hash.update(chunk as Buffer)
+    return hash.digest('hex')
+  }
+
   /** `openFile(path)` then `read(range)`: the bytes of one file (or a range of them). */
   async openRead(rawPath: string, range: ReadRange = {}): Promise<Readable> {
     return (await this.openFile(rawPath)).read(range)
@@ -207,6 +224,15 @@ export class UserFileSystem {
   async copy(from: string, to: string, opts: { overwrite?: boolean } = {}): Promise<void> {
     this.allowed()
     await this.d.fileOps.copy(this.principal, from, { destination: to, overwrite: opts.overwrite === true })
+  }
+
+  /**
+   * Sets the modification time the client keeps for a file or folder (epoch ms; shown in every
+   * listing instead of Wharf's own): write permission, as for an upload.
+   */
+  async setModifiedTime(rawPath: string, mtimeMs: number): Promise<void> {
+    this.allowed()
+    await this.d.fileOps.setProvidedMtime(this.principal, rawPath, mtimeMs)
   }
 
   /** The entry at a path, or null; refusals still throw. */

@@ -21,6 +21,8 @@ export interface FileWriter {
   readonly written: number
   /** Appends bytes; resolves once they are accepted (the store keeps up: back-pressure). */
   write(chunk: Buffer): Promise<void>
+  /** The client's own modification time (epoch ms) the file gets when it is committed. */
+  setModifiedTime(mtimeMs: number): void
   /**
    * The client closed the file: publishes it in one transaction (file row, Action with the
    * interface, Upload webhook with the protocol), as the REST upload's `end` does.
@@ -60,6 +62,7 @@ export class UploadWriter implements FileWriter {
   private readonly partBytes: number
   private readonly heartbeat: NodeJS.Timeout
   private beating = false
+  private providedMtime: number | undefined
 
   constructor(
     private readonly uploads: UploadService,
@@ -93,6 +96,10 @@ export class UploadWriter implements FileWriter {
     }
   }
 
+  setModifiedTime(mtimeMs: number): void {
+    this.providedMtime = mtimeMs
+  }
+
   async commit(): Promise<FsEntry> {
     if (this.finished) throw ERRORS.fileUploadNotFound('This upload is already finished')
     this.finished = true
@@ -100,7 +107,9 @@ export class UploadWriter implements FileWriter {
       // A write that failed (or an upload found expired) publishes nothing, and is discarded.
       if (this.failure) throw this.failure
       await this.closePart()
-      const file = await this.uploads.end(this.principal, this.path, this.first.ref, {})
+      const file = await this.uploads.end(this.principal, this.path, this.first.ref, {
+        providedMtime: this.providedMtime,
+      })
       return entryOfJson(file)
     } catch (err) {
       await this.discard()
