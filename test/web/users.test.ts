@@ -162,4 +162,33 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', BROW
     expect(await page.getByRole('button', { name: 'New user' }).count()).toBe(0)
     await page.context().close()
   })
+
+  it('lists the banned addresses for a site admin and lifts a ban', async () => {
+    const now = Date.now()
+    await web.s.container.db
+      .insertInto('banned_addresses')
+      .values({
+        site_id: web.s.container.site.id,
+        address: '192.0.2.77',
+        banned_at: now,
+        banned_until: now + 15 * 60_000,
+        failures: 20,
+      })
+      .execute()
+    const page = await newPage(web.browser, web.s)
+    await signIn(page, web.s)
+    await page
+      .getByRole('navigation', { name: 'Main' })
+      .getByRole('link', { name: 'Banned addresses' })
+      .click()
+    await shown(page.getByRole('heading', { level: 1, name: 'Banned addresses' }))
+    const row = page.getByRole('row').filter({ hasText: '192.0.2.77' })
+    expect(await textOf(row.getByRole('cell').nth(3))).toBe('20')
+    await row.getByRole('button', { name: 'Lift the ban of 192.0.2.77' }).click()
+    await row.getByRole('button', { name: 'Yes, lift it' }).click()
+    expect(await textOf(page.locator('.notice'))).toBe('The ban of 192.0.2.77 is lifted.')
+    await shown(page.getByText('No address is banned.'))
+    expect(await web.s.container.db.selectFrom('banned_addresses').selectAll().execute()).toEqual([])
+    await page.context().close()
+  })
 })

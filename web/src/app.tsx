@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks'
 import { get, logout, type Me, onSessionChange, sessionId } from './api'
 import { ApiKeysPage } from './pages/api-keys'
 import { AppsPage } from './pages/apps'
+import { BannedAddressesPage } from './pages/banned-addresses'
 import { BillingPage } from './pages/billing'
 import { DeveloperPage } from './pages/developer'
 import { FilesPage } from './pages/files'
@@ -29,6 +30,12 @@ export const PAGES: NavItem[] = [
   { page: 'billing', label: 'Billing', adminOnly: true, render: (p) => <BillingPage {...p} /> },
   { page: 'apps', label: 'Apps', render: (p) => <AppsPage {...p} /> },
   { page: 'users', label: 'Users', adminOnly: true, render: (p) => <UsersPage {...p} /> },
+  {
+    page: 'banned-addresses',
+    label: 'Banned addresses',
+    adminOnly: true,
+    render: (p) => <BannedAddressesPage {...p} />,
+  },
 ]
 
 export function App() {

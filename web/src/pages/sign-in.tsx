@@ -13,7 +13,7 @@ export function signInMessage(err: unknown): string {
     case 'not-authenticated/locked-out':
       return `This account is locked after too many failed sign-ins.${wait}`
     case 'rate-limited/too-many-login-attempts':
-      return `Too many sign-in attempts from this address.${wait}`
+      return `Too many failed sign-ins from this address.${wait}`
     case 'network-error':
       return err.message
     default:
