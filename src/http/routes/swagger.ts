@@ -65,7 +65,7 @@ export function markRequiredBodies<T>(doc: T): T {
 export function withParserErrors<T>(doc: T): T {
   const paths = (doc as { paths?: Record<string, Record<string, { responses?: any }>> }).paths ?? {}
   const tooLarge = {
-    description: 'Request header fields too large (the request line and headers exceed 16 KiB)',
+    description: 'Request header fields too large (request line and headers over 16 KiB by default)',
     schema: toSwagger2(ErrorSchema),
   }
   for (const ops of Object.values(paths)) {
