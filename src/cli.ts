@@ -4,6 +4,7 @@ import { ERRORS } from './api/error-factories.js'
 import { ApiError } from './api/errors.js'
 import { registerBannedAddressCommands } from './cli/banned-address-commands.js'
 import { registerBillingCommands } from './cli/billing-commands.js'
+import { PortUnavailableError } from './cli/bound-ports.js'
 import { type Config, ConfigError, loadConfig } from './config.js'
 import { createContainer } from './container.js'
 import { isStorageFull } from './db/errors.js'
@@ -137,8 +138,13 @@ registerBannedAddressCommands(program, withContainer)
 for (const c of program.commands.find((c) => c.name() === 'billing')?.commands ?? [])
   c.addHelpText('after', URL_NOTE)
 
+/** The S3 store's start-up check failed (its module, with the AWS SDK, loads only with BLOB_STORE=s3). */
+const isStoreCheck = (err: unknown): err is Error => err instanceof Error && err.name === 'S3StoreCheckError'
+
 program.parseAsync(process.argv).catch((err: unknown) => {
-  if (err instanceof ConfigError) console.error(err.message)
+  // Said in a line, like the configuration: the operator's move is to change a setting.
+  if (err instanceof ConfigError || err instanceof PortUnavailableError || isStoreCheck(err))
+    console.error(err.message)
   else if (isStorageFull(err)) {
     // Said plainly, without a stack trace: the operator's move is to free space, not to debug.
     const e = err as { code?: string; message?: string }

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino'
 import { buildApp } from './app.js'
+import { bindPorts } from './cli/bound-ports.js'
 import type { Config } from './config.js'
 import { createContainer } from './container.js'
 import type { FtpServer } from './ftp/ftp-server.js'
@@ -9,6 +10,26 @@ import type { SftpServer } from './sftp/sftp-server.js'
 /** Starts the HTTP server and stops it gracefully on SIGTERM/SIGINT. */
 export async function serve(config: Config, logger: Logger = createLogger(config.logLevel)): Promise<void> {
   for (const warning of config.warnings ?? []) logger.warn(warning)
+  // Every port first, and the object store's abilities: a start that cannot serve stops before
+  // it creates the site and its administrator (whose generated password is shown only once).
+  const ports = await bindPorts([
+    { setting: 'PORT', hostSetting: 'HOST', host: config.host, port: config.port, allowHalfOpen: true },
+    ...(config.sftp.enabled
+      ? [{ setting: 'SFTP_PORT', hostSetting: 'SFTP_HOST', host: config.sftp.host, port: config.sftp.port }]
+      : []),
+    ...(config.ftp.enabled
+      ? [{ setting: 'FTP_PORT', hostSetting: 'FTP_HOST', host: config.ftp.host, port: config.ftp.port }]
+      : []),
+  ])
+  const bound = (setting: string) => {
+    const found = ports.find((p) => p.spec.setting === setting)
+    if (!found) throw new Error(`${setting} was not bound`)
+    return found
+  }
+  if (config.blobs.store === 's3' && config.blobs.s3) {
+    const { checkS3Store } = await import('./blobs/s3/s3-store-check.js')
+    await checkS3Store(config.blobs.s3)
+  }
   const container = await createContainer(config, { logger })
   const { bootstrap } = container
   if (bootstrap.createdAdmin) {
@@ -47,12 +68,12 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   }
   process.once('SIGTERM', () => void stop('SIGTERM'))
   process.once('SIGINT', () => void stop('SIGINT'))
-  await app.listen({ host: config.host, port: config.port })
   // Each front end's modules load only when it is on: a server without SFTP or FTP does not
-  // hold their code.
+  // hold their code. HTTP is served last, so that an answer over HTTP means every front end
+  // listens; a connection that comes earlier waits for its front end.
   if (config.sftp.enabled) {
     const { startSftp } = await import('./sftp/sftp-server.js')
-    sftp = await startSftp(container, config.sftp, logger)
+    sftp = await startSftp(container, config.sftp, logger, (server) => bound('SFTP_PORT').handTo(server))
     const hostKeys = sftp.hostKeys.map((k) => `${k.type} SHA256:${k.fingerprintSha256}`)
     logger.info({ address: `${sftp.host}:${sftp.port}`, hostKeys }, 'SFTP is listening')
   }
@@ -65,6 +86,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
       protocolLogin: container.services.protocolLogin,
       serverKeys: container.serverKeys,
       logger,
+      listen: (server) => bound('FTP_PORT').handTo(server),
     })
     const { host, port } = ftp.address()
     logger.info(
@@ -72,6 +94,8 @@ export async function serve(config: Config, logger: Logger = createLogger(config
       'FTP is listening',
     )
   }
+  await app.ready()
+  await bound('PORT').handTo(app.server)
   await container.startBackground()
   logger.info(
     { url: config.baseUrl, database: container.database.dialect.name, dataDir: config.dataDir },

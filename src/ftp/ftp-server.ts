@@ -19,6 +19,8 @@ export interface FtpServerDeps {
   serverKeys?: ServerKeys
   logger?: Logger
   now?: () => number
+  /** Listens on a port bound before start-up (the server's); by default on the config's host and port. */
+  listen?: (server: net.Server) => Promise<void>
 }
 
 /**
@@ -79,13 +81,14 @@ export class FtpServer {
       ftp.sessions.add(session)
       session.reply(220, 'Wharf FTP server ready')
     })
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject)
-      server.listen({ host: config.host, port: config.port }, () => {
-        server.off('error', reject)
-        resolve()
-      })
-    })
+    await (deps.listen?.(server) ??
+      new Promise<void>((resolve, reject) => {
+        server.once('error', reject)
+        server.listen({ host: config.host, port: config.port }, () => {
+          server.off('error', reject)
+          resolve()
+        })
+      }))
     return ftp
   }
 

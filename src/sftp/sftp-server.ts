@@ -25,6 +25,8 @@ export async function startSftp(
   c: FrontEndContext & { hostKeys: HostKeys },
   cfg: SftpSettings,
   logger: Logger,
+  /** Listens on a port bound before start-up (the server's); by default on cfg.host:cfg.port. */
+  listen?: (server: net.Server) => Promise<void>,
 ): Promise<SftpServer> {
   const hostKeys = await c.hostKeys.all()
   const byIp = new SessionCounter<string>()
@@ -181,13 +183,14 @@ export async function startSftp(
     ssh.injectSocket(socket)
   })
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(cfg.port, cfg.host, () => {
-      server.off('error', reject)
-      resolve()
-    })
-  })
+  await (listen?.(server) ??
+    new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(cfg.port, cfg.host, () => {
+        server.off('error', reject)
+        resolve()
+      })
+    }))
   const addr = server.address() as AddressInfo
   return {
     host: addr.address,

@@ -33,9 +33,11 @@ export interface S3TestServer {
   close(): Promise<void>
 }
 
-export async function startS3Server(): Promise<S3TestServer> {
+export async function startS3Server(opts: { stock?: boolean } = {}): Promise<S3TestServer> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-s3-'))
-  const child = spawn(process.execPath, [fileURLToPath(new URL('./s3rver-main.mjs', import.meta.url)), dir], {
+  const main = fileURLToPath(new URL('./s3rver-main.mjs', import.meta.url))
+  // Stock: s3rver as released, without ListParts and AbortMultipartUpload.
+  const child = spawn(process.execPath, [main, dir, ...(opts.stock ? ['--stock'] : [])], {
     stdio: ['pipe', 'pipe', 'inherit'],
   })
   const exited = once(child, 'exit')
