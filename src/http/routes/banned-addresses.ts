@@ -15,7 +15,13 @@ export const BannedAddressSchema = Type.Object(
 )
 
 const AddressParams = Type.Object({
-  address: Type.String({ minLength: 2, maxLength: 64, description: 'An IPv4 or IPv6 address' }),
+  address: Type.String({
+    minLength: 2,
+    maxLength: 45,
+    // The characters of IPv4 and IPv6 text; whether it is an address is the service's check.
+    pattern: '^[0-9A-Fa-f.:]+$',
+    description: 'An IPv4 or IPv6 address, e.g. 192.0.2.7 or 2001:db8::7',
+  }),
 })
 
 const tags = ['banned_addresses']
