@@ -5,7 +5,14 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startListener, type TestListener } from './helpers/listener.js'
 import { call, dialects, grant, makeKey, makeUser, type TestUser } from './helpers/server.js'
-import { run, type SftpTestServer, sftpBatch, sftpBatchWithKey, startSftpServer } from './helpers/sftp.js'
+import {
+  run,
+  type SftpTestServer,
+  sftpBatch,
+  sftpBatchWithKey,
+  sshOptions,
+  startSftpServer,
+} from './helpers/sftp.js'
 
 const md5 = (file: string) => crypto.createHash('md5').update(fs.readFileSync(file)).digest('hex')
 
@@ -36,10 +43,11 @@ describe.each(dialects)('SFTP with real clients (%s)', (dialect) => {
     })
     expect(hooks.status).toBe(200)
     alice = await makeUser(s, { username: 'alice' })
-    for (const folder of ['inbox', 'other']) {
+    for (const folder of ['inbox', 'other', 'seen']) {
       expect((await call(s, 'POST', `/folders/${folder}`, { key: s.adminKey, body: {} })).status).toBe(201)
     }
     await grant(s, alice.id, 'inbox', 'full')
+    await grant(s, alice.id, 'seen', 'readonly')
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wharf-sftp-'))
     local = path.join(dir, 'data.bin')
     fs.writeFileSync(local, crypto.randomBytes(700_000))
@@ -106,7 +114,7 @@ describe.each(dialects)('SFTP with real clients (%s)', (dialect) => {
     // The root shows only the way to the user's own folder.
     const ls = await sftpBatch(s.sftp.port, 'alice', alice.password, ['ls /'])
     expect(ls.code).toBe(0)
-    expect(ls.stdout.split('\n').slice(1).join(' ').trim().split(/\s+/)).toEqual(['/inbox'])
+    expect(ls.stdout.split('\n').slice(1).join(' ').trim().split(/\s+/)).toEqual(['/inbox', '/seen'])
     const get = await sftpBatch(s.sftp.port, 'alice', alice.password, [`get /nothing/here ${dir}/x`])
     expect(get.code).not.toBe(0)
     expect(get.stderr).toMatch(/not found|No such file|Permission denied/)
@@ -166,28 +174,176 @@ describe.each(dialects)('SFTP with real clients (%s)', (dialect) => {
       })
   })
 
-  it('copies and checks a folder with rclone’s sftp backend', async () => {
+  it('copies a folder with rclone’s sftp backend, and a second copy transfers nothing', async () => {
     const src = path.join(dir, 'tree')
     fs.mkdirSync(path.join(src, 'nested'), { recursive: true })
     fs.writeFileSync(path.join(src, 'a.txt'), 'alpha\n')
     fs.writeFileSync(path.join(src, 'nested', 'b.bin'), crypto.randomBytes(200_000))
     fs.writeFileSync(path.join(src, 'empty'), '')
-    const obscured = (await run('rclone', ['obscure', alice.password])).stdout.trim()
-    const remote = `:sftp,host=127.0.0.1,port=${s.sftp.port},user=alice,pass=${obscured}:inbox/rc`
-    const env = { RCLONE_CONFIG: path.join(dir, 'rclone.conf') }
-    const copy = await run('rclone', ['copy', src, remote, '--contimeout', '10s', '--timeout', '30s'], {
-      env,
-      timeoutMs: 60_000,
-    })
-    expect(copy.stderr).not.toMatch(/ERROR/)
-    expect(copy.code).toBe(0)
-    // --download compares the bytes themselves (the server runs no md5sum command).
-    const check = await run('rclone', ['check', src, remote, '--download'], { env, timeoutMs: 60_000 })
-    expect(check.stderr).toMatch(/0 differences found/)
-    expect(check.code).toBe(0)
+    fs.utimesSync(path.join(src, 'a.txt'), 1_000_000_000, 1_000_000_000)
+    const remote = await rcloneRemote('inbox/rc')
+    const first = await rclone(['copy', src, remote])
+    expect(first.stderr).not.toMatch(/ERROR|SetModTime is not supported/)
+    expect(first.code).toBe(0)
+    expect(transfers(first.stderr)).toBe(3)
+    // rclone set each file's time after its upload: it is the file's provided_mtime.
+    const a = await call(s, 'GET', '/files/inbox/rc/a.txt', { key: s.adminKey })
+    expect(a.body.provided_mtime).toBe('2001-09-09T01:46:40Z')
+    const again = await rclone(['copy', src, remote])
+    expect(again.code).toBe(0)
+    expect(again.stderr).not.toMatch(/Copied/)
+    expect(transfers(again.stderr)).toBe(0)
     const listed = await call(s, 'GET', '/folders/inbox/rc/nested', { key: s.adminKey })
     expect(listed.body.map((f: { path: string; size: number }) => [f.path, f.size])).toEqual([
       ['inbox/rc/nested/b.bin', 200_000],
     ])
   })
+
+  it('answers rclone’s md5sum and sha1sum over SSH exec, so rclone check needs no download', async () => {
+    const src = path.join(dir, 'tree')
+    const remote = await rcloneRemote('inbox/rc')
+    const check = await rclone(['check', src, remote])
+    expect(check.stderr).not.toMatch(/No common hash/)
+    expect(check.stderr).toMatch(/0 differences found/)
+    expect(check.stderr).toMatch(/3 matching files/)
+    expect(check.code).toBe(0)
+    // rclone 1.60 probes the commands once per run, and its first concurrent hashes do not wait
+    // for the probe: `rclone md5sum` names the commands, as the README's remote does.
+    const named = remote.replace(':inbox/rc', ',md5sum_command=md5sum,sha1sum_command=sha1sum:inbox/rc')
+    const sums = await rclone(['md5sum', named])
+    expect(sums.code, sums.stderr).toBe(0)
+    expect(sums.stdout.trim().split('\n').sort()).toEqual(
+      [
+        `${md5(path.join(src, 'a.txt'))}  a.txt`,
+        `${md5(path.join(src, 'empty'))}  empty`,
+        `${md5(path.join(src, 'nested', 'b.bin'))}  nested/b.bin`,
+      ].sort(),
+    )
+    const sha1 = await rclone(['sha1sum', `${named}/a.txt`])
+    expect(sha1.stdout).toBe(`${crypto.createHash('sha1').update('alpha\n').digest('hex')}  a.txt\n`)
+  })
+
+  it('runs only md5sum, sha1sum and sha256sum of one readable file over SSH exec', async () => {
+    const sha256 = crypto.createHash('sha256').update('alpha\n').digest('hex')
+    const name = "/inbox/odd name's.txt"
+    const up = await sftpBatch(s.sftp.port, 'alice', alice.password, [`put ${dir}/tree/a.txt "${name}"`])
+    expect(up.code).toBe(0)
+    const quoted = await ssh(['sha256sum', "/inbox/odd\\ name\\'s.txt"])
+    expect(quoted).toEqual({ code: 0, stdout: `${sha256}  /inbox/odd name's.txt\n`, stderr: '' })
+    const single = await ssh(['md5sum', `'inbox/odd name'"'"'s.txt'`])
+    expect(single.stdout).toBe(`${md5(path.join(dir, 'tree', 'a.txt'))}  inbox/odd name's.txt\n`)
+    // The bare command hashes standard input, as rclone's probe expects.
+    expect((await ssh(['md5sum'])).stdout).toBe('d41d8cd98f00b204e9800998ecf8427e  -\n')
+    expect((await ssh(['sha1sum'], 'alpha\n')).stdout).toBe(
+      `${crypto.createHash('sha1').update('alpha\n').digest('hex')}  -\n`,
+    )
+    // A file alice may not read, a folder, a missing file: exit status 1 and a message.
+    const admin = await call(s, 'POST', '/folders/other/secret', { key: s.adminKey, body: {} })
+    expect(admin.status).toBe(201)
+    for (const p of ['/other/secret', '/inbox', '/inbox/missing.txt', '../inbox/rc/a.txt']) {
+      const r = await ssh(['md5sum', p])
+      expect(r.code, p).toBe(1)
+      expect(r.stdout, p).toBe('')
+      expect(r.stderr, p).toMatch(/^md5sum: /)
+    }
+    // Anything else is refused as a command: no output, no shell.
+    for (const cmd of [
+      ['ls'],
+      ['md5sum', '/inbox/rc/a.txt', '/inbox/rc/empty'],
+      ['md5sum', '-c', 'x'],
+      ['md5sum', '/inbox/rc/a.txt;', 'ls'],
+      ['md5sum', '$HOME'],
+      ['md5sum', '/inbox/rc/*'],
+      ['sha512sum', '/inbox/rc/a.txt'],
+      ['md5sum /inbox/rc/a.txt | cat'],
+    ]) {
+      const r = await ssh(cmd)
+      expect(r.code, cmd.join(' ')).not.toBe(0)
+      expect(r.stdout, cmd.join(' ')).toBe('')
+    }
+  })
+
+  it('keeps the times sftp put -p and curl’s mtime set, with write permission only', async () => {
+    const old = path.join(dir, 'old.txt')
+    fs.writeFileSync(old, 'old\n')
+    fs.utimesSync(old, 946_684_800, 946_684_800)
+    const r = await sftpBatch(s.sftp.port, 'alice', alice.password, [
+      `put -p ${old} /inbox/old.txt`,
+      'ls -l /inbox',
+    ])
+    expect(r.stderr).toBe('')
+    expect(r.code).toBe(0)
+    expect(r.stdout).toMatch(/ 4 Jan {2}1 {2}2000 old\.txt/)
+    const got = await call(s, 'GET', '/files/inbox/old.txt', { key: s.adminKey })
+    expect(got.body.provided_mtime).toBe('2000-01-01T00:00:00Z')
+    const user = ['-u', `alice:${alice.password}`, '--insecure', '-sS', '--max-time', '30']
+    const base = `sftp://127.0.0.1:${s.sftp.port}`
+    const touched = await run('curl', [
+      ...user,
+      '-Q',
+      'mtime "Thu, 06 May 2010 07:08:09 GMT" /inbox/old.txt',
+      `${base}/inbox/`,
+    ])
+    expect(touched.code, touched.stderr).toBe(0)
+    const after = await call(s, 'GET', '/files/inbox/old.txt', { key: s.adminKey })
+    expect(after.body.provided_mtime).toBe('2010-05-06T07:08:09Z')
+    // The history and the listener hear of the upload only: a time is not a change of content.
+    await expect
+      .poll(() => notified(listener, 'inbox/old.txt'), { timeout: 10_000 })
+      .toEqual({ Upload: 'sftp' })
+    // Read-only: the time stays as it was.
+    expect((await call(s, 'POST', '/folders/seen/dir', { key: s.adminKey, body: {} })).status).toBe(201)
+    const refused = await run('curl', [
+      ...user,
+      '-Q',
+      'mtime "Thu, 06 May 2010 07:08:09 GMT" /seen/dir',
+      `${base}/seen/`,
+    ])
+    expect(refused.code).not.toBe(0)
+    expect(refused.stderr).toMatch(/QUOT command failed|Permission denied/)
+    const seen = await call(s, 'GET', '/folders/seen', { key: s.adminKey })
+    expect(seen.body.map((f: { provided_mtime: string | null }) => f.provided_mtime)).toEqual([null])
+  })
+
+  /**
+   * An rclone remote on alice's account, all on the command line, checking the host keys the way
+   * the README says: ssh-keyscan's lines in a file of their own.
+   */
+  async function rcloneRemote(at: string): Promise<string> {
+    const knownHosts = path.join(dir, 'known_hosts')
+    if (!fs.existsSync(knownHosts)) {
+      const scan = await run('ssh-keyscan', ['-T', '10', '-p', String(s.sftp.port), '127.0.0.1'])
+      expect(scan.stdout.trim().split('\n')).toHaveLength(2)
+      fs.writeFileSync(knownHosts, scan.stdout)
+    }
+    const obscured = (await run('rclone', ['obscure', alice.password])).stdout.trim()
+    return `:sftp,host=127.0.0.1,port=${s.sftp.port},user=alice,pass=${obscured},known_hosts_file=${knownHosts}:${at}`
+  }
+
+  function rclone(args: string[]) {
+    return run('rclone', [...args, '-v', '--contimeout', '10s', '--timeout', '30s'], {
+      env: { RCLONE_CONFIG: path.join(dir, 'rclone.conf') },
+      timeoutMs: 60_000,
+    })
+  }
+
+  /** `ssh alice@… COMMAND` with OpenSSH: an exec channel. */
+  function ssh(command: string[], input = '') {
+    return run(
+      'sshpass',
+      [
+        '-e',
+        'ssh',
+        ...sshOptions(s.sftp.port).map((o) => (o === '-P' ? '-p' : o)),
+        '-o',
+        'PubkeyAuthentication=no',
+        'alice@127.0.0.1',
+        ...command,
+      ],
+      { env: { SSHPASS: alice.password }, input, timeoutMs: 20_000 },
+    )
+  }
 })
+
+/** How many files rclone -v says it copied. */
+const transfers = (log: string) => log.match(/: Copied \(/g)?.length ?? 0

@@ -22,6 +22,12 @@ export function attrsOf(e: FsEntry): Attributes {
   }
 }
 
+/** The modification time (epoch ms) a SETSTAT or FSETSTAT sets, or null when it sets none. */
+export function mtimeOf(attrs: Partial<Attributes> | undefined): number | null {
+  const mtime = attrs?.mtime
+  return typeof mtime === 'number' && Number.isFinite(mtime) ? mtime * 1000 : null
+}
+
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec']
 
 /** The `ls -l` line clients such as OpenSSH's `sftp` print as they get it. */

@@ -6,6 +6,7 @@ import type { ProtocolSession } from '../modules/auth/protocol-login.js'
 import { SessionCounter } from '../modules/auth/session-counter.js'
 import type { FrontEndContext } from '../modules/services.js'
 import type { HostKey, HostKeys } from '../modules/ssh/host-keys.js'
+import { parseExec, runExec } from './sftp-exec.js'
 import { announceBan, authenticate, MAX_AUTH_TRIES, sftpAuthState } from './sftp-login.js'
 import { serveSftp } from './sftp-session.js'
 import type { SftpSettings } from './sftp-settings.js'
@@ -127,7 +128,17 @@ export async function startSftp(
             sftp.on('end', () => sftp.end())
             sftp.on('close', () => void served.close())
           })
-          for (const refused of ['shell', 'exec', 'pty', 'env', 'x11', 'auth-agent', 'signal'] as const) {
+          // Checksums of one file (rclone's md5sum / sha1sum); every other command is refused.
+          sess.on('exec', (acceptExec, rejectExec, info) => {
+            const req = parseExec(info.command)
+            if (!req) {
+              rejectExec?.()
+              return
+            }
+            activity()
+            void runExec(acceptExec(), req, current, log)
+          })
+          for (const refused of ['shell', 'pty', 'env', 'x11', 'auth-agent', 'signal'] as const) {
             sess.on(refused, (_accept: unknown, reject?: () => void) => reject?.())
           }
           sess.on('subsystem', (_accept, reject) => reject())

@@ -3,7 +3,16 @@ import type { SFTPWrapper } from 'ssh2'
 import { ERRORS } from '../api/error-factories.js'
 import { ApiError } from '../api/errors.js'
 import type { FsEntry, UserFileSystem } from '../modules/files/vfs/file-system.js'
-import { attrsOf, longnameOf, OPEN_MODE, realPath, STATUS, statusOf, wharfPath } from './sftp-format.js'
+import {
+  attrsOf,
+  longnameOf,
+  mtimeOf,
+  OPEN_MODE,
+  realPath,
+  STATUS,
+  statusOf,
+  wharfPath,
+} from './sftp-format.js'
 import { DirHandle, type Handle, ReadHandle, WriteHandle } from './sftp-handles.js'
 
 const READDIR_BATCH = 100
@@ -101,16 +110,26 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SftpContext): { close(): Promi
     }),
   )
 
-  // Times and modes are not kept: accepted, so that `put -p` and rclone's set-modtime go on.
-  sftp.on('SETSTAT', (reqid, path) =>
+  // A modification time is kept (the file's provided_mtime: `put -p`, rclone's set-modtime);
+  // modes, owners and sizes are not, and are accepted so that such clients go on.
+  sftp.on('SETSTAT', (reqid, path, attrs) =>
     handle(reqid, async () => {
-      await (await ctx.files()).stat(wharfPath(path))
+      const files = await ctx.files()
+      const mtime = mtimeOf(attrs)
+      if (mtime === null) await files.stat(wharfPath(path))
+      else await files.setModifiedTime(wharfPath(path), mtime)
       ok(reqid)
     }),
   )
-  sftp.on('FSETSTAT', (reqid, buf) =>
+  sftp.on('FSETSTAT', (reqid, buf, attrs) =>
     handle(reqid, async () => {
-      find(buf)
+      const h = find(buf)
+      const mtime = mtimeOf(attrs)
+      // A file being written gets its time when it is published (OpenSSH sets it before CLOSE).
+      if (mtime !== null && h.kind === 'write') h.writer.setModifiedTime(mtime)
+      else if (mtime !== null && h.kind === 'read') {
+        await (await ctx.files()).setModifiedTime(h.file.entry.path, mtime)
+      }
       ok(reqid)
     }),
   )
