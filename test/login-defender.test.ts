@@ -1,3 +1,6 @@
+import fs from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
 import pino from 'pino'
 import ssh2 from 'ssh2'
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
@@ -23,6 +26,7 @@ import {
   type ServerProcesses,
   serverProcesses,
 } from './helpers/server-process.js'
+import { run } from './helpers/sftp.js'
 
 const MINUTE = 60_000
 const BANNED = 'too many failed logins, try again in 15 minutes'
@@ -220,6 +224,17 @@ describe.each(dialects)('the login defender (%s)', (dialect) => {
       ok: false,
       banner: `${BANNED}\r\n`,
     })
+    // OpenSSH prints the banner: the user reads why, not just "Permission denied".
+    const keyFile = path.join(await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-key-')), 'id_ed25519')
+    await fs.writeFile(keyFile, priv, { mode: 0o600 })
+    const openssh = await run('sftp', [
+      ...['-o', 'LogLevel=INFO', '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null'],
+      ...['-o', 'IdentityAgent=none', '-o', 'BatchMode=yes', '-o', 'IdentitiesOnly=yes', '-i', keyFile],
+      ...['-P', String(w.sftpPort), '-b', '-', `${u.username}@127.0.0.1`],
+    ])
+    await fs.rm(path.dirname(keyFile), { recursive: true, force: true })
+    expect(openssh.code).not.toBe(0)
+    expect(openssh.stderr).toContain(BANNED)
     const d = await propfind(s, u.username, u.password)
     expect(d.status).toBe(429)
     expect(Number(d.headers.get('retry-after'))).toBeGreaterThan(15 * 60 - 5)
