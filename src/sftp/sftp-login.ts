@@ -12,7 +12,10 @@ export const MAX_AUTH_TRIES = 6
 export interface SftpAuthState {
   /** Seconds left of the address's ban when the connection came (0: none), read once. */
   readonly bannedFor: Promise<number>
-  /** A try has failed since that read, so later tries read the ban again. */
+  /**
+   * A password try has failed since that read, so later tries read the ban again (a refused key
+   * is scored only when the connection ends without a login, so it changes no ban meanwhile).
+   */
   failed: boolean
   /** A key was refused (unknown user or key, bad signature). */
   keyRefused: boolean
@@ -88,7 +91,6 @@ export async function authenticate(
         // Clients offer every key they have: an unknown one is not a failed login by itself, but
         // a connection that ends with only refused keys is one (scored when it closes).
         state.keyRefused = true
-        state.failed = true
         ctx.reject(['password', 'publickey'])
         return null
       }
@@ -100,7 +102,6 @@ export async function authenticate(
       const parsed = Array.isArray(key) ? key[0] : key
       if (!parsed || parsed instanceof Error || !parsed.verify(ctx.blob!, ctx.signature!, ctx.hashAlgo)) {
         state.keyRefused = true
-        state.failed = true
         ctx.reject(['password', 'publickey'])
         return null
       }
