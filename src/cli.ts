@@ -2,9 +2,12 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { ERRORS } from './api/error-factories.js'
 import { ApiError } from './api/errors.js'
+import { registerApiKeyCommands } from './cli/api-key-commands.js'
 import { registerBannedAddressCommands } from './cli/banned-address-commands.js'
 import { registerBillingCommands } from './cli/billing-commands.js'
 import { PortUnavailableError } from './cli/bound-ports.js'
+import { registerUserCommands } from './cli/user-commands.js'
+import { wharfVersion } from './cli/version.js'
 import { type Config, ConfigError, loadConfig } from './config.js'
 import { createContainer } from './container.js'
 import { isStorageFull } from './db/errors.js'
@@ -23,6 +26,7 @@ server's environment (BASE_URL, or HOST and PORT).`
 const program = new Command()
   .name('wharf')
   .description('Wharf: self-hosted file storage and transfer with a Files.com-compatible API')
+  .version(wharfVersion(), '-V, --version', "print Wharf's version")
   .showHelpAfterError()
   .addHelpText('after', URL_NOTE)
 
@@ -92,6 +96,8 @@ users
     })
   })
 
+registerUserCommands(users, withContainer)
+
 const keys = program.command('api-keys').description('manage API keys')
 keys
   .command('create')
@@ -133,6 +139,7 @@ keys
     })
   })
 
+registerApiKeyCommands(keys, withContainer)
 registerBillingCommands(program, withContainer)
 registerBannedAddressCommands(program, withContainer)
 for (const c of program.commands.find((c) => c.name() === 'billing')?.commands ?? [])
