@@ -136,7 +136,7 @@ describe.each(dialects)('starting the server (%s)', (dialect) => {
     await stop(s.child)
   })
 
-  it('answers over HTTP only once SFTP and FTP listen', async () => {
+  it('answers over HTTP only once SFTP and FTP listen, and serves connections made during start-up', async () => {
     const [http, sftp, ftp] = [await freePort(), await freePort(), await freePort()]
     const child = spawn(process.execPath, [builtServer(), 'serve'], {
       env: site.env({
@@ -149,6 +149,16 @@ describe.each(dialects)('starting the server (%s)', (dialect) => {
       stdio: 'ignore',
     })
     children.push(child)
+    // Connections made as soon as each port takes them: they wait for their front end.
+    const early = async (port: number) => {
+      for (;;) {
+        if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}`)
+        const line = await greeting(port).catch(() => null)
+        if (line !== null) return line
+        await new Promise((resolve) => setTimeout(resolve, 2))
+      }
+    }
+    const earlyGreetings = Promise.all([early(sftp), early(ftp)])
     // The first HTTP answer, asked for as fast as the loop allows.
     const answered = async () => {
       for (;;) {
@@ -162,6 +172,9 @@ describe.each(dialects)('starting the server (%s)', (dialect) => {
     const [ssh, ftpGreeting] = await Promise.all([greeting(sftp), greeting(ftp)])
     expect(ssh).toMatch(/^SSH-2\.0-Wharf/)
     expect(ftpGreeting).toMatch(/^220 /)
+    const [earlySsh, earlyFtp] = await servers.step('early greetings', earlyGreetings)
+    expect(earlySsh).toMatch(/^SSH-2\.0-Wharf/)
+    expect(earlyFtp).toMatch(/^220 /)
     await stop(child)
   })
 })
