@@ -58,6 +58,22 @@ describe.skipIf(!hasBrowser)('web interface: sign in and out', BROWSER_SUITE, ()
     await page.context().close()
   })
 
+  it('starts every sign-in at Files, not on the page the previous user left open', async () => {
+    const u = await makeUser(web.s)
+    const page = await newPage(web.browser, web.s)
+    await signIn(page, web.s)
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Users' }).click()
+    await shown(page.getByRole('heading', { level: 1, name: 'Users' }))
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.getByLabel('Username').fill(u.username)
+    await page.getByLabel('Password').fill(u.password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await shown(page.getByRole('heading', { level: 1, name: 'Files' }))
+    expect(new URL(page.url()).hash).toBe('#/files')
+    expect(await page.getByText('Only site administrators can use this page.').count()).toBe(0)
+    await page.context().close()
+  })
+
   it('says in words why a sign-in failed: wrong password, then locked out', async () => {
     const u = await makeUser(web.s)
     const page = await newPage(web.browser, web.s)

@@ -40,7 +40,16 @@ export const PAGES: NavItem[] = [
 
 export function App() {
   const [signedIn, setSignedIn] = useState(() => sessionId() !== null)
-  useEffect(() => onSessionChange(setSignedIn), [])
+  useEffect(
+    () =>
+      onSessionChange((on) => {
+        // Every sign-in starts at Files: the address may still hold the page of whoever signed
+        // out in this tab (a site-admin page, for a user who may not use it).
+        if (on) history.replaceState(null, '', href('files'))
+        setSignedIn(on)
+      }),
+    [],
+  )
   return signedIn ? <Shell /> : <SignInPage />
 }
 
