@@ -239,6 +239,12 @@ describe.skipIf(!hasBrowser)('web interface: files', BROWSER_SUITE, () => {
     expect(await page.getByLabel('Choose files to upload').count()).toBe(0)
     expect(await page.getByLabel('New folder name').count()).toBe(0)
 
+    // A folder the user may not list says so once, with no word of looking at it.
+    await uploaded(web.s, 'docs/secret.txt', 'not for u')
+    await openFolder(page, 'docs')
+    expect(await textOf(page.getByRole('alert'))).toBe('You do not have permission to list docs')
+    expect(await page.getByText('You can look at this folder but not change it.').count()).toBe(0)
+
     // The root shows only the way to the user's folders, with nothing to change there.
     await page
       .getByRole('navigation', { name: 'Breadcrumb' })

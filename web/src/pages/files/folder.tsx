@@ -148,7 +148,8 @@ export function Folder({
 
       {canWrite ? (
         <DropZone folderName={folderName} onFiles={(files) => uploads.start(folder, files)} />
-      ) : perms.loading ? null : (
+      ) : perms.loading || !list.data ? null : (
+        // Said only of a folder the user can list: a refused listing is its own message.
         <p class="muted">You can look at this folder but not change it.</p>
       )}
       <UploadList uploads={uploads} />
