@@ -54,6 +54,11 @@ describe.skipIf(!hasBrowser)('web interface: API keys', BROWSER_SUITE, () => {
     await page.getByLabel('Description (optional)').fill('pulls reports every night')
     await page.getByLabel('Expires on (optional)').fill('2031-05-17')
     await page.getByLabel('Permission set').selectOption('desktop_app')
+    // The app sets say what they reach in Wharf, which has no share links.
+    const options = await page.getByLabel('Permission set').locator('option').allTextContents()
+    expect(options).toContain('Desktop app: files and folders only')
+    expect(options.join(' ')).not.toContain('share links')
+    expect(await textOf(page.getByTestId('permission-set-hint'))).toContain('Wharf has no share links yet.')
     await page.getByLabel('Only inside folder (optional)').fill('reports')
     await page.getByRole('button', { name: 'Create key' }).click()
 

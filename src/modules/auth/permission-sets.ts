@@ -12,12 +12,15 @@ export const PERMISSION_SETS = [
 ] as const
 export type PermissionSet = (typeof PERMISSION_SETS)[number]
 
-/** Every set in words, in the order the web interface offers them (most common first). */
+/**
+ * Every set in words, in the order the web interface offers them (most common first). The app sets
+ * also reach share links on Files.com; Wharf has none yet, so the words say what they reach today.
+ */
 export const PERMISSION_SET_LABELS: Record<PermissionSet, string> = {
   full: 'Full: everything its user may do',
-  desktop_app: 'Desktop app: files and share links only',
-  sync_app: 'Sync app: files and share links only',
-  mobile_app: 'Mobile app: files and share links only',
-  office_integration: 'Office integration: files and share links only',
+  desktop_app: 'Desktop app: files and folders only',
+  sync_app: 'Sync app: files and folders only',
+  mobile_app: 'Mobile app: files and folders only',
+  office_integration: 'Office integration: files and folders only',
   none: 'None: can only look itself up',
 }

@@ -122,6 +122,11 @@ export function CreateKeyForm({
         <p class="muted">
           A site-wide key belongs to no user, has full permissions and reaches every folder.
         </p>
+      ) : permissionSet !== 'full' && permissionSet !== 'none' ? (
+        <p class="muted" data-testid="permission-set-hint">
+          An app key works with files and folders (list, upload, download, move, copy, delete, and their
+          history) and with its own key, not with users, settings or other keys. Wharf has no share links yet.
+        </p>
       ) : null}
       <ErrorBox error={error} />
       <button type="submit" disabled={busy}>
