@@ -16,7 +16,7 @@ import { uploaded } from '../helpers/files.js'
 import { type Answer, startListener, type TestListener } from '../helpers/listener.js'
 import { cutOff } from '../helpers/phone-layout.js'
 import { call, makeUser, type TestServer } from '../helpers/server.js'
-import { parseCsv, RESULT_FIELDS } from '../helpers/webhook-log-fixtures.js'
+import { parseCsv, RESULT_FIELDS, seedLog } from '../helpers/webhook-log-fixtures.js'
 
 describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs', BROWSER_SUITE, () => {
   let listener: TestListener
@@ -221,6 +221,29 @@ describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs
     expect(await onlyC.getByRole('button', { name: /^Retry/ }).count()).toBe(0)
     expect(listener.received.length).toBe(sentBefore)
     expectNoOutsideRequests(page)
+    await page.context().close()
+  })
+
+  it('lists the newest request first, from every page of the range, and the oldest first on request', async () => {
+    const hour = 3600_000
+    const seeded = await seedLog(
+      web.s,
+      [5, 4, 3, 2, 1].map((h) => ({ path: `order-test/${h}.txt`, createdAt: Date.now() - h * hour })),
+    )
+    const page = await pageOf(web.browser, web.s)
+    await signIn(page, web.s)
+    // Two records a page: the newest are on the last of three pages, all read before they show.
+    await page.goto(`${web.s.url}/#/webhook-logs?per_page=2`)
+    await page.getByLabel('Folder', { exact: true }).fill('order-test')
+    await page.getByRole('button', { name: /^(Show|Refresh)$/ }).click()
+    const ids = () =>
+      page
+        .locator('tbody tr[data-record-id]')
+        .evaluateAll((trs: any[]) => trs.map((tr) => Number(tr.dataset.recordId)))
+    const oldestFirst = seeded.map((r) => r.id)
+    await expect.poll(ids).toEqual([...oldestFirst].reverse())
+    await page.getByLabel('Order').selectOption('oldest')
+    expect(await ids()).toEqual(oldestFirst)
     await page.context().close()
   })
 

@@ -20,7 +20,15 @@ type RetryState =
   | { state: 'refused'; message: string }
 
 /** The log records, one row each, with their details on demand and a retry for failures. */
-export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; onRefresh: () => void }) {
+export function WebhookLogTable({
+  records,
+  order,
+  onRefresh,
+}: {
+  records: LogRecord[]
+  order: 'newest' | 'oldest'
+  onRefresh: () => void
+}) {
   const [open, setOpen] = useState<Set<number>>(new Set())
   const [retries, setRetries] = useState<Record<number, RetryState>>({})
 
@@ -50,8 +58,8 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
   if (records.length === 0) return <p class="muted">No webhook requests match these filters.</p>
   return (
     <div class="table-wrap">
-      <table class="wh-log">
-        <caption class="visually-hidden">Webhook requests, oldest first</caption>
+      <table class="wh-log cards">
+        <caption class="visually-hidden">Webhook requests, {order} first</caption>
         <ColumnHeads
           columns={[
             'Sent',
@@ -74,8 +82,8 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
               <Fragment key={r.id}>
                 <tr data-record-id={r.id} class={r.success ? '' : 'wh-row-failed'}>
                   <td class="wh-nowrap">{formatDate(new Date(r.created_at * 1000).toISOString())}</td>
-                  <td class="wh-break wh-wide">{r.request_url}</td>
-                  <td class="wh-wide">
+                  <td class="wh-break wh-wide wide">{r.request_url}</td>
+                  <td class="wh-wide wide">
                     {r.operation}
                     {r.path ? (
                       <>
@@ -90,8 +98,12 @@ export function WebhookLogTable({ records, onRefresh }: { records: LogRecord[]; 
                     </span>
                     <div class="muted wh-small">{r.message}</div>
                   </td>
-                  <td class="num">{r.attempt}</td>
-                  <td class="num wh-nowrap">{formatBytes(r.response_size)}</td>
+                  <td class="num" data-label="Attempt">
+                    {r.attempt}
+                  </td>
+                  <td class="num wh-nowrap" data-label="Response">
+                    {formatBytes(r.response_size)}
+                  </td>
                   <td>
                     <div class="wh-row-actions">
                       <button

@@ -14,6 +14,8 @@ interface LogExport {
   end_at: string | null
   results_url: string | null
   failure_reason: string | null
+  /** How many records a ready export holds (a Wharf extension). */
+  results_count: number | null
 }
 
 interface Filters {
@@ -54,6 +56,20 @@ const defaults = (): Filters => ({
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
+/**
+ * Pages read at once when the log is (re)loaded. The results only go forward, oldest first, so
+ * the newest requests are known only once the pages before them are read.
+ */
+const PAGES_AT_ONCE = 10
+
+export type Order = 'newest' | 'oldest'
+
+/** The records in the order asked for: by the time sent, then by record. */
+function ordered(records: LogRecord[], order: Order): LogRecord[] {
+  const dir = order === 'newest' ? -1 : 1
+  return [...records].sort((a, b) => dir * (a.created_at - b.created_at || a.id - b.id))
+}
+
 /** Activity > Webhook logs: a webhook-log export over the filters, read back page by page. */
 export function WebhookLogsPage({ route }: { route: Route; me: Me }) {
   const perPage = Math.min(10_000, Math.max(1, Number(route.params.get('per_page')) || 1000))
@@ -62,6 +78,7 @@ export function WebhookLogsPage({ route }: { route: Route; me: Me }) {
   const [phase, setPhase] = useState<'idle' | 'building' | 'reading'>('idle')
   const [error, setError] = useState<unknown>(null)
   const [more, setMore] = useState(false)
+  const [order, setOrder] = useState<Order>('newest')
   // Each run has a number; an older run that is still polling stops at its next step.
   const run = useRef(0)
   useEffect(() => {
@@ -96,15 +113,21 @@ export function WebhookLogsPage({ route }: { route: Route; me: Me }) {
       if (exp.status === 'failed')
         throw new Error(`The export failed: ${exp.failure_reason ?? 'no reason given'}`)
       setPhase('reading')
-      const first = await page<LogRecord>('/action_notification_export_results', {
-        action_notification_export_id: exp.id,
-        per_page: perPage,
-      })
-      if (n !== run.current) return
+      const records: LogRecord[] = []
+      let next: string | null = null
+      for (let pages = 0; pages === 0 || (next && pages < PAGES_AT_ONCE); pages++) {
+        const p: { items: LogRecord[]; next: string | null } = await page<LogRecord>(
+          '/action_notification_export_results',
+          { action_notification_export_id: exp.id, per_page: perPage, ...(next ? { cursor: next } : {}) },
+        )
+        if (n !== run.current) return
+        records.push(...p.items)
+        next = p.next
+      }
       const firstMs = Number.isFinite(startMs)
         ? startMs
-        : Math.min(endMs - DAY, ...first.items.map((r) => r.created_at * 1000))
-      setLoaded({ exp, records: first.items, next: first.next, startMs: firstMs, endMs })
+        : Math.min(endMs - DAY, ...records.map((r) => r.created_at * 1000))
+      setLoaded({ exp, records, next, startMs: firstMs, endMs })
     } catch (err) {
       if (n === run.current) setError(err)
     } finally {
@@ -229,13 +252,36 @@ export function WebhookLogsPage({ route }: { route: Route; me: Me }) {
             endMs={loaded.endMs}
             partial={!!loaded.next}
           />
-          <WebhookLogTable records={loaded.records} onRefresh={() => load(filters)} />
+          {loaded.records.length > 0 ? (
+            <label class="inline wh-order">
+              Order
+              <select name="order" value={order} onChange={(e) => setOrder(e.currentTarget.value as Order)}>
+                <option value="newest">Newest first</option>
+                <option value="oldest">Oldest first</option>
+              </select>
+            </label>
+          ) : null}
+          {loaded.next && order === 'newest' ? (
+            <p class="muted wh-partial" role="status">
+              The log is read from its oldest record: the {loaded.records.length} read so far are shown newest
+              first, and newer ones follow with Load more (or a narrower range).
+            </p>
+          ) : null}
+          <WebhookLogTable
+            records={ordered(loaded.records, order)}
+            order={order}
+            onRefresh={() => load(filters)}
+          />
           {loaded.next ? (
             <div class="actions wh-more">
               <button type="button" class="secondary" disabled={more} onClick={loadMore}>
                 {more ? 'Loading…' : 'Load more'}
               </button>
-              <span class="muted">{loaded.records.length} records shown so far, oldest first.</span>
+              <span class="muted">
+                {loaded.records.length}
+                {loaded.exp.results_count === null ? '' : ` of ${loaded.exp.results_count}`} records read so
+                far.
+              </span>
             </div>
           ) : null}
         </>
