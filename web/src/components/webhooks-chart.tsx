@@ -92,11 +92,13 @@ function niceMax(n: number): number {
 }
 
 /**
- * Classes of the time label `k` (counted in labels): at phone width every other one gives way, and
- * the one at the right edge is anchored by its end, so its larger text stays in the drawing.
+ * Classes of the time label `k` (counted in labels): at phone width every other one gives way, the
+ * first is anchored by its start (clear of the counts at the left) and the one at the right edge by
+ * its end, so their larger text stays in the drawing.
  */
 function axisClass(k: number, last: boolean): string {
-  return `wh-axis${k % 2 === 1 ? ' wh-axis-alt' : ''}${last ? ' wh-axis-edge' : ''}`
+  const edge = last ? ' wh-axis-edge' : k === 0 ? ' wh-axis-first' : ''
+  return `wh-axis wh-axis-x${k % 2 === 1 ? ' wh-axis-alt' : ''}${edge}`
 }
 
 const W = 720

@@ -57,7 +57,7 @@ export function ApiKeysPage({ me }: { route: Route; me: Me }) {
       {keys.data && keys.data.length === 0 ? <p class="muted">No API keys yet.</p> : null}
       {keys.data && keys.data.length > 0 ? (
         <div class="table-wrap">
-          <table aria-labelledby="keys-heading">
+          <table class="cards" aria-labelledby="keys-heading">
             <ColumnHeads
               columns={[
                 'Name',

@@ -98,7 +98,7 @@ function Records({ type }: { type: 'invoice' | 'payment' }) {
       <h2 id={`${type}s-title`}>{plural}</h2>
       <PagedTable list={list} label={plural} empty={`No ${type}s yet.`} error={list.error ?? linkError}>
         {(items) => (
-          <table>
+          <table class="cards">
             <caption class="visually-hidden">{plural}</caption>
             <ColumnHeads
               columns={[

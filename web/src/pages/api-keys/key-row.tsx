@@ -41,16 +41,18 @@ export function KeyRow({
       <tr data-key-id={k.id}>
         <td>{label}</td>
         <td>{k.description ?? ''}</td>
-        <td>{owner}</td>
-        <td>
+        <td data-label="User">{owner}</td>
+        <td data-label="Permission set">
           <code>{k.permission_set}</code>
         </td>
-        <td>{k.path ? <code>{k.path}</code> : <span class="muted">All</span>}</td>
-        <td>
+        <td data-label="Folder">{k.path ? <code>{k.path}</code> : <span class="muted">All</span>}</td>
+        <td data-label="Expires">
           {k.expires_at ? formatExpiry(k.expires_at) : <span class="muted">Never</span>}
           {expired ? <span class="badge bad">expired</span> : null}
         </td>
-        <td>{k.last_use_at ? formatDate(k.last_use_at) : <span class="muted">Never</span>}</td>
+        <td data-label="Last used">
+          {k.last_use_at ? formatDate(k.last_use_at) : <span class="muted">Never</span>}
+        </td>
         <td class="row-actions">
           {mode === 'confirm-delete' ? (
             <fieldset class="confirm">

@@ -65,7 +65,7 @@ export function PermissionsTab({ route }: { route: Route }) {
         error={error ?? list.error}
       >
         {(items) => (
-          <table>
+          <table class="cards">
             <ColumnHeads columns={['Folder', 'User', 'Permission', 'Actions']} />
             <tbody>
               {items.map((p) => (

@@ -79,7 +79,7 @@ export function UsersTab({ me }: { me: Me }) {
       ) : null}
       <PagedTable list={list} label="Users" empty="No users match.">
         {(items) => (
-          <table>
+          <table class="cards">
             <ColumnHeads columns={['Username', 'Name', 'Email', 'Role', 'Last sign-in', 'Actions']} />
             <tbody>
               {items.map((u) => (
@@ -92,7 +92,9 @@ export function UsersTab({ me }: { me: Me }) {
                     {!u.self_managed ? <span class="badge">Shared/Bot</span> : null}{' '}
                     {u.disabled ? <span class="badge bad">Disabled</span> : null}
                   </td>
-                  <td>{u.last_login_at ? formatDate(u.last_login_at) : <span class="muted">never</span>}</td>
+                  <td data-label="Last sign-in">
+                    {u.last_login_at ? formatDate(u.last_login_at) : <span class="muted">never</span>}
+                  </td>
                   <td>
                     <div class="row-actions">
                       <button
