@@ -58,19 +58,46 @@ describe.skipIf(!hasBrowser)('web interface: sign in and out', BROWSER_SUITE, ()
     await page.context().close()
   })
 
-  it('starts every sign-in at Files, not on the page the previous user left open', async () => {
+  it('starts every sign-in at Files, and a late refusal of the previous session signs nobody out', async () => {
     const u = await makeUser(web.s)
     const page = await newPage(web.browser, web.s)
     await signIn(page, web.s)
+    // The admin's list of users is held until the next user has signed in.
+    let release = () => {}
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    await page.route(
+      (url) => url.pathname === '/api/rest/v1/users',
+      async (route) => {
+        await held
+        await route.continue()
+      },
+    )
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Users' }).click()
     await shown(page.getByRole('heading', { level: 1, name: 'Users' }))
     await page.getByRole('button', { name: 'Sign out' }).click()
-    await page.getByLabel('Username').fill(u.username)
-    await page.getByLabel('Password').fill(u.password)
+    await page.getByRole('button', { name: 'Sign in' }).waitFor()
+    await page.getByLabel('Username', { exact: true }).fill(u.username)
+    await page.getByLabel('Password', { exact: true }).fill(u.password)
     await page.getByRole('button', { name: 'Sign in' }).click()
     await shown(page.getByRole('heading', { level: 1, name: 'Files' }))
     expect(new URL(page.url()).hash).toBe('#/files')
     expect(await page.getByText('Only site administrators can use this page.').count()).toBe(0)
+
+    // The admin's request now reaches the server after their sign-out: 401, for that session only.
+    const finished = page.waitForEvent(
+      'requestfinished',
+      (r) => new URL(r.url()).pathname === '/api/rest/v1/users',
+    )
+    release()
+    expect((await (await finished).response())?.status()).toBe(401)
+    // Whatever the page does with that answer, it has done once its tasks have run.
+    await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 0)))
+    expect(
+      await page.evaluate(() => (globalThis as any).sessionStorage.getItem('wharf.session')),
+    ).not.toBeNull()
+    await shown(page.getByRole('button', { name: 'Sign out' }))
     await page.context().close()
   })
 

@@ -101,7 +101,9 @@ export async function request<T>(
       (e['model_errors'] as Record<string, string[]>) ?? {},
       res.headers.has('retry-after') ? Number(res.headers.get('retry-after')) : null,
     )
-    if (res.status === 401 && sid && path !== '/sessions') setSession(null)
+    // Only the session the request was sent with has ended: a late answer to the previous
+    // user's request must not sign out whoever has signed in since.
+    if (res.status === 401 && sid && sid === sessionId() && path !== '/sessions') setSession(null)
     throw err
   }
   return { data: data as T, status: res.status, next: res.headers.get('X-Files-Cursor-Next') }
