@@ -245,6 +245,18 @@ export function loadConfig(env: Env = process.env): Config {
       idleTimeoutMs: int('SFTP_IDLE_TIMEOUT_MS', 600_000, 100, 86_400_000),
       maxSessionsPerUser: int('SFTP_MAX_SESSIONS_PER_USER', 20, 1, 10_000),
       maxSessionsPerIp: int('SFTP_MAX_SESSIONS_PER_IP', 50, 1, 100_000),
+      maxBufferedBytesPerConnection: int(
+        'SFTP_MAX_BUFFERED_BYTES_PER_CONNECTION',
+        16 * 1024 * 1024,
+        1024 * 1024,
+        1024 * 1024 * 1024,
+      ),
+      maxBufferedBytesPerUser: int(
+        'SFTP_MAX_BUFFERED_BYTES_PER_USER',
+        64 * 1024 * 1024,
+        1024 * 1024,
+        16 * 1024 ** 3,
+      ),
     },
     blobs,
     exports: {

@@ -1,16 +1,33 @@
+import crypto from 'node:crypto'
+import fs from 'node:fs/promises'
 import net from 'node:net'
 import ssh2 from 'ssh2'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { call, dialects, grant, makeUser, type TestUser } from './helpers/server.js'
+import {
+  freePort,
+  type ProcessSite,
+  processSite,
+  type ServerProcess,
+  type ServerProcesses,
+  serverProcesses,
+} from './helpers/server-process.js'
 import { run, type SftpTestServer, sftpBatch, sshOptions, startSftpServer } from './helpers/sftp.js'
 
 /** An ssh2 client logged in with a password, for what OpenSSH's sftp cannot be made to send. */
-async function connect(port: number, username: string, password: string) {
+async function connect(port: number, username: string, password: string, sock?: net.Socket) {
   const client = new ssh2.Client()
   await new Promise<void>((resolve, reject) => {
     client.once('ready', resolve).once('error', reject)
     client.once('close', () => reject(new Error('connection closed before login')))
-    client.connect({ host: '127.0.0.1', port, username, password, readyTimeout: 10_000 })
+    client.connect({
+      host: '127.0.0.1',
+      port,
+      username,
+      password,
+      readyTimeout: 10_000,
+      ...(sock ? { sock } : {}),
+    })
   })
   const sftp = await new Promise<ssh2.SFTPWrapper>((resolve, reject) =>
     client.sftp((err, s) => (err ? reject(err) : resolve(s))),
@@ -221,6 +238,28 @@ describe.each(dialects)('SFTP limits and refusals (%s)', (dialect) => {
     expect((await call(s, 'GET', '/files/inbox/half.bin', { key: s.adminKey })).status).toBe(404)
   })
 
+  it('caps channels per connection at 10, and takes another once one closes', async () => {
+    const { client, sftp } = await connect(s.sftp.port, 'alice', alice.password)
+    const channel = () =>
+      new Promise<ssh2.SFTPWrapper>((resolve, reject) =>
+        client.sftp((err, c) => (err ? reject(err) : resolve(c))),
+      )
+    try {
+      for (let i = 1; i < 10; i++) await channel()
+      await expect(channel()).rejects.toThrow(/open failure/i)
+      const closed = new Promise((resolve) => sftp.once('close', resolve))
+      sftp.end()
+      await closed
+      const again = await channel()
+      const names = await new Promise<string[]>((resolve, reject) =>
+        again.readdir('/inbox', (err, list) => (err ? reject(err) : resolve(list.map((e) => e.filename)))),
+      )
+      expect(Array.isArray(names)).toBe(true)
+    } finally {
+      client.end()
+    }
+  })
+
   it('caps sessions per user', async () => {
     const one = await connect(s.sftp.port, 'alice', alice.password)
     const two = await connect(s.sftp.port, 'alice', alice.password)
@@ -348,6 +387,189 @@ describe.each(dialects)('SFTP login re-check (%s)', (dialect) => {
       await closed
     } finally {
       await s.close()
+    }
+  })
+})
+
+describe.each(dialects)('SFTP memory bounds, measured from outside the server (%s)', (dialect) => {
+  const MiB = 1024 * 1024
+  const CHUNK = 16 * 1024
+  let servers: ServerProcesses
+  let site: ProcessSite
+  let served: ServerProcess
+  let port: number
+  const big = crypto.randomBytes(48 * MiB)
+
+  beforeAll(async () => {
+    servers = serverProcesses()
+    site = await processSite(servers, dialect, {
+      SFTP_HOST: '127.0.0.1',
+      // Freed buffers of 8 KiB and more go back to the system at once, so that the RSS follows
+      // what the server holds rather than what glibc keeps for later.
+      MALLOC_MMAP_THRESHOLD_: '8192',
+      SFTP_MAX_BUFFERED_BYTES_PER_CONNECTION: String(8 * MiB),
+      SFTP_MAX_BUFFERED_BYTES_PER_USER: String(12 * MiB),
+    })
+    port = await freePort()
+    served = await servers.serve(site.env({ SFTP_PORT: String(port) }))
+    // A file to read, written as OpenSSH's sftp writes: 64 writes under way at a time.
+    const { client, sftp } = await login()
+    try {
+      const h = await open(sftp, '/big.bin', 'w')
+      for (let at = 0; at < big.length; at += 64 * CHUNK) {
+        await Promise.all(
+          Array.from(
+            { length: 64 },
+            (_, i) =>
+              new Promise<void>((resolve, reject) =>
+                sftp.write(h, big, at + i * CHUNK, CHUNK, at + i * CHUNK, (err) =>
+                  err ? reject(err) : resolve(),
+                ),
+              ),
+          ),
+        )
+      }
+      await new Promise<void>((resolve, reject) => sftp.close(h, (err) => (err ? reject(err) : resolve())))
+    } finally {
+      client.end()
+    }
+  }, 60_000)
+  afterAll(async () => {
+    await servers?.killAll()
+    await site?.remove()
+  })
+
+  /** The server's resident memory, in bytes, as `/proc` tells it. */
+  const rss = async () => {
+    const status = await fs.readFile(`/proc/${served.pid}/status`, 'utf8')
+    return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024
+  }
+  /** The RSS once it has stopped moving (the server has done what it was sent). */
+  const settledRss = async () => {
+    let last = await rss()
+    for (let i = 0; i < 50; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      const now = await rss()
+      if (Math.abs(now - last) < MiB / 2) return now
+      last = now
+    }
+    return last
+  }
+  const login = (sock?: net.Socket) =>
+    servers.step('ssh2 login', connect(port, 'admin', 'admin-password-1', sock))
+  const open = (sftp: ssh2.SFTPWrapper, path: string, mode: 'r' | 'w') =>
+    new Promise<Buffer>((resolve, reject) =>
+      sftp.open(path, mode, (err, h) => (err ? reject(err) : resolve(h))),
+    )
+  /** Every write of `count` chunks to `handle` after a gap at byte 0: how each was answered. */
+  const writeAhead = (sftp: ssh2.SFTPWrapper, handle: Buffer, count: number) => {
+    const chunk = Buffer.alloc(CHUNK, 7)
+    return Promise.all(
+      Array.from(
+        { length: count },
+        (_, i) =>
+          new Promise<string>((resolve) =>
+            sftp.write(handle, chunk, 0, CHUNK, (i + 1) * CHUNK, (err) =>
+              resolve(err ? `${(err as { code?: number }).code} ${err.message}` : 'ok'),
+            ),
+          ),
+      ),
+    )
+  }
+  const tally = (answers: string[]) => {
+    const out: Record<string, number> = {}
+    for (const a of answers) out[a] = (out[a] ?? 0) + 1
+    return out
+  }
+
+  it('holds writes ahead of their gaps within the bounds per connection and per user, answering FAILURE past them', async () => {
+    const before = await settledRss()
+    const a = await login()
+    const b = await login()
+    try {
+      // 7 MiB ahead of the gap in one file: within 8 MiB a connection may hold.
+      const first = await open(a.sftp, '/ahead-1.bin', 'w')
+      expect(tally(await writeAhead(a.sftp, first, (7 * MiB) / CHUNK))).toEqual({ ok: 448 })
+      // Nine more files on the same connection, 7 MiB each: 1 MiB each fits, the rest is refused.
+      const tooMuch =
+        '4 Too much data waiting to be written on this connection or by this user: wait for the replies to earlier writes before sending more'
+      for (let f = 2; f <= 10; f++) {
+        const h = await open(a.sftp, `/ahead-${f}.bin`, 'w')
+        const answers = await writeAhead(a.sftp, h, (7 * MiB) / CHUNK)
+        expect(answers.slice(0, 64)).toEqual(Array(64).fill('ok'))
+        expect(answers[64]).toBe(tooMuch)
+        // The refused file is dropped, and what it held let go.
+        for (const later of answers.slice(65)) {
+          expect([tooMuch, '4 An earlier write to this file failed']).toContain(later)
+        }
+      }
+      // Another connection of the same user: 12 MiB for the user, 7 held by the first.
+      const other = await open(b.sftp, '/ahead-other.bin', 'w')
+      const answers = await writeAhead(b.sftp, other, (7 * MiB) / CHUNK)
+      expect(tally(answers.slice(0, 320))).toEqual({ ok: 320 })
+      expect(answers[320]).toBe(tooMuch)
+      // 70 MiB were sent ahead of gaps (held, they grew the RSS by over 100 MiB); 12 MiB at most
+      // are held now. The slack is the garbage of the refused writes not yet collected.
+      expect((await settledRss()) - before).toBeLessThan(12 * MiB + 40 * MiB)
+    } finally {
+      a.client.end()
+      b.client.end()
+    }
+  }, 60_000)
+
+  it('stops reading a file while the client does not take the data it asked for, and goes on once it does', async () => {
+    const before = await settledRss()
+    const sock = new net.Socket()
+    await new Promise<void>((resolve, reject) =>
+      sock.connect(port, '127.0.0.1', resolve).once('error', reject),
+    )
+    const { client, sftp } = await login(sock)
+    try {
+      const h = await open(sftp, '/big.bin', 'r')
+      // The client stops reading from the network, then asks for 1,000 reads (30 MiB).
+      sock.pause()
+      const READ = 31_952
+      const reads = Array.from(
+        { length: 1000 },
+        (_, i) =>
+          new Promise<Buffer>((resolve, reject) => {
+            const buf = Buffer.alloc(READ)
+            sftp.read(h, buf, 0, READ, i * READ, (err, n) =>
+              err ? reject(err) : resolve(buf.subarray(0, n)),
+            )
+          }),
+      )
+      // What the server holds for it: the SSH window (2 MiB), the reads under way (2 MiB), what
+      // the socket takes (1 MiB); answered at once, the reads grew the RSS by nearly 40 MiB.
+      expect((await settledRss()) - before).toBeLessThan(5 * MiB + 20 * MiB)
+      sock.resume()
+      const got = await servers.step('the reads', Promise.all(reads))
+      got.forEach((data, i) => {
+        expect(data.equals(big.subarray(i * READ, (i + 1) * READ))).toBe(true)
+      })
+    } finally {
+      client.end()
+    }
+  }, 60_000)
+
+  it('answers a READ longer than 255 KiB with a short read, as OpenSSH does', async () => {
+    const { client } = await login()
+    try {
+      const raw = await rawSftp(client)
+      expect((await raw.request(packet(1, u32(3))))[4]).toBe(2)
+      const opened = await raw.request(packet(3, Buffer.concat([u32(1), str('/big.bin'), u32(1), u32(0)])))
+      expect(opened[4]).toBe(102) // HANDLE
+      const handle = opened.subarray(13, 13 + opened.readUInt32BE(9))
+      const offset = Buffer.alloc(8)
+      const reply = await raw.request(
+        packet(5, Buffer.concat([u32(2), u32(handle.length), handle, offset, u32(128 * MiB)])),
+      )
+      expect(reply[4]).toBe(103) // DATA
+      const length = reply.readUInt32BE(9)
+      expect(length).toBe(255 * 1024)
+      expect(reply.subarray(13, 13 + length).equals(big.subarray(0, length))).toBe(true)
+    } finally {
+      client.end()
     }
   })
 })

@@ -6,6 +6,7 @@ import {
   PROTOCOL_READ_BYTES,
   type ReadableFile,
 } from '../modules/files/vfs/file-system.js'
+import type { WriteBudget } from './sftp-write-budget.js'
 
 /**
  * Bytes of out-of-order writes a handle holds while waiting for the gap before them. Clients
@@ -117,26 +118,46 @@ export class WriteHandle extends Serial {
   private aheadBytes = 0
   private failed = false
 
-  constructor(readonly writer: FileWriter) {
+  constructor(
+    readonly writer: FileWriter,
+    /** The connection's count of WRITE bytes held in memory (sftp-write-budget.ts). */
+    private readonly budget: WriteBudget,
+  ) {
     super()
   }
 
   write(offset: number, data: Buffer): Promise<void> {
-    return this.run(async () => {
-      if (this.failed) throw ERRORS.invalidUploadOffset('An earlier write to this file failed')
-      const at = this.writer.written
-      if (offset < at || (offset > at && this.aheadBytes + data.length > WRITE_WINDOW_BYTES)) {
-        this.failed = true
-        throw ERRORS.invalidUploadOffset(
-          'Wharf stores files written front to back: this write is out of order (resuming or rewriting a file is not supported)',
+    // Counted on arrival: a write waiting for the one before it holds its bytes too. A refused
+    // write fails the file in its turn, after the writes that came before it.
+    if (!this.budget.take(data.length)) {
+      return this.run(async () => {
+        this.fail()
+        throw ERRORS.tooManyConcurrentRequests(
+          'Too much data waiting to be written on this connection or by this user: wait for the replies to earlier writes before sending more',
         )
-      }
-      if (offset > at) {
-        this.ahead.set(offset, data)
-        this.aheadBytes += data.length
-        return
-      }
+      })
+    }
+    let held = false
+    return this.run(async () => {
       try {
+        if (this.failed) throw ERRORS.invalidUploadOffset('An earlier write to this file failed')
+        const at = this.writer.written
+        if (
+          offset < at ||
+          this.ahead.has(offset) ||
+          (offset > at && this.aheadBytes + data.length > WRITE_WINDOW_BYTES)
+        ) {
+          this.fail()
+          throw ERRORS.invalidUploadOffset(
+            'Wharf stores files written front to back: this write is out of order (resuming or rewriting a file is not supported)',
+          )
+        }
+        if (offset > at) {
+          this.ahead.set(offset, data)
+          this.aheadBytes += data.length
+          held = true
+          return
+        }
         await this.writer.write(data)
         for (
           let next = this.ahead.get(this.writer.written);
@@ -145,11 +166,17 @@ export class WriteHandle extends Serial {
         ) {
           this.ahead.delete(this.writer.written)
           this.aheadBytes -= next.length
-          await this.writer.write(next)
+          try {
+            await this.writer.write(next)
+          } finally {
+            this.budget.give(next.length)
+          }
         }
       } catch (err) {
-        this.failed = true
+        this.fail()
         throw err
+      } finally {
+        if (!held) this.budget.give(data.length)
       }
     })
   }
@@ -158,6 +185,7 @@ export class WriteHandle extends Serial {
   commit(): Promise<FsEntry> {
     return this.run(async () => {
       if (this.failed || this.ahead.size > 0) {
+        this.fail()
         await this.writer.abort()
         throw ERRORS.invalidUploadPartGap('The file was not stored: part of it never arrived')
       }
@@ -166,7 +194,16 @@ export class WriteHandle extends Serial {
   }
 
   abort(): Promise<void> {
+    this.fail()
     return this.writer.abort()
+  }
+
+  /** No later write is taken, and the bytes held ahead of a gap are let go at once. */
+  private fail(): void {
+    this.failed = true
+    this.budget.give(this.aheadBytes)
+    this.ahead.clear()
+    this.aheadBytes = 0
   }
 }
 

@@ -10,6 +10,10 @@ import { parseExec, runExec } from './sftp-exec.js'
 import { announceBan, authenticate, MAX_AUTH_TRIES, sftpAuthState } from './sftp-login.js'
 import { serveSftp } from './sftp-session.js'
 import type { SftpSettings } from './sftp-settings.js'
+import { type WriteBudget, WriteBudgets } from './sftp-write-budget.js'
+
+/** Session channels (SFTP, a command, a refused shell) one connection may hold open, as OpenSSH's MaxSessions. */
+export const MAX_CHANNELS_PER_CONNECTION = 10
 
 export interface SftpServer {
   host: string
@@ -32,6 +36,7 @@ export async function startSftp(
   const hostKeys = await c.hostKeys.all()
   const byIp = new SessionCounter<string>()
   const byUser = new SessionCounter<string>()
+  const writeBudgets = new WriteBudgets(cfg.maxBufferedBytesPerConnection, cfg.maxBufferedBytesPerUser)
   const connections = new Set<Connection>()
   /** Sockets by `address:port`, from accept until close, with their login deadline. */
   const sockets = new Map<string, { socket: net.Socket; loginTimer: NodeJS.Timeout }>()
@@ -47,6 +52,8 @@ export async function startSftp(
       const tcp = sockets.get(`${ip}:${info.port}`)
       const log = logger.child({ sftp: { ip, port: info.port } })
       let session: ProtocolSession | null = null
+      let writeBudget: WriteBudget | null = null
+      let channels = 0
       let closeChannels: (() => Promise<void>)[] = []
       let failures = 0
       let closed = false
@@ -97,6 +104,7 @@ export async function startSftp(
               }
               releases.push(release)
               session = s
+              writeBudget = writeBudgets.connection(userKey)
               ctx.accept()
             },
             (err: unknown) => log.error({ err }, 'SFTP authentication failed'),
@@ -118,11 +126,25 @@ export async function startSftp(
             end()
             throw err
           })
-        client.on('session', (accept) => {
+        client.on('session', (accept, reject) => {
+          if (channels >= MAX_CHANNELS_PER_CONNECTION) {
+            log.warn('SFTP channel refused: too many channels on this connection')
+            reject()
+            return
+          }
+          channels++
           const sess = accept()
+          sess.once('close', () => channels--)
           sess.on('sftp', (acceptSftp) => {
             const sftp = acceptSftp()
-            const served = serveSftp(sftp, { files: current, activity, logger: log, now: c.now })
+            const served = serveSftp(sftp, {
+              files: current,
+              activity,
+              logger: log,
+              now: c.now,
+              writeBudget: writeBudget!,
+              socket: tcp?.socket,
+            })
             closeChannels.push(served.close)
             // The client is done sending: the channel closes (half-written files are dropped).
             sftp.on('end', () => sftp.end())

@@ -1,3 +1,4 @@
+import type net from 'node:net'
 import type { Logger } from 'pino'
 import type { SFTPWrapper } from 'ssh2'
 import { ERRORS } from '../api/error-factories.js'
@@ -14,6 +15,8 @@ import {
   wharfPath,
 } from './sftp-format.js'
 import { DirHandle, type Handle, ReadHandle, WriteHandle } from './sftp-handles.js'
+import { MAX_READ_BYTES, ReadGate } from './sftp-read-gate.js'
+import type { WriteBudget } from './sftp-write-budget.js'
 
 const READDIR_BATCH = 100
 const MAX_HANDLES = 256
@@ -26,6 +29,10 @@ export interface SftpContext {
   activity(): void
   logger: Logger
   now: () => number
+  /** The connection's count of WRITE bytes held in memory, shared with its other channels. */
+  writeBudget: WriteBudget
+  /** The connection's socket: reads wait while it is backed up. */
+  socket: net.Socket | undefined
 }
 
 /**
@@ -35,6 +42,7 @@ export interface SftpContext {
 export function serveSftp(sftp: SFTPWrapper, ctx: SftpContext): { close(): Promise<void> } {
   const handles = new Map<number, Handle>()
   let nextHandle = 1
+  const reads = new ReadGate(sftp, ctx.socket)
 
   const fail = (reqid: number, err: unknown) => {
     const { code, message } = statusOf(err)
@@ -153,7 +161,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SftpContext): { close(): Promi
       }
       const writer = await files.createWriter(p, { overwrite: !wants(OPEN_MODE.EXCL) })
       try {
-        sftp.handle(reqid, newHandle(new WriteHandle(writer)))
+        sftp.handle(reqid, newHandle(new WriteHandle(writer, ctx.writeBudget)))
       } catch (err) {
         await writer.abort()
         throw err
@@ -165,9 +173,16 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SftpContext): { close(): Promi
     handle(reqid, async () => {
       const h = find(buf)
       if (h.kind !== 'read') throw ERRORS.badRequest('This handle is not open for reading')
-      const data = await h.read(offset, length)
-      if (data === null || data.length === 0) sftp.status(reqid, STATUS.EOF)
-      else sftp.data(reqid, data)
+      // A longer read is answered short, as the protocol allows; the client asks for the rest.
+      const bytes = Math.min(length, MAX_READ_BYTES)
+      await reads.admit(bytes)
+      try {
+        const data = await h.read(offset, bytes)
+        if (data === null || data.length === 0) sftp.status(reqid, STATUS.EOF)
+        else sftp.data(reqid, data)
+      } finally {
+        reads.done(bytes)
+      }
     }),
   )
 

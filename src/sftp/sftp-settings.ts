@@ -12,4 +12,11 @@ export interface SftpSettings {
   idleTimeoutMs: number
   maxSessionsPerUser: number
   maxSessionsPerIp: number
+  /**
+   * Bytes of WRITE data one connection may hold before they reach the file (queued behind a write
+   * in progress, or ahead of a gap), and one user across their connections; past either, a WRITE
+   * is answered FAILURE.
+   */
+  maxBufferedBytesPerConnection: number
+  maxBufferedBytesPerUser: number
 }
