@@ -8,7 +8,7 @@ import { loadConfig } from '../src/config.js'
 import { FtpServer, type FtpServerDeps } from '../src/ftp/ftp-server.js'
 import { loadFtpTls } from '../src/ftp/ftp-tls.js'
 import { FtpControl, type FtpWorld, ftpWorld, run } from './helpers/ftp.js'
-import { dialects, makeUser } from './helpers/server.js'
+import { dialects, grant, makeUser, type TestUser } from './helpers/server.js'
 
 describe.each(dialects)('FTP_REQUIRE_TLS (%s)', (dialect) => {
   let w: FtpWorld
@@ -159,6 +159,46 @@ describe.each(dialects)('FTP limits (%s)', (dialect) => {
         expect(await c.send('PWD')).toEqual({ code: 421, text: '421 Your login is no longer valid\r\n' })
       },
       () => clock,
+    )
+  })
+
+  it('keeps each address and each user within a quarter of the passive port range', async () => {
+    const base = 40_000 + Math.floor(Math.random() * 20_000)
+    const other = await makeUser(w.s)
+    await grant(w.s, other.id, 'partner', 'full')
+    await withServer(
+      { passivePorts: { min: base, max: base + 7 }, maxSessionsPerUser: 5, maxSessionsPerIp: 10 },
+      async (port) => {
+        const sessions: FtpControl[] = []
+        const session = async (user: TestUser, from = '127.0.0.1') => {
+          const c = await FtpControl.connect(port, from)
+          sessions.push(c)
+          await c.login(user.username, user.password)
+          return c
+        }
+        const refused = {
+          code: 425,
+          text: "425 Can't open data connection: your address or user already holds its share of passive ports; connect to those or wait\r\n",
+        }
+        // 8 ports: 2 listeners waiting at once for an address, 2 for a user.
+        const [a, b, c] = [await session(w.user), await session(w.user), await session(w.user)]
+        expect((await a.send('EPSV')).code).toBe(229)
+        expect((await b.send('PASV')).code).toBe(227)
+        expect(await c.send('EPSV')).toEqual(refused)
+        // The same user from another address, and another user from the same address.
+        expect(await (await session(w.user, '127.0.0.2')).send('EPSV')).toEqual(refused)
+        expect(await (await session(other)).send('EPSV')).toEqual(refused)
+        // Another user from another address has ports of their own.
+        expect((await (await session(other, '127.0.0.2')).send('EPSV')).code).toBe(229)
+        // A listener that took its data connection no longer holds a port; a new EPSV replaces
+        // the session's own listener rather than adding one.
+        expect((await a.send('EPSV')).code).toBe(229)
+        const data = await a.passive()
+        expect((await c.send('EPSV')).code).toBe(229)
+        expect((await c.send('EPSV')).code).toBe(229)
+        data.destroy()
+        for (const s of sessions) s.close()
+      },
     )
   })
 

@@ -1,5 +1,6 @@
 import net from 'node:net'
 import tls from 'node:tls'
+import { SessionCounter } from '../modules/auth/session-counter.js'
 import { reply } from './ftp-errors.js'
 
 export interface PassiveOptions {
@@ -9,6 +10,38 @@ export interface PassiveOptions {
   /** Only a connection from the control connection's own address is taken. */
   clientAddress: string
   timeoutMs: number
+  /** Called once when the listener stops listening (its port is free again). */
+  release?: () => void
+}
+
+/**
+ * Passive listeners waiting for their data connection, counted per address and per user, so
+ * that none takes more than its share of `FTP_PASV_PORTS`: a quarter of the range (at least
+ * one port). Without a range, listeners take any free port and only the session caps apply.
+ */
+export class PassiveShares {
+  private readonly byAddress = new SessionCounter<string>()
+  private readonly byUser = new SessionCounter<number>()
+  readonly share: number
+
+  constructor(range: { min: number; max: number } | null) {
+    this.share = range ? Math.max(1, Math.floor((range.max - range.min + 1) / 4)) : Number.POSITIVE_INFINITY
+  }
+
+  /** One more listener for `address` and `user`: its release, or null past either's share. */
+  claim(address: string, user: number): (() => void) | null {
+    const a = this.byAddress.claim(address, this.share)
+    if (!a) return null
+    const u = this.byUser.claim(user, this.share)
+    if (!u) {
+      a()
+      return null
+    }
+    return () => {
+      a()
+      u()
+    }
+  }
 }
 
 /** Plain IPv4 for an IPv4-mapped IPv6 address, so that both sides of a comparison agree. */
@@ -26,6 +59,8 @@ export class PassiveListener {
   private socket: net.Socket | null = null
   private waiting: ((s: net.Socket) => void) | null = null
   private closed = false
+  private listening = true
+  private readonly timer: NodeJS.Timeout
 
   private constructor(
     private readonly server: net.Server,
@@ -34,9 +69,17 @@ export class PassiveListener {
   ) {
     server.on('connection', (s) => this.accept(s))
     // Unused, it stops listening after the data timeout, so a client cannot pile up listeners.
-    const timer = setTimeout(() => this.server.close(), opts.timeoutMs)
-    timer.unref()
-    server.on('close', () => clearTimeout(timer))
+    this.timer = setTimeout(() => this.stopListening(), opts.timeoutMs)
+    this.timer.unref()
+  }
+
+  /** The port is free again: counted no more against the client's share. */
+  private stopListening(): void {
+    if (!this.listening) return
+    this.listening = false
+    clearTimeout(this.timer)
+    this.server.close()
+    this.opts.release?.()
   }
 
   static async open(opts: PassiveOptions): Promise<PassiveListener> {
@@ -53,6 +96,7 @@ export class PassiveListener {
       }
       server.close()
     }
+    opts.release?.()
     throw reply(425, 'No passive port is free; try again later')
   }
 
@@ -88,7 +132,7 @@ export class PassiveListener {
 
   close(): void {
     this.closed = true
-    this.server.close()
+    this.stopListening()
     // A connection not yet handed to a transfer is dropped; one handed over is the transfer's.
     this.socket?.destroy()
     this.socket = null
@@ -101,7 +145,7 @@ export class PassiveListener {
       return
     }
     this.socket = s
-    this.server.close()
+    this.stopListening()
     const waiting = this.waiting
     this.waiting = null
     waiting?.(s)
@@ -113,7 +157,7 @@ export class PassiveListener {
       this.socket = null
       return Promise.resolve(s)
     }
-    if (this.closed || !this.server.listening) {
+    if (this.closed || !this.listening) {
       return Promise.reject(reply(425, 'Use PASV or EPSV first'))
     }
     return new Promise((resolve, reject) => {

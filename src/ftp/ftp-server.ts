@@ -6,7 +6,7 @@ import type { FileSystem } from '../modules/files/vfs/file-system.js'
 import type { ServerKeys } from '../modules/server-keys/server-keys.js'
 import { COMMANDS } from './ftp-commands.js'
 import type { FtpConfig } from './ftp-config.js'
-import { plainAddress } from './ftp-passive.js'
+import { PassiveShares, plainAddress } from './ftp-passive.js'
 import { FtpSession } from './ftp-session.js'
 import { loadFtpTls } from './ftp-tls.js'
 
@@ -48,6 +48,7 @@ export class FtpServer {
     const server = net.createServer({ noDelay: true })
     const ftp = new FtpServer(server, tls.fingerprint)
     const now = deps.now ?? Date.now
+    const passive = new PassiveShares(config.passivePorts)
     server.on('connection', (socket) => {
       socket.on('error', () => undefined)
       const ip = plainAddress(socket.remoteAddress)
@@ -68,6 +69,7 @@ export class FtpServer {
           logger: deps.logger,
           now,
           claimUser: (userId) => ftp.perUser.claim(userId, config.maxSessionsPerUser),
+          claimPassive: (address, userId) => passive.claim(address, userId),
           ended: (s) => {
             if (!ftp.sessions.delete(s)) return
             releaseIp()

@@ -5,7 +5,7 @@ import { CheckedLogin } from '../modules/auth/checked-login.js'
 import type { ProtocolSession } from '../modules/auth/protocol-login.js'
 import type { FileSystem, UserFileSystem } from '../modules/files/vfs/file-system.js'
 import type { FtpConfig } from './ftp-config.js'
-import { oneLine, replyOf } from './ftp-errors.js'
+import { oneLine, reply, replyOf } from './ftp-errors.js'
 import { decodeLine, printable, verbOf } from './ftp-lines.js'
 import { PassiveListener, plainAddress } from './ftp-passive.js'
 import { resolveFtpPath } from './ftp-paths.js'
@@ -32,6 +32,8 @@ export interface FtpContext {
   now: () => number
   /** Counts a logged-in user: the release, or null when the user already has as many sessions as allowed. */
   claimUser(userId: number): (() => void) | null
+  /** Counts a passive listener of an address and user: the release, or null past their share of the ports. */
+  claimPassive(address: string, userId: number): (() => void) | null
   ended(session: FtpSession): void
 }
 
@@ -132,16 +134,24 @@ export class FtpSession {
     })
   }
 
-  /** Opens the passive listener (a new one replaces the last). */
+  /** Opens the passive listener (a new one replaces the last), within the client's share of ports. */
   async openPassive(): Promise<PassiveListener> {
     this.passive?.close()
     this.passive = null
     const { config } = this.ctx
+    const release = this.ctx.claimPassive(this.ip, this.login?.principal.user?.id ?? 0)
+    if (!release) {
+      throw reply(
+        425,
+        "Can't open data connection: your address or user already holds its share of passive ports; connect to those or wait",
+      )
+    }
     this.passive = await PassiveListener.open({
       bindAddress: plainAddress(this.socket.localAddress),
       ports: config.passivePorts,
       clientAddress: this.ip,
       timeoutMs: config.dataTimeoutMs,
+      release,
     })
     return this.passive
   }
