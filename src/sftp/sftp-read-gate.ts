@@ -14,6 +14,11 @@ export const READ_AHEAD_BYTES = 2 * 1024 * 1024
 export const MAX_WAITING_READS = 1024
 /** Bytes the connection's socket may hold unsent before reads wait for it to drain. */
 const SOCKET_HIGH_WATER_BYTES = 1024 * 1024
+/**
+ * Bytes of replies ssh2 may hold beyond the client's window before reads wait: some, so that a
+ * reopened window is filled at once rather than after the next file read.
+ */
+const QUEUED_HIGH_WATER_BYTES = 1024 * 1024
 
 /**
  * The parts of ssh2's (1.x) SFTP object that say whether the client's window is full. ssh2 keeps
@@ -24,14 +29,14 @@ const SOCKET_HIGH_WATER_BYTES = 1024 * 1024
  */
 interface SftpInternals {
   _waitWindow?: boolean
-  _buffer?: unknown[]
+  _buffer?: Buffer[]
   _chunkcb?: (() => void) | undefined
 }
 
 /**
- * Lets a channel's READs go ahead only while the client takes what it asked for: while its SSH
- * window is open, the socket is not backed up, and the reads under way stay within
- * READ_AHEAD_BYTES. Reads are let through in the order they came.
+ * Lets a channel's READs go ahead only while the client takes what it asked for: while what
+ * waits for its SSH window stays under 1 MiB, the socket is not backed up, and the reads under
+ * way stay within READ_AHEAD_BYTES. Reads are let through in the order they came.
  */
 export class ReadGate {
   private reserved = 0
@@ -78,9 +83,13 @@ export class ReadGate {
     return this.reserved === 0 || this.reserved + bytes <= READ_AHEAD_BYTES
   }
 
+  /** The replies ssh2 holds for a full window reach QUEUED_HIGH_WATER_BYTES. */
   private windowFull(): boolean {
-    const s = this.internals
-    return s !== null && (s._waitWindow === true || (s._buffer?.length ?? 0) > 0)
+    const queue = this.internals?._buffer
+    if (!queue) return false
+    let queued = 0
+    for (const b of queue) queued += b.length
+    return queued >= QUEUED_HIGH_WATER_BYTES
   }
 
   private pump(): void {
