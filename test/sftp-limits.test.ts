@@ -553,6 +553,45 @@ describe.each(dialects)('SFTP memory bounds, measured from outside the server (%
     }
   }, 60_000)
 
+  it('answers FAILURE to reads past 1024 waiting for a client that takes no data', async () => {
+    const sock = new net.Socket()
+    await new Promise<void>((resolve, reject) =>
+      sock.connect(port, '127.0.0.1', resolve).once('error', reject),
+    )
+    const { client, sftp } = await login(sock)
+    try {
+      const h = await open(sftp, '/big.bin', 'r')
+      sock.pause()
+      const READ = 31_952
+      const reads = Array.from(
+        { length: 1400 },
+        (_, i) =>
+          new Promise<string>((resolve) => {
+            const buf = Buffer.alloc(READ)
+            sftp.read(h, buf, 0, READ, i * READ, (err, n) =>
+              resolve(
+                err
+                  ? `${(err as { code?: number }).code} ${err.message}`
+                  : buf.subarray(0, n).equals(big.subarray(i * READ, (i + 1) * READ))
+                    ? 'ok'
+                    : 'wrong data',
+              ),
+            )
+          }),
+      )
+      // Some reads go ahead (about the window's worth); 1024 wait; the rest are refused. The
+      // server has taken every request once its memory stops moving.
+      await settledRss()
+      sock.resume()
+      const answers = tally(await servers.step('the reads', Promise.all(reads)))
+      const refused = '4 Too many reads waiting: take the data already asked for before asking for more'
+      expect(Object.keys(answers).sort()).toEqual([refused, 'ok'])
+      expect(answers['ok']).toBeGreaterThan(1024)
+    } finally {
+      client.end()
+    }
+  }, 60_000)
+
   it('answers a READ longer than 255 KiB with a short read, as OpenSSH does', async () => {
     const { client } = await login()
     try {
