@@ -95,4 +95,39 @@ describe.each(dialects)('WebDAV authentication (%s)', (dialect) => {
     expect(gz.status).toBe(415)
     expect(gz.text).toContain('<D:error')
   })
+
+  it('removes a lock only with the rights LOCK takes: not by a key limited to another folder or with permission set none', async () => {
+    const u = await makeUser(s, { username: 'una' })
+    await grant(s, u.id, 'una', 'full')
+    const admin = basic('admin', 'admin-password-1')
+    for (const folder of ['/una', '/una/a', '/una/b']) {
+      expect((await dav(s, 'MKCOL', folder, { auth: admin })).status).toBe(201)
+    }
+    const lockinfo =
+      '<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>'
+    const own = basic('una', u.password)
+    const locked = await dav(s, 'LOCK', '/una/a/', { auth: own, body: lockinfo })
+    expect(locked.status).toBe(200)
+    const headers = { 'Lock-Token': locked.headers.get('lock-token')! }
+    const elsewhere = basic('una', (await makeKey(s, u.id, { path: 'una/b' })).key)
+    const none = basic('una', (await makeKey(s, u.id, { permission_set: 'none' })).key)
+    const narrow = await dav(s, 'UNLOCK', '/una/a/', { auth: elsewhere, headers })
+    expect(narrow.status).toBe(403)
+    expect(davType(narrow)).toBe('not-authorized/api-key-is-path-restricted')
+    const nothing = await dav(s, 'UNLOCK', '/una/a/', { auth: none, headers })
+    expect(nothing.status).toBe(403)
+    expect(davType(nothing)).toBe('not-authorized/full-permission-required')
+    // A key limited to a folder inside the locked one reaches the lock's token, not the lock itself.
+    const inside = basic('una', (await makeKey(s, u.id, { path: 'una/a/in' })).key)
+    expect(
+      (await dav(s, 'MKCOL', '/una/a/in', { auth: own, headers: { If: `(${headers['Lock-Token']})` } }))
+        .status,
+    ).toBe(201)
+    const below = await dav(s, 'UNLOCK', '/una/a/in/', { auth: inside, headers })
+    expect(below.status).toBe(403)
+    expect(davType(below)).toBe('not-authorized/api-key-is-path-restricted')
+    // The lock is still there: a write without its token is refused, and its own user removes it.
+    expect((await dav(s, 'PUT', '/una/a/x.txt', { auth: own, body: 'x' })).status).toBe(423)
+    expect((await dav(s, 'UNLOCK', '/una/a/', { auth: own, headers })).status).toBe(204)
+  })
 })

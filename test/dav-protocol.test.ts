@@ -2,6 +2,7 @@ import crypto from 'node:crypto'
 import net from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../src/config.js'
+import { MAX_PROPERTIES } from '../src/dav/properties.js'
 import { basic, dav, davType, rawDav } from './helpers/dav.js'
 import { dialects, grant, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'
 
@@ -215,6 +216,38 @@ describe.each(dialects)('WebDAV protocol (%s)', (dialect) => {
       await s.container.db.selectFrom('uploads').select('id').where('path', 'like', 'home/bb%').execute(),
     ).toEqual([])
     expect((await dav(s, 'PROPFIND', '/home/', { auth: alice, headers: { Depth: '0' } })).status).toBe(207)
+  })
+
+  it('refuses a PROPPATCH or PROPFIND naming more properties than the cap, and serves one at the cap alongside others', async () => {
+    expect((await dav(s, 'PUT', '/home/many.txt', { auth: alice, body: 'm' })).status).toBe(201)
+    const props = (n: number) => Array.from({ length: n }, (_, i) => `<x:p${i}/>`).join('')
+    const patch = (n: number) =>
+      dav(s, 'PROPPATCH', '/home/many.txt', {
+        auth: alice,
+        body: `<D:propertyupdate xmlns:D="DAV:" xmlns:x="urn:x"><D:remove><D:prop>${props(n)}</D:prop></D:remove></D:propertyupdate>`,
+      })
+    const find = (n: number) =>
+      dav(s, 'PROPFIND', '/home/many.txt', {
+        auth: alice,
+        headers: { Depth: '0' },
+        body: `<D:propfind xmlns:D="DAV:" xmlns:x="urn:x"><D:prop>${props(n)}</D:prop></D:propfind>`,
+      })
+    for (const over of [await patch(MAX_PROPERTIES + 1), await find(MAX_PROPERTIES + 1)]) {
+      expect(over.status).toBe(413)
+      expect(over.text).toContain('<W:too-many-properties/>')
+    }
+    // At the cap: every property answered once, while a cheap request is served too.
+    const [atCap, found, cheap] = await Promise.all([
+      patch(MAX_PROPERTIES),
+      find(MAX_PROPERTIES),
+      dav(s, 'OPTIONS', '/', { auth: null }),
+    ])
+    expect(atCap.status).toBe(207)
+    expect(atCap.text.match(/<p\d+ xmlns="urn:x"\/>/g)).toHaveLength(MAX_PROPERTIES)
+    expect(atCap.text).toContain('HTTP/1.1 200 OK')
+    expect(found.status).toBe(207)
+    expect(found.text.match(/<p\d+ xmlns="urn:x"\/>/g)).toHaveLength(MAX_PROPERTIES)
+    expect(cheap.status).toBe(200)
   })
 
   it('locks a path where nothing is by creating an empty file, and takes the token in a tagged If list', async () => {

@@ -27,6 +27,21 @@ export interface PropName {
 /** What a PROPFIND asks for. */
 export type PropRequest = { kind: 'allprop' } | { kind: 'propname' } | { kind: 'prop'; names: PropName[] }
 
+/**
+ * Most properties one PROPFIND may ask for or one PROPPATCH may change: clients name a handful,
+ * and the cap keeps the work (and a PROPFIND's answer, one element per name per resource) bounded.
+ */
+export const MAX_PROPERTIES = 500
+
+/** 413 for a request naming more than MAX_PROPERTIES properties. */
+export function tooManyProperties(method: string): DavError {
+  return new DavError(
+    413,
+    `A ${method} may name at most ${MAX_PROPERTIES} properties`,
+    '<W:too-many-properties/>',
+  )
+}
+
 /** An empty body is allprop (RFC 4918 §9.1); anything but a `DAV:propfind` is 400. */
 export function propRequestOf(body: XmlElement | null): PropRequest {
   if (body === null) return { kind: 'allprop' }
@@ -35,6 +50,7 @@ export function propRequestOf(body: XmlElement | null): PropRequest {
   if (child(body, 'allprop')) return { kind: 'allprop' }
   const prop = child(body, 'prop')
   if (!prop) throw new DavError(400, 'DAV:propfind must hold DAV:prop, DAV:allprop or DAV:propname')
+  if (prop.children.length > MAX_PROPERTIES) throw tooManyProperties('PROPFIND')
   return { kind: 'prop', names: prop.children.map((c) => ({ ns: c.ns, name: c.name })) }
 }
 

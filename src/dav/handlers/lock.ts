@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { ERRORS } from '../../api/error-factories.js'
 import { type DavContext, depthOf, filesOf, guardWrite, holderOf } from '../dav-context.js'
 import { DavError } from '../dav-errors.js'
 import { child, parseDavXml, readBody, serializeXml, xmlEscape } from '../dav-xml.js'
@@ -62,9 +63,7 @@ export function lock(ctx: DavContext) {
     if (conflicting.length > 0) {
       throw new DavError(423, `${path || '/'} is already locked`, 'no-conflicting-lock')
     }
-    // Only who may write may lock: a lock stops others' writes.
-    const access = await ctx.container.services.fileAccess.of(request.principal)
-    access.require(path, 'write')
+    await requireLockRights(ctx, request, path)
     let created = false
     if (!(await files.exists(path))) {
       await guardWrite(ctx, request, path, { membership: true })
@@ -83,11 +82,25 @@ export function lock(ctx: DavContext) {
   }
 }
 
+/**
+ * Only who may write may lock or unlock: a lock stops others' writes. The credential's own
+ * limits count, not only its user's: a key restricted to another folder, or with permission set
+ * `none`, can neither take nor remove its user's locks.
+ */
+async function requireLockRights(ctx: DavContext, request: FastifyRequest, path: string): Promise<void> {
+  if (request.principal.permissionSet === 'none') {
+    throw ERRORS.fullPermissionRequired('This API key has permission set "none": it can only read itself')
+  }
+  const access = await ctx.container.services.fileAccess.of(request.principal)
+  access.require(path, 'write')
+}
+
 export function unlock(ctx: DavContext) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const path = ctx.paths.pathOf(request.url)
     const m = /^\s*<([^>]+)>\s*$/.exec(String(request.headers['lock-token'] ?? ''))
     if (!m) throw new DavError(400, 'UNLOCK needs a Lock-Token header: <opaquelocktoken:…>')
+    await requireLockRights(ctx, request, path)
     const lock = ctx.locks.get(m[1]!)
     if (!lock || !ctx.locks.covering(path).includes(lock)) {
       throw new DavError(
@@ -98,6 +111,8 @@ export function unlock(ctx: DavContext) {
     }
     if (lock.holder !== holderOf(request.principal))
       throw new DavError(403, 'This lock was taken by someone else')
+    // The lock may be on a folder above the path: removing it takes the rights LOCK took there.
+    if (lock.path !== path) await requireLockRights(ctx, request, lock.path)
     ctx.locks.remove(lock.token)
     return reply.code(204).send()
   }

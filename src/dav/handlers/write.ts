@@ -5,7 +5,15 @@ import { checkEntityTags, type DavContext, depthOf, filesOf, guardWrite } from '
 import { DavError, isApiError } from '../dav-errors.js'
 import { isSettableTime, lastModifiedOf, ocMtimeOf } from '../dav-mtime.js'
 import { child, DAV_NS, isDav, parseDavXml, propTag, readBody, xmlEscape } from '../dav-xml.js'
-import { etagOf, LIVE_PROPS, MULTISTATUS_HEAD, MULTISTATUS_TAIL, propstat } from '../properties.js'
+import {
+  etagOf,
+  LIVE_PROPS,
+  MAX_PROPERTIES,
+  MULTISTATUS_HEAD,
+  MULTISTATUS_TAIL,
+  propstat,
+  tooManyProperties,
+} from '../properties.js'
 
 /** The entry at a path, or null when there is none or the caller may not look (a write-only inbox). */
 async function existingForWrite(
@@ -98,7 +106,7 @@ const WINDOWS_NS = 'urn:schemas-microsoft-com:'
  * PROPPATCH: Wharf stores no dead properties. Windows' Win32 times are accepted and ignored
  * (Windows reports a failed copy otherwise); removing a property that is not there succeeds
  * (RFC 4918 §14.23); anything else is 403 (`cannot-modify-protected-property` for a live one),
- * and then, the update being all or nothing, the rest is 424.
+ * and then, the update being all or nothing, the rest is 424. At most MAX_PROPERTIES changes (413).
  */
 export function proppatch(ctx: DavContext) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
@@ -110,28 +118,35 @@ export function proppatch(ctx: DavContext) {
     for (const op of body.children) {
       if (!isDav(op, 'set') && !isDav(op, 'remove')) continue
       const prop = child(op, 'prop')
-      for (const p of prop?.children ?? []) changes.push({ ns: p.ns, name: p.name, set: op.name === 'set' })
+      for (const p of prop?.children ?? []) {
+        if (changes.length === MAX_PROPERTIES) throw tooManyProperties('PROPPATCH')
+        changes.push({ ns: p.ns, name: p.name, set: op.name === 'set' })
+      }
     }
     const mtime = lastModifiedOf(body)
     const e = await filesOf(ctx, request).stat(path)
     await guardWrite(ctx, request, path)
     const live = (c: { ns: string; name: string }) =>
       c.ns === DAV_NS && (LIVE_PROPS as readonly string[]).includes(c.name)
-    const refused = changes.filter((c) => !isSettableTime(c) && (live(c) || (c.set && c.ns !== WINDOWS_NS)))
-    if (mtime !== null && refused.length === 0) await filesOf(ctx, request).setModifiedTime(path, mtime)
+    const refused = new Set(
+      changes.filter((c) => !isSettableTime(c) && (live(c) || (c.set && c.ns !== WINDOWS_NS))),
+    )
+    if (mtime !== null && refused.size === 0) await filesOf(ctx, request).setModifiedTime(path, mtime)
     const groups = new Map<string, string[]>()
     for (const c of changes) {
-      const status = refused.includes(c)
-        ? '403 Forbidden'
-        : refused.length > 0
-          ? '424 Failed Dependency'
-          : '200 OK'
-      groups.set(status, [...(groups.get(status) ?? []), propTag(c.ns, c.name)])
+      const status = refused.has(c) ? '403 Forbidden' : refused.size > 0 ? '424 Failed Dependency' : '200 OK'
+      // One pass, each list grown in place: the answer costs as much as the request, no more.
+      let props = groups.get(status)
+      if (props === undefined) {
+        props = []
+        groups.set(status, props)
+      }
+      props.push(propTag(c.ns, c.name))
     }
     const href = ctx.paths.href(path, e.type === 'directory')
     let out = `${MULTISTATUS_HEAD}<D:response><D:href>${xmlEscape(href)}</D:href>`
     for (const [status, props] of groups) out += propstat(props.join(''), status)
-    if (refused.some(live)) out += '<D:error><D:cannot-modify-protected-property/></D:error>'
+    if ([...refused].some(live)) out += '<D:error><D:cannot-modify-protected-property/></D:error>'
     out += `</D:response>\n${MULTISTATUS_TAIL}`
     return reply.code(207).type('application/xml; charset=utf-8').send(out)
   }
