@@ -1,8 +1,17 @@
 import http from 'node:http'
 import net from 'node:net'
+import pino from 'pino'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { basic } from './helpers/dav.js'
 import { beginUpload, bytes, download, endUpload, partUrl, target } from './helpers/files.js'
-import { dialects, startServer, type TestServer } from './helpers/server.js'
+import {
+  ADMIN_PASSWORD,
+  ADMIN_USERNAME,
+  dialects,
+  makeUser,
+  startServer,
+  type TestServer,
+} from './helpers/server.js'
 
 /** Short limits, so that a slow client is judged within a second and a steady one outlasts them. */
 const LIMITS = {
@@ -56,8 +65,12 @@ function trickle(s: TestServer, head: string, drip = 'a'): Promise<Trickle> {
 
 describe.each(dialects)('slow clients (%s)', (dialect) => {
   let s: TestServer
+  /** The server's warnings, as logged. */
+  const warnings: string[] = []
+  const tooSlow = () => warnings.filter((w) => w.includes('request body too slow')).length
   beforeAll(async () => {
-    s = await startServer(dialect, LIMITS)
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) })
+    s = await startServer(dialect, LIMITS, { logger })
   })
   afterAll(async () => s?.close())
 
@@ -88,6 +101,32 @@ describe.each(dialects)('slow clients (%s)', (dialect) => {
     )
     expect(r.closedByServer).toBe(true)
     expect(r.answer).toMatch(/^HTTP\/1\.1 408 /)
+  })
+
+  it('closes a WebDAV PUT whose body arrives a byte at a time, though it is read with for await', async () => {
+    const before = tooSlow()
+    const r = await trickle(
+      s,
+      `PUT /dav/slow-dav.bin HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${basic(ADMIN_USERNAME, ADMIN_PASSWORD)}\r\nContent-Length: 1000\r\n\r\n`,
+    )
+    expect(r.closedByServer).toBe(true)
+    expect(r.answer).toMatch(/^HTTP\/1\.1 408 /)
+    expect(tooSlow()).toBe(before + 1)
+  })
+
+  it('does not time the body of a refused WebDAV PUT after its answer, and closes its connection', async () => {
+    const u = await makeUser(s, { username: 'refused' })
+    const before = tooSlow()
+    const r = await trickle(
+      s,
+      `PUT /dav/nowhere.bin HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ${basic('refused', u.password)}\r\nContent-Length: 1000\r\n\r\n`,
+    )
+    expect(r.closedByServer).toBe(true)
+    expect(r.answer).toMatch(/^HTTP\/1\.1 403 /)
+    expect(r.answer).toMatch(/\r\nconnection: close\r\n/i)
+    // Several rate windows later, nothing was said of a body nobody was reading any more.
+    await new Promise((resolve) => setTimeout(resolve, 4 * Number(LIMITS.HTTP_BODY_RATE_WINDOW_MS)))
+    expect(tooSlow()).toBe(before)
   })
 
   it('keeps a steady upload that lasts longer than every limit', async () => {

@@ -48,7 +48,12 @@ const REQUEST_TIMEOUT = Buffer.from(
  * least `minBodyBytesPerSecond` in every window of `bodyRateWindowMs` until it is complete, else
  * the connection is answered 408 (when no answer has started) and closed. A window in which Wharf
  * itself did not read (bytes waiting in the request's buffer: a slow disk, a pending check) does
- * not count against the client.
+ * not count against the client. Only buffered bytes say so: a stream read with `for await` is
+ * never "flowing" (the iterator pulls it), even while the iterator waits for the client.
+ *
+ * The guard times a body only while a request is being answered: once its answer is sent, a body
+ * not read to the end is abandoned, and its connection is closed after the answer (never drained
+ * at the client's pace, nor timed and cut off later with a warning about a request long answered).
  */
 export function guardBodyRate(app: FastifyInstance, http: HttpTimeouts): void {
   if (http.minBodyBytesPerSecond === 0) return
@@ -60,7 +65,7 @@ export function guardBodyRate(app: FastifyInstance, http: HttpTimeouts): void {
     let seen = socket.bytesRead
     const timer = setInterval(() => {
       const read = socket.bytesRead
-      const waiting = raw.readableLength > 0 || raw.readableFlowing === false
+      const waiting = raw.readableLength > 0
       if (read - seen >= minPerWindow || waiting) {
         seen = read
         return
@@ -78,6 +83,11 @@ export function guardBodyRate(app: FastifyInstance, http: HttpTimeouts): void {
     const stop = () => clearInterval(timer)
     raw.once('end', stop)
     raw.once('close', stop)
+    // Sent (or cut short): what is left of the body is no longer this request's.
+    reply.raw.once('close', stop)
     done()
+  })
+  app.addHook('onSend', async (request, reply) => {
+    if (hasBody(request.raw.headers) && !request.raw.complete) reply.header('Connection', 'close')
   })
 }

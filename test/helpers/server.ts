@@ -4,6 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
+import type { Logger } from 'pino'
 import { expect } from 'vitest'
 import { buildApp } from '../../src/app.js'
 import type { BlobStore } from '../../src/blobs/blob-store.js'
@@ -51,6 +52,8 @@ export async function startServer(
     wrapBlobStore?: (store: BlobStore) => BlobStore
     /** Bytes per upload part of a protocol writer (small: several parts staged at once). */
     writerPartBytes?: number
+    /** The HTTP server's logger (none by default). */
+    logger?: Logger
   } = {},
 ): Promise<TestServer> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-test-'))
@@ -79,7 +82,7 @@ export async function startServer(
     ...(opts.wrapBlobStore ? { wrapBlobStore: opts.wrapBlobStore } : {}),
     ...(opts.writerPartBytes ? { writerPartBytes: opts.writerPartBytes } : {}),
   })
-  const app = await buildApp(container)
+  const app = await buildApp(container, opts.logger ? { logger: opts.logger } : {})
   await app.listen({ host: '127.0.0.1', port: 0 })
   // Webhooks go out, exports are built and checksums computed as in production; the janitor and
   // the retention jobs run only when a test asks.
