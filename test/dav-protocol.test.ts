@@ -2,6 +2,7 @@ import crypto from 'node:crypto'
 import net from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../src/config.js'
+import { MAX_XML_TAGS } from '../src/dav/dav-xml.js'
 import { MAX_PROPERTIES } from '../src/dav/properties.js'
 import { basic, dav, davType, rawDav } from './helpers/dav.js'
 import { dialects, grant, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'
@@ -236,6 +237,10 @@ describe.each(dialects)('WebDAV protocol (%s)', (dialect) => {
       expect(over.status).toBe(413)
       expect(over.text).toContain('<W:too-many-properties/>')
     }
+    // A body of tens of thousands of elements is refused before it is parsed.
+    const huge = await patch(MAX_XML_TAGS)
+    expect(huge.status).toBe(413)
+    expect(huge.text).toContain('<W:too-many-elements/>')
     // At the cap: every property answered once, while a cheap request is served too.
     const [atCap, found, cheap] = await Promise.all([
       patch(MAX_PROPERTIES),
