@@ -6,6 +6,7 @@ import {
   PROTOCOL_READ_BYTES,
   type ReadableFile,
 } from '../modules/files/vfs/file-system.js'
+import type { ParkableRead, ReadStreams } from './sftp-read-streams.js'
 import type { WriteBudget } from './sftp-write-budget.js'
 
 /**
@@ -25,43 +26,65 @@ class Serial {
   }
 }
 
-/** A file open for reading: one stream, reopened only when a read jumps elsewhere. */
-export class ReadHandle extends Serial {
+/**
+ * A file open for reading: one stream, reopened when a read jumps elsewhere, or after the
+ * connection's bound on open read streams closed it (sftp-read-streams.ts).
+ */
+export class ReadHandle extends Serial implements ParkableRead {
   readonly kind = 'read'
   private stream: Readable | null = null
   private position = 0
   private ended = false
+  private reading = false
 
-  constructor(readonly file: ReadableFile) {
+  constructor(
+    readonly file: ReadableFile,
+    private readonly streams: ReadStreams,
+  ) {
     super()
+  }
+
+  get busy(): boolean {
+    return this.reading
   }
 
   /** Up to `length` bytes at `offset`; null at the end of the file. */
   read(offset: number, length: number): Promise<Buffer | null> {
     return this.run(async () => {
       if (offset >= this.file.entry.size) return null
-      if (!this.stream || offset !== this.position) {
-        this.stream?.destroy()
-        this.stream = await this.file.read({ start: offset, chunkBytes: PROTOCOL_READ_BYTES })
-        this.position = offset
-        this.ended = false
+      this.reading = true
+      try {
+        if (!this.stream || offset !== this.position) {
+          this.stream?.destroy()
+          this.stream = await this.file.read({ start: offset, chunkBytes: PROTOCOL_READ_BYTES })
+          this.position = offset
+          this.ended = false
+        }
+        this.streams.use(this)
+        const chunk = await take(
+          this.stream,
+          length,
+          () => this.ended,
+          () => {
+            this.ended = true
+          },
+        )
+        if (chunk) this.position += chunk.length
+        return chunk
+      } finally {
+        this.reading = false
       }
-      const chunk = await take(
-        this.stream,
-        length,
-        () => this.ended,
-        () => {
-          this.ended = true
-        },
-      )
-      if (chunk) this.position += chunk.length
-      return chunk
     })
   }
 
-  close(): void {
+  park(): void {
     this.stream?.destroy()
     this.stream = null
+  }
+
+  close(): void {
+    this.park()
+    this.streams.closed(this)
   }
 }
 

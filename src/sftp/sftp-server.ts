@@ -8,6 +8,7 @@ import type { FrontEndContext } from '../modules/services.js'
 import type { HostKey, HostKeys } from '../modules/ssh/host-keys.js'
 import { parseExec, runExec } from './sftp-exec.js'
 import { announceBan, authenticate, MAX_AUTH_TRIES, sftpAuthState } from './sftp-login.js'
+import { ReadStreams } from './sftp-read-streams.js'
 import { serveSftp } from './sftp-session.js'
 import type { SftpSettings } from './sftp-settings.js'
 import { type WriteBudget, WriteBudgets } from './sftp-write-budget.js'
@@ -53,6 +54,7 @@ export async function startSftp(
       const log = logger.child({ sftp: { ip, port: info.port } })
       let session: ProtocolSession | null = null
       let writeBudget: WriteBudget | null = null
+      const readStreams = new ReadStreams()
       let channels = 0
       let closeChannels: (() => Promise<void>)[] = []
       let failures = 0
@@ -143,6 +145,7 @@ export async function startSftp(
               logger: log,
               now: c.now,
               writeBudget: writeBudget!,
+              readStreams,
               socket: tcp?.socket,
             })
             closeChannels.push(served.close)

@@ -16,6 +16,7 @@ import {
 } from './sftp-format.js'
 import { DirHandle, type Handle, ReadHandle, WriteHandle } from './sftp-handles.js'
 import { MAX_READ_BYTES, ReadGate } from './sftp-read-gate.js'
+import type { ReadStreams } from './sftp-read-streams.js'
 import type { WriteBudget } from './sftp-write-budget.js'
 
 const READDIR_BATCH = 100
@@ -31,6 +32,8 @@ export interface SftpContext {
   now: () => number
   /** The connection's count of WRITE bytes held in memory, shared with its other channels. */
   writeBudget: WriteBudget
+  /** The connection's open read streams, shared with its other channels. */
+  readStreams: ReadStreams
   /** The connection's socket: reads wait while it is backed up. */
   socket: net.Socket | undefined
 }
@@ -148,7 +151,7 @@ export function serveSftp(sftp: SFTPWrapper, ctx: SftpContext): { close(): Promi
       const p = wharfPath(path)
       const wants = (f: number) => (flags & f) !== 0
       if (wants(OPEN_MODE.READ) && !wants(OPEN_MODE.WRITE)) {
-        sftp.handle(reqid, newHandle(new ReadHandle(await files.openFile(p))))
+        sftp.handle(reqid, newHandle(new ReadHandle(await files.openFile(p), ctx.readStreams)))
         return
       }
       if (!wants(OPEN_MODE.WRITE) || wants(OPEN_MODE.READ) || wants(OPEN_MODE.APPEND)) {
