@@ -490,10 +490,10 @@ describe.each(dialects)('SFTP memory bounds, measured from outside the server (%
       // 7 MiB ahead of the gap in one file: within 8 MiB a connection may hold.
       const first = await open(a.sftp, '/ahead-1.bin', 'w')
       expect(tally(await writeAhead(a.sftp, first, (7 * MiB) / CHUNK))).toEqual({ ok: 448 })
-      // Nine more files on the same connection, 7 MiB each: 1 MiB each fits, the rest is refused.
+      // Nineteen more files on the same connection, 7 MiB each: 1 MiB each fits, the rest is refused.
       const tooMuch =
         '4 Too much data waiting to be written on this connection or by this user: wait for the replies to earlier writes before sending more'
-      for (let f = 2; f <= 10; f++) {
+      for (let f = 2; f <= 20; f++) {
         const h = await open(a.sftp, `/ahead-${f}.bin`, 'w')
         const answers = await writeAhead(a.sftp, h, (7 * MiB) / CHUNK)
         expect(answers.slice(0, 64)).toEqual(Array(64).fill('ok'))
@@ -508,9 +508,11 @@ describe.each(dialects)('SFTP memory bounds, measured from outside the server (%
       const answers = await writeAhead(b.sftp, other, (7 * MiB) / CHUNK)
       expect(tally(answers.slice(0, 320))).toEqual({ ok: 320 })
       expect(answers[320]).toBe(tooMuch)
-      // 70 MiB were sent ahead of gaps (held, they grew the RSS by over 100 MiB); 12 MiB at most
-      // are held now. The slack is the garbage of the refused writes not yet collected.
-      expect((await settledRss()) - before).toBeLessThan(12 * MiB + 40 * MiB)
+      // 140 MiB were sent ahead of gaps (held, they grew the RSS by 184–200 MiB); 12 MiB at most
+      // are held now. The slack is the garbage of the refused writes not yet collected: V8 lets
+      // tens of MiB of buffers go unreclaimed before it collects (25–34 MiB in all were seen).
+      // Fewer files left too little garbage for V8 to collect on Node 24 (58 MiB grown).
+      expect((await settledRss()) - before).toBeLessThan(12 * MiB + 88 * MiB)
     } finally {
       a.client.end()
       b.client.end()
