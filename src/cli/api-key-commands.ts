@@ -1,11 +1,7 @@
 import { type Command, InvalidArgumentError } from 'commander'
-import { MAX_PER_PAGE } from '../api/list-spec.js'
-import type { Container } from '../container.js'
-import type { ApiKeyJson } from '../modules/api-keys/api-key-model.js'
 import { operatorPrincipal } from '../modules/auth/principal.js'
+import { allPages, type WithContainer } from './cli-lists.js'
 import { namedUser, parseUserId } from './user-commands.js'
-
-type WithContainer = <T>(fn: (c: Container) => Promise<T>) => Promise<T>
 
 function parseKeyId(v: string): number {
   if (!/^\d{1,15}$/.test(v.trim()) || Number(v) < 1)
@@ -30,17 +26,9 @@ export function registerApiKeyCommands(keys: Command, withContainer: WithContain
           o.userId === undefined && o.username === undefined
             ? undefined
             : await namedUser(c, { id: o.userId, username: o.username })
-        const all: ApiKeyJson[] = []
-        let cursor: string | null = null
-        do {
-          const page = await c.services.apiKeys.list(operatorPrincipal(c.site.id), {
-            per_page: MAX_PER_PAGE,
-            ...(userId !== undefined ? { user_id: userId } : {}),
-            ...(cursor ? { cursor } : {}),
-          })
-          all.push(...page.items)
-          cursor = page.next
-        } while (cursor)
+        const p = operatorPrincipal(c.site.id)
+        const only = userId !== undefined ? { user_id: userId } : {}
+        const all = await allPages((q) => c.services.apiKeys.list(p, { ...q, ...only }))
         console.log(JSON.stringify(all, null, 2))
       })
     })

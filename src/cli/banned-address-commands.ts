@@ -1,10 +1,6 @@
 import type { Command } from 'commander'
-import { MAX_PER_PAGE } from '../api/list-spec.js'
-import type { Container } from '../container.js'
 import { operatorPrincipal } from '../modules/auth/principal.js'
-import type { BannedAddressJson } from '../modules/login-defender/login-defender.js'
-
-type WithContainer = <T>(fn: (c: Container) => Promise<T>) => Promise<T>
+import { allPages, type WithContainer } from './cli-lists.js'
 
 /**
  * `wharf banned-addresses list` and `delete <address>`: the login defender's bans from the shell,
@@ -20,16 +16,8 @@ export function registerBannedAddressCommands(program: Command, withContainer: W
     .description('print the addresses banned now, as GET /banned_addresses shows them (a JSON array)')
     .action(async () => {
       await withContainer(async (c) => {
-        const all: BannedAddressJson[] = []
-        let cursor: string | null = null
-        do {
-          const page = await c.services.loginDefender.list(operatorPrincipal(c.site.id), {
-            per_page: MAX_PER_PAGE,
-            ...(cursor ? { cursor } : {}),
-          })
-          all.push(...page.items)
-          cursor = page.next
-        } while (cursor)
+        const p = operatorPrincipal(c.site.id)
+        const all = await allPages((q) => c.services.loginDefender.list(p, q))
         console.log(JSON.stringify(all, null, 2))
       })
     })

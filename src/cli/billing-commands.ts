@@ -1,9 +1,7 @@
 import { type Command, InvalidArgumentError } from 'commander'
-import type { Container } from '../container.js'
 import { operatorPrincipal } from '../modules/auth/principal.js'
 import type { NewInvoiceLine, NewPayment } from '../modules/billing/billing-ledger.js'
-
-type WithContainer = <T>(fn: (c: Container) => Promise<T>) => Promise<T>
+import type { WithContainer } from './cli-lists.js'
 
 const collect = (v: string, all: string[]) => [...all, v]
 

@@ -1,12 +1,9 @@
 import { type Command, InvalidArgumentError } from 'commander'
 import { ERRORS } from '../api/error-factories.js'
-import { MAX_PER_PAGE } from '../api/list-spec.js'
 import type { Container } from '../container.js'
 import { operatorPrincipal } from '../modules/auth/principal.js'
-import type { UserJson } from '../modules/users/user-model.js'
 import { generatePassword } from '../security/secrets.js'
-
-type WithContainer = <T>(fn: (c: Container) => Promise<T>) => Promise<T>
+import { allPages, type WithContainer } from './cli-lists.js'
 
 /** `--id 12`: a user id. */
 export function parseUserId(v: string): number {
@@ -51,16 +48,8 @@ export function registerUserCommands(users: Command, withContainer: WithContaine
     .description('print every user of the site, as GET /users shows them (a JSON array)')
     .action(async () => {
       await withContainer(async (c) => {
-        const all: UserJson[] = []
-        let cursor: string | null = null
-        do {
-          const page = await c.services.users.list(operatorPrincipal(c.site.id), {
-            per_page: MAX_PER_PAGE,
-            ...(cursor ? { cursor } : {}),
-          })
-          all.push(...page.items)
-          cursor = page.next
-        } while (cursor)
+        const p = operatorPrincipal(c.site.id)
+        const all = await allPages((q) => c.services.users.list(p, q))
         console.log(JSON.stringify(all, null, 2))
       })
     })
