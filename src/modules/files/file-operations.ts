@@ -18,6 +18,7 @@ import {
   findByPath,
   lockPath,
   queueBlobDeletion,
+  setProvidedMtime,
 } from './file-repository.js'
 import { deleteInside } from './folder-repository.js'
 import { normalizeExistingPath } from './new-paths.js'
@@ -79,13 +80,9 @@ export class FileOperations {
     const access = await this.fileAccess.of(p)
     access.require(path, 'write')
     if (!Number.isSafeInteger(providedMtime)) throw ERRORS.badRequest('The modification time is out of range')
-    const updated = await this.db
-      .updateTable('files')
-      .set({ provided_mtime: providedMtime })
-      .where('site_id', '=', p.siteId)
-      .where('path_lower', '=', path.toLowerCase())
-      .executeTakeFirst()
-    if (Number(updated.numUpdatedRows) === 0) throw ERRORS.fileNotFound(`${path} not found`)
+    const row = await findByPath(this.db, p.siteId, path)
+    if (!row) throw ERRORS.fileNotFound(`${path} not found`)
+    await setProvidedMtime(this.db, row.id, providedMtime)
   }
 
   /**
