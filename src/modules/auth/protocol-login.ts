@@ -52,9 +52,9 @@ export class ProtocolLogin {
     },
   ): Promise<ProtocolSession> {
     const { ip, interface: iface } = input
+    // A banned address is refused whatever it sends, a key of the right user included.
+    if (!input.addressChecked) await this.defender.check(siteId, ip)
     if (API_KEY.test(input.password)) {
-      // A banned address is refused whatever it sends, a key of the right user included.
-      if (!input.addressChecked) await this.defender.check(siteId, ip)
       const byKey = await this.auth.authenticate({ apiKey: input.password }, ip, iface).catch(() => null)
       if (byKey?.user && byKey.user.username_lower === input.username.toLowerCase()) {
         await this.recordLogin(byKey, 'with an API key')
@@ -70,8 +70,7 @@ export class ProtocolLogin {
       password: input.password,
       ip,
       interface: iface,
-      // Checked above when the password looked like a key.
-      addressChecked: input.addressChecked || API_KEY.test(input.password),
+      addressChecked: true,
     })
     const principal = await this.auth.authenticate({ sessionId: id }, ip, iface)
     return {

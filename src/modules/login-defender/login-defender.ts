@@ -30,15 +30,25 @@ export type FailureKind = string
 
 type Range = [ipaddr.IPv4 | ipaddr.IPv6, number]
 
+/**
+ * How often a process deletes failures past the window and bans that are over: a failure costs
+ * its insert and count, and a stream of failures (an attack, a misconfigured client) does not add
+ * two deletes across every site to each one.
+ */
+const PRUNE_EVERY_MS = 60_000
+
 /** The address as the defender keeps it: IPv4-mapped IPv6 as IPv4, IPv6 in its short form. */
 export function normalizeAddress(ip: string): string {
   return net.isIP(ip) ? ipaddr.process(ip).toString() : ip
 }
 
-/** The words every front end uses for a banned address (FTP 421, SFTP's banner, REST's message). */
-export function bannedMessage(retryAfterSeconds: number): string {
+/**
+ * The words every front end uses for a banned address (FTP 421, SFTP's banner, REST's message,
+ * which starts a sentence and so `capital`).
+ */
+export function bannedMessage(retryAfterSeconds: number, { capital = false } = {}): string {
   const minutes = Math.max(1, Math.ceil(retryAfterSeconds / 60))
-  return `too many failed logins, try again in ${minutes} minute${minutes === 1 ? '' : 's'}`
+  return `${capital ? 'T' : 't'}oo many failed logins, try again in ${minutes} minute${minutes === 1 ? '' : 's'}`
 }
 
 /**
@@ -48,12 +58,13 @@ export function bannedMessage(retryAfterSeconds: number): string {
  * The state lives in the database, so every node sharing it sees the same bans.
  *
  * A login that is not banned costs one primary-key read (`check`); the writes happen on failures
- * only (`recordFailure`), which also prune what is past the window.
+ * only (`recordFailure`), which also prune what is past the window, at most once a minute.
  */
 export class LoginDefender {
   private readonly safe: Range[]
   private readonly windowMs: number
   private readonly banMs: number
+  private prunedAt = Number.NEGATIVE_INFINITY
 
   constructor(
     private readonly repo: LoginDefenderRepository,
@@ -85,9 +96,7 @@ export class LoginDefender {
   async check(siteId: number, ip: string): Promise<void> {
     const left = await this.banSecondsLeft(siteId, ip)
     if (left > 0) {
-      throw ERRORS.tooManyLoginAttempts(`T${bannedMessage(left).slice(1)}`, {
-        retryAfter: left,
-      })
+      throw ERRORS.tooManyLoginAttempts(bannedMessage(left, { capital: true }), { retryAfter: left })
     }
   }
 
@@ -96,7 +105,11 @@ export class LoginDefender {
     if (this.isSafe(ip)) return
     const address = normalizeAddress(ip)
     const now = this.now()
-    await this.repo.prune(now - this.windowMs, now)
+    // A clock set back (a corrected system time) does not postpone pruning either.
+    if (now - this.prunedAt >= PRUNE_EVERY_MS || now < this.prunedAt) {
+      this.prunedAt = now
+      await this.repo.prune(now - this.windowMs, now)
+    }
     const failures = await this.repo.addFailure(siteId, address, kind, now, now - this.windowMs)
     if (failures >= this.settings.threshold) {
       await this.repo.ban(siteId, address, now, now + this.banMs, failures)
