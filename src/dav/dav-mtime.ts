@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import { DavError } from './dav-errors.js'
-import { DAV_NS, isDav, type XmlElement } from './dav-xml.js'
+import { DAV_NS, type XmlElement } from './dav-xml.js'
 
 /**
  * Modification times a WebDAV client sets: the file's `provided_mtime`, shown as its
@@ -13,23 +13,9 @@ import { DAV_NS, isDav, type XmlElement } from './dav-xml.js'
 export const isSettableTime = (c: { ns: string; name: string; set: boolean }) =>
   c.set && c.ns === DAV_NS && c.name === 'getlastmodified'
 
-/**
- * The time a PROPPATCH body sets with `DAV:set` of `DAV:getlastmodified` (epoch ms), or null
- * when it sets none. A value that is not a date is 400, before anything changes.
- */
-export function lastModifiedOf(body: XmlElement): number | null {
-  let at: number | null = null
-  for (const op of body.children) {
-    if (!isDav(op, 'set')) continue
-    for (const prop of op.children) {
-      if (!isDav(prop, 'prop')) continue
-      for (const p of prop.children) {
-        if (!isDav(p, 'getlastmodified')) continue
-        at = parseTime(Date.parse(p.text.trim()), 'getlastmodified must be an HTTP date')
-      }
-    }
-  }
-  return at
+/** The time a `DAV:set` of `DAV:getlastmodified` gives (epoch ms); not a date: 400, before anything changes. */
+export function lastModifiedOf(prop: XmlElement): number {
+  return parseTime(Date.parse(prop.text.trim()), 'getlastmodified must be an HTTP date')
 }
 
 /** The header ownCloud clients (and rclone) send with a PUT. */

@@ -115,15 +115,17 @@ export function proppatch(ctx: DavContext) {
     if (!isDav(body, 'propertyupdate'))
       throw new DavError(400, 'A PROPPATCH body must be a DAV:propertyupdate')
     const changes: { ns: string; name: string; set: boolean }[] = []
+    let mtime: number | null = null
     for (const op of body.children) {
       if (!isDav(op, 'set') && !isDav(op, 'remove')) continue
       const prop = child(op, 'prop')
       for (const p of prop?.children ?? []) {
         if (changes.length === MAX_PROPERTIES) throw tooManyProperties('PROPPATCH')
-        changes.push({ ns: p.ns, name: p.name, set: op.name === 'set' })
+        const change = { ns: p.ns, name: p.name, set: op.name === 'set' }
+        changes.push(change)
+        if (isSettableTime(change)) mtime = lastModifiedOf(p)
       }
     }
-    const mtime = lastModifiedOf(body)
     const e = await filesOf(ctx, request).stat(path)
     await guardWrite(ctx, request, path)
     const live = (c: { ns: string; name: string }) =>
