@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest'
+import { AddressRanges } from '../src/api/address-ranges.js'
+import { loadConfig } from '../src/config.js'
+import { LoginDefender } from '../src/modules/login-defender/login-defender.js'
 import { AddressGuard, AddressRefusedError, describeAddress } from '../src/webhooks/address-guard.js'
 
 /** Pure decisions: nothing here opens a socket. */
@@ -100,5 +103,25 @@ describe('AddressRefusedError', () => {
     expect(describeAddress('100.64.0.1')).toBe('100.64.0.1 (carrier grade nat)')
     expect(describeAddress('0.0.0.0')).toBe('0.0.0.0 (unspecified)')
     expect(describeAddress('1.1.1.1')).toBe('1.1.1.1')
+  })
+})
+
+describe('AddressRanges', () => {
+  it('takes an IPv4-mapped IPv6 range as the IPv4 range it means, for either notation of an address', () => {
+    const ranges = new AddressRanges(['::ffff:198.51.100.0/120', '2001:db8::/32'])
+    expect(ranges.has('198.51.100.7')).toBe(true)
+    expect(ranges.has('::ffff:198.51.100.7')).toBe(true)
+    expect(ranges.has('198.51.101.7')).toBe(false)
+    expect(ranges.has('2001:DB8::1')).toBe(true)
+    expect(ranges.has('not an address')).toBe(false)
+  })
+})
+
+describe('The login defender’s safe list', () => {
+  it('holds an address inside an IPv4-mapped range of LOGIN_DEFENDER_SAFE_LIST', () => {
+    const { loginDefender } = loadConfig({ LOGIN_DEFENDER_SAFE_LIST: '::ffff:127.0.0.0/120' })
+    const defender = new LoginDefender(null as never, loginDefender, null as never)
+    expect(defender.isSafe('127.0.0.2')).toBe(true)
+    expect(defender.isSafe('127.0.1.2')).toBe(false)
   })
 })

@@ -1,5 +1,4 @@
-import net from 'node:net'
-import ipaddr from 'ipaddr.js'
+import { AddressRanges, parseAddress } from '../../api/address-ranges.js'
 import { formatDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
 import { mapPage, type Page } from '../../api/list-spec.js'
@@ -28,8 +27,6 @@ export interface BannedAddressJson {
  */
 export type FailureKind = string
 
-type Range = [ipaddr.IPv4 | ipaddr.IPv6, number]
-
 /**
  * How often a process deletes failures past the window and bans that are over: a failure costs
  * its insert and count, and a stream of failures (an attack, a misconfigured client) does not add
@@ -39,7 +36,7 @@ const PRUNE_EVERY_MS = 60_000
 
 /** The address as the defender keeps it: IPv4-mapped IPv6 as IPv4, IPv6 in its short form. */
 export function normalizeAddress(ip: string): string {
-  return net.isIP(ip) ? ipaddr.process(ip).toString() : ip
+  return parseAddress(ip)?.toString() ?? ip
 }
 
 /**
@@ -61,7 +58,7 @@ export function bannedMessage(retryAfterSeconds: number, { capital = false } = {
  * only (`recordFailure`), which also prune what is past the window, at most once a minute.
  */
 export class LoginDefender {
-  private readonly safe: Range[]
+  private readonly safe: AddressRanges
   private readonly windowMs: number
   private readonly banMs: number
   private prunedAt = Number.NEGATIVE_INFINITY
@@ -72,16 +69,14 @@ export class LoginDefender {
     private readonly secrets: SiteSecrets,
     private readonly now: () => number = Date.now,
   ) {
-    this.safe = settings.safeList.map((r) => ipaddr.parseCIDR(r))
+    this.safe = new AddressRanges(settings.safeList)
     this.windowMs = settings.windowMinutes * 60_000
     this.banMs = settings.banMinutes * 60_000
   }
 
   /** Whether the address is on LOGIN_DEFENDER_SAFE_LIST (never counted, never banned). */
   isSafe(ip: string): boolean {
-    if (this.safe.length === 0 || !net.isIP(ip)) return false
-    const addr = ipaddr.process(ip)
-    return this.safe.some(([range, bits]) => range.kind() === addr.kind() && addr.match(range, bits))
+    return this.safe.size > 0 && this.safe.has(ip)
   }
 
   /** Seconds left of the address's ban, or 0 when it may log in. */
@@ -126,7 +121,7 @@ export class LoginDefender {
   /** DELETE /banned_addresses/{address}: lifts the ban and forgets the failures behind it. */
   async lift(p: Principal, address: string): Promise<void> {
     requireSiteAdmin(p)
-    if (!net.isIP(address)) {
+    if (parseAddress(address) === null) {
       throw ERRORS.requestParamsInvalid('address must be an IPv4 or IPv6 address')
     }
     if (!(await this.repo.lift(p.siteId, normalizeAddress(address), this.now()))) {
