@@ -1,5 +1,6 @@
 import type { ComponentChildren, InputHTMLAttributes, Ref } from 'preact'
 import { useState } from 'preact/hooks'
+import { useFocusWhen } from './focus'
 
 /**
  * A form's submission: busy while it runs (so the button cannot send it twice), and the error it
@@ -114,5 +115,30 @@ export function SubmitOrCancel({
         Cancel
       </button>
     </div>
+  )
+}
+
+/**
+ * A destructive action's "are you sure": the question, a danger button that does it and "Keep
+ * it", which takes the focus when the question appears (so Enter never confirms by accident).
+ */
+export function ConfirmAction(props: {
+  question: ComponentChildren
+  yes: string
+  busy: boolean
+  onYes: () => void
+  onKeep: () => void
+}) {
+  const keepRef = useFocusWhen<HTMLButtonElement>(true)
+  return (
+    <fieldset class="confirm">
+      <legend>{props.question}</legend>
+      <button type="button" class="danger" disabled={props.busy} onClick={props.onYes}>
+        {props.yes}
+      </button>
+      <button type="button" class="secondary" ref={keepRef} disabled={props.busy} onClick={props.onKeep}>
+        Keep it
+      </button>
+    </fieldset>
   )
 }

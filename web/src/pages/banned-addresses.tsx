@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks'
 import { all, del, type Me } from '../api'
-import { useFocusWhen } from '../components/focus'
+import { ConfirmAction } from '../components/forms'
 import type { Route } from '../router'
 import { ColumnHeads, ErrorBox, formatDate, Loading, Notice, PageTitle, useAsync } from '../ui'
 import './admin.css'
@@ -65,7 +65,6 @@ function BanRow({ ban: b, onLifted }: { ban: BannedAddress; onLifted: () => void
   const [confirming, setConfirming] = useState(false)
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<unknown>(null)
-  const keepRef = useFocusWhen<HTMLButtonElement>(confirming)
 
   async function lift() {
     setBusy(true)
@@ -92,21 +91,13 @@ function BanRow({ ban: b, onLifted }: { ban: BannedAddress; onLifted: () => void
         </td>
         <td class="row-actions">
           {confirming ? (
-            <fieldset class="confirm">
-              <legend>Lift the ban of {b.address}?</legend>
-              <button type="button" class="danger" disabled={busy} onClick={lift}>
-                Yes, lift it
-              </button>
-              <button
-                type="button"
-                class="secondary"
-                ref={keepRef}
-                disabled={busy}
-                onClick={() => setConfirming(false)}
-              >
-                Keep it
-              </button>
-            </fieldset>
+            <ConfirmAction
+              question={<>Lift the ban of {b.address}?</>}
+              yes="Yes, lift it"
+              busy={busy}
+              onYes={lift}
+              onKeep={() => setConfirming(false)}
+            />
           ) : (
             <button
               type="button"

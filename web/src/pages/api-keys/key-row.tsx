@@ -1,8 +1,7 @@
 import { useState } from 'preact/hooks'
 import { del, patch } from '../../api'
 import { isoToLocalDate } from '../../components/admin-time'
-import { useFocusWhen } from '../../components/focus'
-import { Field, SubmitOrCancel, useSubmit } from '../../components/forms'
+import { ConfirmAction, Field, SubmitOrCancel, useSubmit } from '../../components/forms'
 import { ErrorBox, formatDate } from '../../ui'
 import { type ApiKey, expiryIso, formatExpiry, keyName, PermissionSetSelect } from './api-key-fields'
 
@@ -22,7 +21,6 @@ export function KeyRow({
   const label = keyName(k)
   const expired = k.expires_at !== null && new Date(k.expires_at).getTime() <= Date.now()
   // The Delete button gives way to the question: keyboard focus goes to its safe answer.
-  const keepRef = useFocusWhen<HTMLButtonElement>(mode === 'confirm-delete')
 
   async function remove() {
     setBusy(true)
@@ -55,21 +53,13 @@ export function KeyRow({
         </td>
         <td class="row-actions">
           {mode === 'confirm-delete' ? (
-            <fieldset class="confirm">
-              <legend>Delete “{label}”?</legend>
-              <button type="button" class="danger" disabled={busy} onClick={remove}>
-                Yes, delete
-              </button>
-              <button
-                type="button"
-                class="secondary"
-                ref={keepRef}
-                disabled={busy}
-                onClick={() => setMode('view')}
-              >
-                Keep it
-              </button>
-            </fieldset>
+            <ConfirmAction
+              question={<>Delete “{label}”?</>}
+              yes="Yes, delete"
+              busy={busy}
+              onYes={remove}
+              onKeep={() => setMode('view')}
+            />
           ) : (
             <>
               <button
