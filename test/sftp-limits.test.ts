@@ -461,6 +461,19 @@ describe.each(dialects)('SFTP memory bounds, measured from outside the server (%
     new Promise<Buffer>((resolve, reject) =>
       sftp.open(path, mode, (err, h) => (err ? reject(err) : resolve(h))),
     )
+  /** The size of the reads OpenSSH's sftp sends. */
+  const READ = 31_952
+  /** A client with /big.bin open for reading that has stopped taking data from the network. */
+  const stalledReader = async () => {
+    const sock = new net.Socket()
+    await new Promise<void>((resolve, reject) =>
+      sock.connect(port, '127.0.0.1', resolve).once('error', reject),
+    )
+    const { client, sftp } = await login(sock)
+    const h = await open(sftp, '/big.bin', 'r')
+    sock.pause()
+    return { sock, client, sftp, h }
+  }
   /** Every write of `count` chunks to `handle` after a gap at byte 0: how each was answered. */
   const writeAhead = (sftp: ssh2.SFTPWrapper, handle: Buffer, count: number) => {
     const chunk = Buffer.alloc(CHUNK, 7)
@@ -521,16 +534,9 @@ describe.each(dialects)('SFTP memory bounds, measured from outside the server (%
 
   it('stops reading a file while the client does not take the data it asked for, and goes on once it does', async () => {
     const before = await settledRss()
-    const sock = new net.Socket()
-    await new Promise<void>((resolve, reject) =>
-      sock.connect(port, '127.0.0.1', resolve).once('error', reject),
-    )
-    const { client, sftp } = await login(sock)
+    const { sock, client, sftp, h } = await stalledReader()
     try {
-      const h = await open(sftp, '/big.bin', 'r')
-      // The client stops reading from the network, then asks for 1,000 reads (30 MiB).
-      sock.pause()
-      const READ = 31_952
+      // The client has stopped reading from the network; it asks for 1,000 reads (30 MiB).
       const reads = Array.from(
         { length: 1000 },
         (_, i) =>
@@ -556,15 +562,8 @@ describe.each(dialects)('SFTP memory bounds, measured from outside the server (%
   }, 60_000)
 
   it('answers FAILURE to reads past 1024 waiting for a client that takes no data', async () => {
-    const sock = new net.Socket()
-    await new Promise<void>((resolve, reject) =>
-      sock.connect(port, '127.0.0.1', resolve).once('error', reject),
-    )
-    const { client, sftp } = await login(sock)
+    const { sock, client, sftp, h } = await stalledReader()
     try {
-      const h = await open(sftp, '/big.bin', 'r')
-      sock.pause()
-      const READ = 31_952
       const reads = Array.from(
         { length: 1400 },
         (_, i) =>
