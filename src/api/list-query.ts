@@ -6,6 +6,7 @@ import {
   DEFAULT_PER_PAGE,
   FILTER_OPS,
   type FilterOp,
+  LIST_PARAM_PATTERN,
   type ListField,
   type ListQuery,
   type ListSpec,
@@ -30,8 +31,7 @@ export const sortTag = (sort: ListQuery['sort']) => (sort ? `${sort.field}:${sor
 /** The query-string keys this module reads (list routes accept them beside their own). */
 export const PAGINATION_KEYS = ['cursor', 'per_page', 'page'] as const
 
-const BRACKET =
-  /^(sort_by|filter|filter_gt|filter_gteq|filter_lt|filter_lteq|filter_like|filter_prefix)\[([^\]]*)\]$/
+const BRACKET = new RegExp(LIST_PARAM_PATTERN)
 
 /** True for query keys that belong to sorting and filtering (`sort_by[x]`, `filter_gt[y]` …). */
 export function isListParam(key: string): boolean {

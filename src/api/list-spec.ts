@@ -25,6 +25,12 @@ export const FILTER_OPS: FilterOp[] = [
   'filter_prefix',
 ]
 
+/**
+ * A sorting or filtering query key, `sort_by[field]` or `<op>[field]` for every op above, the field
+ * in the one group: the request parser and the Swagger document's pattern both read keys with it.
+ */
+export const LIST_PARAM_PATTERN = `^(sort_by|${FILTER_OPS.join('|')})\\[([^\\]]*)\\]$`
+
 export interface ListField {
   /** Column (qualified if the query joins). */
   column: string

@@ -1,7 +1,13 @@
 import { type TOptional, type TSchema, Type } from '@sinclair/typebox'
 import { TEXT_PATTERNS, type TextShape } from '../api/control-characters.js'
 import { DATE_TIME_FORMS } from '../api/datetime.js'
-import { type FieldType, type FilterOp, MAX_PER_PAGE, OPS_BY_TYPE } from '../api/list-spec.js'
+import {
+  type FieldType,
+  type FilterOp,
+  LIST_PARAM_PATTERN,
+  MAX_PER_PAGE,
+  OPS_BY_TYPE,
+} from '../api/list-spec.js'
 import { checked, exclusive, MAX_PATH_LENGTH, NEW_PATH_PATTERN, PATH_PATTERN } from './field-checks.js'
 
 /** A field that may be null: JSON keeps the null, Swagger 2 marks it x-nullable. */
@@ -159,9 +165,6 @@ export const PerPage = Type.Optional(
 export const Page = Type.Optional(
   Type.Integer({ description: 'Ignored; sent by the Files.com SDKs while paginating' }),
 )
-
-const LIST_PARAM_PATTERN =
-  '^(sort_by|filter|filter_gt|filter_gteq|filter_lt|filter_lteq|filter_like|filter_prefix)\\[[^\\]]*\\]$'
 
 /**
  * Query-string schema of a list endpoint: its own parameters plus cursor, per_page, page (the
