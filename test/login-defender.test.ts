@@ -26,7 +26,7 @@ import {
   type ServerProcesses,
   serverProcesses,
 } from './helpers/server-process.js'
-import { run } from './helpers/sftp.js'
+import { run, sshKeyPair } from './helpers/sftp.js'
 
 const MINUTE = 60_000
 const BANNED = 'too many failed logins, try again in 15 minutes'
@@ -164,8 +164,8 @@ describe.each(dialects)('the login defender (%s)', (dialect) => {
       .selectFrom('actions')
       .select((eb) => eb.fn.max('id').as('id'))
       .executeTakeFirstOrThrow()
-    const { public: pub, private: priv } = ssh2.utils.generateKeyPairSync('ed25519')
-    const stranger = ssh2.utils.generateKeyPairSync('ed25519')
+    const { public: pub, private: priv } = sshKeyPair()
+    const stranger = sshKeyPair()
     expect(
       (
         await call(s, 'POST', '/public_keys', {

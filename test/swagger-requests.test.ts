@@ -1,4 +1,3 @@
-import ssh2 from 'ssh2'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { operatorPrincipal } from '../src/modules/auth/principal.js'
 import { makeFile, makeFolder } from './helpers/file-rows.js'
@@ -12,6 +11,7 @@ import {
   startServer,
   type TestServer,
 } from './helpers/server.js'
+import { sshKeyPair } from './helpers/sftp.js'
 import {
   build,
   type Draw,
@@ -126,11 +126,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     })
     const admin = await makeKey(s, adminId)
     // A key registers once per site: each request gets its own, and one already on the user.
-    const sshKey = (): string => {
-      // ssh2 writes about one ed25519 key in 256 a byte short: draw again.
-      const { public: pub } = ssh2.utils.generateKeyPairSync('ed25519')
-      return ssh2.utils.parseKey(pub) instanceof Error ? sshKey() : pub
-    }
+    const sshKey = (): string => sshKeyPair().public
     const publicKey = await s.container.services.publicKeys.create(operatorPrincipal(s.container.site.id), {
       title: 'fixture',
       public_key: sshKey(),
