@@ -11,7 +11,7 @@ import { wharfVersion } from './cli/version.js'
 import { type Config, ConfigError, loadConfig } from './config.js'
 import { createContainer } from './container.js'
 import { isStorageFull } from './db/errors.js'
-import { operatorPrincipal } from './modules/auth/principal.js'
+import { operatorPrincipal } from './identity/principal.js'
 import { serve } from './server.js'
 
 /**

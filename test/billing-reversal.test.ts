@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ApiError } from '../src/api/errors.js'
-import { operatorPrincipal } from '../src/modules/auth/principal.js'
+import { operatorPrincipal } from '../src/identity/principal.js'
 import { call, dialects, startServer, type TestServer } from './helpers/server.js'
 
 describe.each(dialects)('payment reversal (%s)', (dialect) => {

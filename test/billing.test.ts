@@ -3,7 +3,7 @@ import AccountLineItem from 'files.com/lib/models/AccountLineItem.js'
 import Invoice from 'files.com/lib/models/Invoice.js'
 import Payment from 'files.com/lib/models/Payment.js'
 import { describe, expect, it } from 'vitest'
-import { operatorPrincipal } from '../src/modules/auth/principal.js'
+import { operatorPrincipal } from '../src/identity/principal.js'
 import { call, dialects, expectError, login, makeKey, makeUser, type TestServer } from './helpers/server.js'
 import { describeError, sdkError, sdkServer } from './sdk/sdk.js'
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { contentDisposition, parseRange, RangeNotSatisfiable } from '../src/http/file-bytes.js'
+import { ApiError } from '../src/api/errors.js'
+import { contentDisposition, parseRange } from '../src/http/file-bytes.js'
 import { bytes, filesUrl, md5, target, uploaded, withChecksums } from './helpers/files.js'
 import {
   type CallResult,
@@ -43,9 +44,22 @@ describe('byte ranges (unit)', () => {
     expect(parseRange('bytes=9-2', 100)).toBeNull()
     expect(parseRange('items=0-1', 100)).toBeNull()
     expect(parseRange('bytes=-', 100)).toBeNull()
-    expect(() => parseRange('bytes=100-', 100)).toThrow(RangeNotSatisfiable)
-    expect(() => parseRange('bytes=-0', 100)).toThrow(RangeNotSatisfiable)
-    expect(() => parseRange('bytes=0-', 0)).toThrow(RangeNotSatisfiable)
+    for (const [header, size] of [
+      ['bytes=100-', 100],
+      ['bytes=-0', 100],
+      ['bytes=0-', 0],
+    ] as const) {
+      const err = (() => {
+        try {
+          parseRange(header, size)
+        } catch (e) {
+          return e
+        }
+      })()
+      expect(err).toBeInstanceOf(ApiError)
+      expect(err).toMatchObject({ type: 'processing-failure/invalid-range', status: 416 })
+      expect((err as ApiError).extras.headers).toEqual({ 'Content-Range': `bytes */${size}` })
+    }
   })
 
   it('names the file for any browser: an ASCII fallback and the exact UTF-8 name', () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { IdentityCache } from '../src/modules/auth/identity-cache.js'
-import type { ApiKeyRow } from '../src/modules/auth/principal.js'
+import { IdentityCache } from '../src/identity/identity-cache.js'
+import type { ApiKeyRow } from '../src/identity/principal.js'
 import { call, dialects, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'
 
 const row = (id: number) => ({ id }) as unknown as ApiKeyRow

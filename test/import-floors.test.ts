@@ -19,7 +19,7 @@ const FLOORS: { floor: number; name: string; match: (file: string) => boolean }[
   { floor: 5, name: 'front ends', match: (f) => /^(http|sftp|ftp|dav)\//.test(f) },
   { floor: 4, name: 'modules', match: (f) => f.startsWith('modules/') },
   { floor: 3, name: 'background machinery', match: (f) => /^(webhooks|exports|checksums|jobs)\//.test(f) },
-  { floor: 2, name: 'storage', match: (f) => /^(blobs|db|security)\//.test(f) },
+  { floor: 2, name: 'storage and identity', match: (f) => /^(blobs|db|security|identity)\//.test(f) },
   { floor: 1, name: 'api', match: (f) => f.startsWith('api/') },
 ]
 
@@ -102,6 +102,31 @@ function cycles(g: Map<string, string[]>): string[][] {
   return out
 }
 
+/**
+ * The folder a file belongs to, for the folder-level check: each module (`modules/<name>/`) is
+ * one, as is every other top folder; of the files directly in `modules/`, the composition
+ * (`services.ts`, `repositories.ts`, which build every module) is one and the rest (settings,
+ * list requests: what every module may use) another.
+ */
+function folderOf(file: string): string {
+  const parts = file.split('/')
+  if (parts.length === 1) return file
+  if (parts[0] !== 'modules') return parts[0]!
+  if (parts.length > 2) return `modules/${parts[1]}`
+  return ['services.ts', 'repositories.ts'].includes(parts[1]!) ? 'modules (composition)' : 'modules (shared)'
+}
+
+/** The graph of folders: one folder imports another if any of its files imports one of the other's. */
+function folderGraph(files: Map<string, string[]>): Map<string, string[]> {
+  const g = new Map<string, Set<string>>()
+  for (const [from, targets] of files) {
+    const a = folderOf(from)
+    const edges = g.get(a) ?? g.set(a, new Set()).get(a)!
+    for (const to of targets) if (folderOf(to) !== a) edges.add(folderOf(to))
+  }
+  return new Map([...g].map(([k, v]) => [k, [...v]]))
+}
+
 describe('the import graph of src/', () => {
   it('reads every file and finds the imports (the check below cannot pass on an empty graph)', () => {
     expect(graph.size).toBeGreaterThan(50)
@@ -110,6 +135,10 @@ describe('the import graph of src/', () => {
 
   it('has no import circle', () => {
     expect(cycles(graph)).toEqual([])
+  })
+
+  it('has no circle between folders either (a module never imports one that imports it back)', () => {
+    expect(cycles(folderGraph(graph))).toEqual([])
   })
 
   it('imports only from the same floor or one below, apart from the listed exceptions', () => {
@@ -135,6 +164,15 @@ describe('the import graph of src/', () => {
       ['b.ts', ['a.ts']],
     ])
     expect(cycles(g)).toEqual([['a.ts', 'b.ts']])
+    const byFolder = folderGraph(
+      new Map([
+        ['modules/a/x.ts', ['modules/b/y.ts']],
+        ['modules/b/z.ts', ['modules/a/w.ts']],
+        ['modules/a/w.ts', []],
+        ['modules/b/y.ts', []],
+      ]),
+    )
+    expect(cycles(byFolder)).toEqual([['modules/a', 'modules/b']])
     expect(floorOf('db/x.ts').floor).toBeLessThan(floorOf('modules/x/y.ts').floor)
   })
 })

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { operatorPrincipal } from '../src/modules/auth/principal.js'
+import { operatorPrincipal } from '../src/identity/principal.js'
 import { makeFile, makeFolder } from './helpers/file-rows.js'
 import { pollHistoryExport } from './helpers/history-export-fixtures.js'
 import {

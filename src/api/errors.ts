@@ -24,6 +24,9 @@ const TYPE_STATUS: Partial<Record<ErrorType, number>> = {
   'bad-request/method-not-allowed': 405,
   // 507 Insufficient Storage: the server's disk, not the request, is at fault, and nothing was kept.
   'service-unavailable/storage-full': 507,
+  // 416 Range Not Satisfiable, though its family (processing-failure) means 422: download clients
+  // and resumable transfer tools act on 416 itself, and the body still names the type.
+  'processing-failure/invalid-range': 416,
 }
 
 export function statusOf(type: ErrorType): number {

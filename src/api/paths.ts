@@ -28,3 +28,14 @@ export function isWithin(path: string, folder: string): boolean {
   const f = folder.toLowerCase()
   return f === '' || p === f || p.startsWith(`${f}/`)
 }
+
+/** The folder a (normalized) path lies in: '' for a name in the root. */
+export function parentOf(path: string): string {
+  const i = path.lastIndexOf('/')
+  return i === -1 ? '' : path.slice(0, i)
+}
+
+/** The last segment of a (normalized) path. */
+export function nameOf(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1)
+}

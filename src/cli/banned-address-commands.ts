@@ -1,5 +1,5 @@
 import type { Command } from 'commander'
-import { operatorPrincipal } from '../modules/auth/principal.js'
+import { operatorPrincipal } from '../identity/principal.js'
 import { allPages, type WithContainer } from './cli-lists.js'
 
 /**

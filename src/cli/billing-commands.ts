@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError } from 'commander'
-import { operatorPrincipal } from '../modules/auth/principal.js'
+import { operatorPrincipal } from '../identity/principal.js'
 import type { NewInvoiceLine, NewPayment } from '../modules/billing/billing-ledger.js'
 import type { WithContainer } from './cli-lists.js'
 

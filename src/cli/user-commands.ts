@@ -1,7 +1,7 @@
 import { type Command, InvalidArgumentError } from 'commander'
 import { ERRORS } from '../api/error-factories.js'
 import type { Container } from '../container.js'
-import { operatorPrincipal } from '../modules/auth/principal.js'
+import { operatorPrincipal } from '../identity/principal.js'
 import { generatePassword } from '../security/secrets.js'
 import { allPages, type WithContainer } from './cli-lists.js'
 

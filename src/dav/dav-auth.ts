@@ -1,5 +1,5 @@
 import { ERRORS } from '../api/error-factories.js'
-import type { Principal } from '../modules/auth/principal.js'
+import type { Principal } from '../identity/principal.js'
 import type { ProtocolLogin } from '../modules/auth/protocol-login.js'
 import { RememberedLogins } from '../modules/auth/remembered-logins.js'
 

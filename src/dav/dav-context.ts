@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify'
+import { parentOf } from '../api/paths.js'
 import type { HttpContext } from '../http/http-context.js'
-import type { Principal } from '../modules/auth/principal.js'
+import type { Principal } from '../identity/principal.js'
 import type { FsEntry, UserFileSystem } from '../modules/files/vfs/file-system.js'
 import type { DavAuthenticator } from './dav-auth.js'
 import { DavError } from './dav-errors.js'
@@ -28,11 +29,6 @@ export function filesOf(ctx: DavContext, request: FastifyRequest): UserFileSyste
 /** Who holds a lock: only they may use its token. */
 export function holderOf(p: Principal): string {
   return p.user ? `u${p.user.id}` : `k${p.apiKey?.id ?? 0}`
-}
-
-export function parentOf(path: string): string {
-  const slash = path.lastIndexOf('/')
-  return slash === -1 ? '' : path.slice(0, slash)
 }
 
 /** `Depth` as RFC 4918 §10.2 has it; anything else is 400. */

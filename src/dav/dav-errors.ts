@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../api/errors.js'
+import { xmlEscape } from '../api/xml-text.js'
 import { toApiError } from '../http/error-handler.js'
-import { xmlEscape } from './xml-escape.js'
 
 /** Wharf's own namespace for what a WebDAV error body says beyond the DAV precondition. */
 export const WHARF_NS = 'urn:x-wharf:dav'

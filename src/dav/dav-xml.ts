@@ -1,10 +1,10 @@
-export { xmlEscape } from './xml-escape.js'
+export { xmlEscape } from '../api/xml-text.js'
 
 import type { FastifyRequest } from 'fastify'
 import { ApiError } from '../api/errors.js'
+import { xmlEscape } from '../api/xml-text.js'
 import { lazyXmlReader } from '../http/format.js'
 import { DavError } from './dav-errors.js'
-import { xmlEscape } from './xml-escape.js'
 
 export const DAV_NS = 'DAV:'
 

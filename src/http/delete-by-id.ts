@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import type { Principal } from '../modules/auth/principal.js'
+import type { Principal } from '../identity/principal.js'
 import type { Routes } from './route-types.js'
 import { EchoId, errorResponses, IdParams } from './schemas.js'
 

@@ -2,28 +2,21 @@ import type { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { contentDisposition } from '../api/content-disposition.js'
 import { entityTag, type TaggedVersion, tagNamesVersion } from '../api/entity-tag.js'
-import { ApiError } from '../api/errors.js'
+import { ERRORS } from '../api/error-factories.js'
 import type { ByteRange } from '../blobs/blob-store.js'
 import type { Download, DownloadService } from '../modules/files/download-service.js'
 import { mimeTypeOf } from '../modules/files/file-json.js'
 
-/**
- * 416 keeps its HTTP status although its type's family (processing-failure) means 422: download
- * clients and resumable transfer tools act on 416 itself, and the body still names the type.
- */
-export class RangeNotSatisfiable extends ApiError {
-  override readonly status = 416
-  constructor(size: number) {
-    super('processing-failure/invalid-range', `The range asked for lies outside the file's ${size} bytes`, {
-      headers: { 'Content-Range': `bytes */${size}` },
-    })
-  }
-}
+/** 416 (the type's own status), with the size a client needs to ask again. */
+const rangeNotSatisfiable = (size: number) =>
+  ERRORS.invalidRange(`The range asked for lies outside the file's ${size} bytes`, {
+    headers: { 'Content-Range': `bytes */${size}` },
+  })
 
 /**
  * One `Range: bytes=…` header against a size. `null`: serve the whole file (no header, a header
  * that is not a single byte range — several ranges are served whole rather than as multipart —
- * or a malformed one, which RFC 9110 says to ignore). Throws RangeNotSatisfiable.
+ * or a malformed one, which RFC 9110 says to ignore). Throws 416 processing-failure/invalid-range.
  */
 export function parseRange(header: string | undefined, size: number): ByteRange | null {
   if (header === undefined) return null
@@ -31,13 +24,13 @@ export function parseRange(header: string | undefined, size: number): ByteRange 
   if (!m || (m[1] === '' && m[2] === '')) return null
   if (m[1] === '') {
     const suffix = Number(m[2])
-    if (suffix === 0 || size === 0) throw new RangeNotSatisfiable(size)
+    if (suffix === 0 || size === 0) throw rangeNotSatisfiable(size)
     return { start: Math.max(0, size - suffix), end: size - 1 }
   }
   const start = Number(m[1])
   const end = m[2] === '' ? size - 1 : Number(m[2])
   if (m[2] !== '' && end < start) return null
-  if (start >= size) throw new RangeNotSatisfiable(size)
+  if (start >= size) throw rangeNotSatisfiable(size)
   return { start, end: Math.min(end, size - 1) }
 }
 

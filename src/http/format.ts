@@ -3,6 +3,7 @@ import type { X2jOptions, XMLParser, XMLValidator } from 'fast-xml-parser'
 import Negotiator from 'negotiator'
 import { ERRORS } from '../api/error-factories.js'
 import { ApiError } from '../api/errors.js'
+import { xmlEscape } from '../api/xml-text.js'
 
 export type Format = 'json' | 'xml'
 
@@ -87,15 +88,6 @@ export function negotiate(accept: string | undefined): Format {
 // (`<name nil="true"/>`, `<name type="array"/>`, `<name/>`). Either setting changes bytes that
 // clients already read; everything else (nesting, lists, typed values, escaping) came out the same.
 
-const escapeXml = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!)
-
-// XML 1.0 cannot carry most control characters even escaped; drop them rather than emit bad XML.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: that is the point
-const INVALID_XML_CHARS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]/g
-// Half of a surrogate pair is no character at all: UTF-8 cannot encode it.
-const LONE_SURROGATES = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
-
 const XML_NAME = /^[A-Za-z_][A-Za-z0-9._-]*$/
 
 /** Keys become element names: anything that is not a plain XML name is made one, never injected. */
@@ -104,8 +96,6 @@ function xmlName(key: string): string {
   const cleaned = key.replace(/[^A-Za-z0-9._-]/g, '_')
   return /^[A-Za-z_]/.test(cleaned) ? cleaned : `_${cleaned}`
 }
-
-const xmlText = (s: string) => escapeXml(s.replace(INVALID_XML_CHARS, '').replace(LONE_SURROGATES, ''))
 
 function singular(name: string): string {
   if (name.endsWith('ies')) return `${name.slice(0, -3)}y`
@@ -131,7 +121,7 @@ function element(name: string, value: unknown, indent: string, floats: ReadonlyS
       .join('')
     return inner ? `${indent}<${name}>\n${inner}${indent}</${name}>\n` : `${indent}<${name}/>\n`
   }
-  return `${indent}<${name}>${xmlText(String(value))}</${name}>\n`
+  return `${indent}<${name}>${xmlEscape(String(value))}</${name}>\n`
 }
 
 /**

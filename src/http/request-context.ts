@@ -1,4 +1,4 @@
-import type { Principal } from '../modules/auth/principal.js'
+import type { Principal } from '../identity/principal.js'
 import type { Format } from './format.js'
 
 /**

@@ -1,6 +1,6 @@
 import type { ListRequest, ListSpec } from '../api/list-spec.js'
 import { listRequest } from '../db/list-cursor.js'
-import type { SiteSecrets } from './sites/site-secrets.js'
+import type { SiteSecrets } from '../security/site-secrets.js'
 
 /**
  * The start of every list method: the query checked against the endpoint's spec, with the site's

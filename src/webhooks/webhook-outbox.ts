@@ -1,6 +1,7 @@
 import crypto from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { type Kysely, type Selectable, sql } from 'kysely'
+import { parentOf } from '../api/paths.js'
 import { dialectOf } from '../db/dialects/dialect-of.js'
 import type { Database, WebhookNotificationsTable } from '../db/schema.js'
 import { findWebhookSettings } from './listener-settings.js'
@@ -30,8 +31,7 @@ export interface Actor {
 export const outboxSignal = new EventEmitter()
 outboxSignal.setMaxListeners(0)
 
-const parentLower = (p: string) => (p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '').toLowerCase()
-export const folderOf = (p: string) => (p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : '')
+const parentLower = (p: string) => parentOf(p).toLowerCase()
 
 /**
  * The webhook operation an Action stands for, or null when none: only file and folder actions
@@ -99,7 +99,7 @@ export async function enqueueNotification(
       protocol: actor.interface ?? 'restapi',
       path,
       sourcepath: moved ? (a.source ?? '') : '',
-      folder: folderOf(path),
+      folder: parentOf(path),
       state: 'pending',
       // 0: as many as the retry schedule allows (a manual retry raises it).
       max_attempts: 0,

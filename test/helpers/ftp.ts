@@ -3,7 +3,7 @@ import crypto from 'node:crypto'
 import net from 'node:net'
 import { expect } from 'vitest'
 import { FtpServer } from '../../src/ftp/ftp-server.js'
-import { operatorPrincipal } from '../../src/modules/auth/principal.js'
+import { operatorPrincipal } from '../../src/identity/principal.js'
 import { startListener, type TestListener } from './listener.js'
 import {
   call,

@@ -12,7 +12,7 @@ import { loadConfig } from '../../src/config.js'
 import { type Container, createContainer } from '../../src/container.js'
 import type { ExportKind } from '../../src/db/schema.js'
 import type { ExportSource } from '../../src/exports/export-kind.js'
-import { operatorPrincipal } from '../../src/modules/auth/principal.js'
+import { operatorPrincipal } from '../../src/identity/principal.js'
 import { hashPassword } from '../../src/security/secrets.js'
 import type { Resolver } from '../../src/webhooks/address-guard.js'
 

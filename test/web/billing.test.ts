@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest'
-import { operatorPrincipal } from '../../src/modules/auth/principal.js'
+import { operatorPrincipal } from '../../src/identity/principal.js'
 import {
   BROWSER_SUITE,
   expectNoOutsideRequests,

@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { operatorPrincipal } from '../../src/modules/auth/principal.js'
+import { operatorPrincipal } from '../../src/identity/principal.js'
 import { BROWSER_SUITE, hasBrowser, newPage, shown, signIn, webSuite } from '../helpers/browser.js'
 import { uploaded } from '../helpers/files.js'
 import { cutOff, overflowing } from '../helpers/phone-layout.js'

@@ -1,5 +1,5 @@
 import type { Page } from 'playwright-core'
-import { operatorPrincipal } from '../../src/modules/auth/principal.js'
+import { operatorPrincipal } from '../../src/identity/principal.js'
 import { grant, makeUser, type TestServer } from '../../test/helpers/server.js'
 
 /** What the screenshot runner hands over: a site admin's signed-in page at 1280×800. */

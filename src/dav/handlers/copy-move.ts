@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { isWithin } from '../../api/paths.js'
-import { type DavContext, depthOf, filesOf, guardWrite, parentOf } from '../dav-context.js'
+import { isWithin, parentOf } from '../../api/paths.js'
+import { type DavContext, depthOf, filesOf, guardWrite } from '../dav-context.js'
 import { DavError } from '../dav-errors.js'
 
 /** `Overwrite: T` (the default) or `F` (RFC 4918 §10.6). */

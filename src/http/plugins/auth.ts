@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
-import { credentialsFrom } from '../../modules/auth/auth-service.js'
-import type { PermissionSet, Principal } from '../../modules/auth/principal.js'
+import type { PermissionSet, Principal } from '../../identity/principal.js'
+import { credentialsFrom } from '../credentials.js'
 import type { HttpContext } from '../http-context.js'
 import type { Access } from '../request-context.js'
 

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
+import { PERMISSION_SETS } from '../../identity/permission-sets.js'
 import { API_KEY_LIST } from '../../modules/api-keys/api-key-service.js'
-import { PERMISSION_SETS } from '../../modules/auth/permission-sets.js'
 import { deleteById } from '../delete-by-id.js'
 import { checked, exclusive } from '../field-checks.js'
 import type { HttpContext } from '../http-context.js'

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { ERRORS } from '../../api/error-factories.js'
-import { credentialsFrom } from '../../modules/auth/auth-service.js'
+import { credentialsFrom } from '../credentials.js'
 import type { HttpContext } from '../http-context.js'
 import type { Routes } from '../route-types.js'
 import { errorResponses } from '../schemas.js'

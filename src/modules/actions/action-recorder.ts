@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely'
+import { parentOf } from '../../api/paths.js'
 import type { Database } from '../../db/schema.js'
+import type { Principal } from '../../identity/principal.js'
 import { enqueueNotification } from '../../webhooks/webhook-outbox.js'
-import type { Principal } from '../auth/principal.js'
 import { insertAction } from './action-repository.js'
 
 export const ACTION_TYPES = [
@@ -76,7 +77,7 @@ export async function recordAction(
   now = Date.now(),
 ): Promise<number> {
   const path = a.path ?? ''
-  const folder = path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : ''
+  const folder = parentOf(path)
   const id = await insertAction(db, {
     site_id: ctx.siteId,
     created_at: now,

@@ -2,7 +2,7 @@ import { formatDateTime, parseDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
 import { addModelError, type ModelErrors } from '../../api/errors.js'
 import type { ListSpec } from '../../api/list-spec.js'
-import { PERMISSION_SETS, type PermissionSet, type Principal } from '../auth/principal.js'
+import { PERMISSION_SETS, type PermissionSet, type Principal } from '../../identity/principal.js'
 import type { ApiKeyRow } from './api-key-repository.js'
 
 /** The ApiKey resource as the API shows it, its inputs, and the rules that need no database. */

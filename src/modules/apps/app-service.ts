@@ -1,8 +1,8 @@
 import { type ListSpec, mapPage, type Page } from '../../api/list-spec.js'
 import { pageInMemory } from '../../db/list-in-memory.js'
-import type { Principal } from '../auth/principal.js'
+import type { Principal } from '../../identity/principal.js'
+import type { SiteSecrets } from '../../security/site-secrets.js'
 import { readListRequest } from '../list-request.js'
-import type { SiteSecrets } from '../sites/site-secrets.js'
 import type { App } from './app-catalog.js'
 
 /**

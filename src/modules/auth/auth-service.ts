@@ -1,11 +1,11 @@
 import { ERRORS } from '../../api/error-factories.js'
+import { IdentityCache } from '../../identity/identity-cache.js'
+import type { Interface, PermissionSet, Principal } from '../../identity/principal.js'
 import { tokenHash } from '../../security/secrets.js'
 import type { ApiKeyRepository } from '../api-keys/api-key-repository.js'
 import type { SessionRepository } from '../sessions/session-repository.js'
 import type { ModuleSettings } from '../settings.js'
 import type { UserRepository } from '../users/user-repository.js'
-import { IdentityCache } from './identity-cache.js'
-import type { Interface, PermissionSet, Principal } from './principal.js'
 
 /** last_use_at is written at most once per 3 hours per key (api-spec.md, ApiKey). */
 export const LAST_USE_GRANULARITY_MS = 3 * 60 * 60 * 1000
@@ -15,23 +15,6 @@ const SESSION_TOUCH_MS = 60 * 1000
 export interface Credentials {
   apiKey?: string | undefined
   sessionId?: string | undefined
-}
-
-type Headers = Record<string, string | string[] | undefined>
-
-const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v)
-
-/** Credentials from X-ServiceAPI-Key, HTTP Basic (key as user name), X-ServiceAPI-Auth, or the Files.com aliases. */
-export function credentialsFrom(headers: Headers): Credentials {
-  let apiKey = first(headers['x-serviceapi-key']) ?? first(headers['x-filesapi-key'])
-  const auth = first(headers['authorization'])
-  if (!apiKey && auth && /^basic /i.test(auth)) {
-    const decoded = Buffer.from(auth.slice(6).trim(), 'base64').toString('utf8')
-    const colon = decoded.indexOf(':')
-    apiKey = colon === -1 ? decoded : decoded.slice(0, colon)
-  }
-  const sessionId = first(headers['x-serviceapi-auth']) ?? first(headers['x-filesapi-auth'])
-  return { apiKey: apiKey?.trim() || undefined, sessionId: sessionId?.trim() || undefined }
 }
 
 export function hasCredentials(c: Credentials): boolean {

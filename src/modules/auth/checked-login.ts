@@ -1,4 +1,4 @@
-import type { Principal } from './principal.js'
+import type { Principal } from '../../identity/principal.js'
 import type { ProtocolSession } from './protocol-login.js'
 
 /**

@@ -1,11 +1,11 @@
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
+import type { Principal, ProtocolInterface, UserRow } from '../../identity/principal.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import type { LoginDefender } from '../login-defender/login-defender.js'
 import type { SessionService } from '../sessions/session-service.js'
 import type { UserRepository } from '../users/user-repository.js'
 import type { AuthService } from './auth-service.js'
-import type { Principal, ProtocolInterface, UserRow } from './principal.js'
 
 /** A protocol connection's login: who it is, kept fresh, and ended with the connection. */
 export interface ProtocolSession {

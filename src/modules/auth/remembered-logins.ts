@@ -1,6 +1,6 @@
 import crypto from 'node:crypto'
+import type { Principal, ProtocolInterface } from '../../identity/principal.js'
 import { CheckedLogin } from './checked-login.js'
-import type { Principal, ProtocolInterface } from './principal.js'
 import type { ProtocolLogin } from './protocol-login.js'
 
 interface Remembered {

@@ -1,8 +1,8 @@
 import { formatDateTime, parseDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
 import type { ApiError } from '../../api/errors.js'
+import type { Principal } from '../../identity/principal.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
-import type { Principal } from '../auth/principal.js'
 import type { BillingRepository } from './billing-repository.js'
 import { MAX_MINOR, parseAmount, parseCurrency, toDecimal } from './money.js'
 

@@ -1,14 +1,14 @@
 import type { Kysely, Transaction } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import type { ApiError } from '../../api/errors.js'
-import { isWithin } from '../../api/paths.js'
+import { isWithin, nameOf, parentOf } from '../../api/paths.js'
 import type { SqlDialect } from '../../db/dialects/dialect.js'
 import type { Database } from '../../db/schema.js'
+import type { Principal } from '../../identity/principal.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
-import type { Principal } from '../auth/principal.js'
 import type { AccessView, Capability, FileAccess } from './file-access.js'
 import { describeFileAction } from './file-display.js'
-import { type FileRow, fileTargets, findByPath, nameOf, parentOf } from './file-repository.js'
+import { type FileRow, fileTargets, findByPath } from './file-repository.js'
 import { normalizeExistingPath, normalizeNewPath } from './new-paths.js'
 
 /** What copy and move need from the container. */

@@ -9,11 +9,11 @@ import {
   type ReadOptions,
 } from '../../blobs/blob-store.js'
 import type { Database } from '../../db/schema.js'
+import type { Principal } from '../../identity/principal.js'
+import type { SiteSecrets } from '../../security/site-secrets.js'
 import { type ActionContext, contextOf, recordAction } from '../actions/action-recorder.js'
 import { HeldActions } from '../actions/held-actions.js'
-import type { Principal } from '../auth/principal.js'
 import type { ModuleSettings } from '../settings.js'
-import type { SiteSecrets } from '../sites/site-secrets.js'
 import type { UserRepository } from '../users/user-repository.js'
 import type { FileAccess } from './file-access.js'
 import { describeFileAction } from './file-display.js'

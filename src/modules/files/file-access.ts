@@ -1,7 +1,7 @@
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
 import { isWithin } from '../../api/paths.js'
-import { isSiteAdmin, type Principal } from '../auth/principal.js'
+import { isSiteAdmin, type Principal } from '../../identity/principal.js'
 import type { PermissionRepository } from '../permissions/permission-repository.js'
 
 /**

@@ -1,10 +1,11 @@
 import type { Insertable, Transaction } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
+import { nameOf, parentOf } from '../../api/paths.js'
 import { BlobNotFoundError, type BlobStore } from '../../blobs/blob-store.js'
 import { queueChecksums, wakeChecksumWorkers } from '../../checksums/checksum-queue.js'
 import type { Database, FilesTable } from '../../db/schema.js'
+import type { Principal } from '../../identity/principal.js'
 import { contextOf } from '../actions/action-recorder.js'
-import type { Principal } from '../auth/principal.js'
 import {
   checkDestination,
   type OperationDeps,
@@ -24,8 +25,6 @@ import {
   findByPath,
   insertFileRows,
   lockPaths,
-  nameOf,
-  parentOf,
   queueBlobDeletion,
   queueNewBlob,
   requeueBlobs,

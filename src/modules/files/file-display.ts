@@ -1,3 +1,5 @@
+import { nameOf, parentOf } from '../../api/paths.js'
+
 /**
  * The `display` text of file Actions. The history stores the default form; the /history
  * endpoints rebuild the `full` (whole paths) and `parent` (name and folder) forms from the
@@ -7,8 +9,8 @@ export type FileActionType = 'create' | 'read' | 'update' | 'destroy' | 'move' |
 export type DisplayMode = '' | 'full' | 'parent'
 export type FileKind = 'file' | 'directory'
 
-const name = (p: string) => p.slice(p.lastIndexOf('/') + 1) || '/'
-const parent = (p: string) => (p.includes('/') ? `/${p.slice(0, p.lastIndexOf('/'))}` : '/')
+const name = (p: string) => nameOf(p) || '/'
+const parent = (p: string) => `/${parentOf(p)}`
 
 function show(path: string, mode: DisplayMode): string {
   if (mode === 'full') return `/${path}`

@@ -1,9 +1,10 @@
 import type { Transaction } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
+import { nameOf, parentOf } from '../../api/paths.js'
 import type { SqlDialect } from '../../db/dialects/dialect.js'
 import type { Database } from '../../db/schema.js'
+import type { Principal } from '../../identity/principal.js'
 import { contextOf } from '../actions/action-recorder.js'
-import type { Principal } from '../auth/principal.js'
 import {
   checkDestination,
   type OperationDeps,
@@ -23,8 +24,6 @@ import {
   type FileRow,
   findByPath,
   lockPaths,
-  nameOf,
-  parentOf,
   queueBlobDeletion,
   updateFileRow,
 } from './file-repository.js'

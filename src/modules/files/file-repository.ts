@@ -28,15 +28,6 @@ export interface Author {
   apiKeyId: number | null
 }
 
-export function parentOf(path: string): string {
-  const i = path.lastIndexOf('/')
-  return i === -1 ? '' : path.slice(0, i)
-}
-
-export function nameOf(path: string): string {
-  return path.slice(path.lastIndexOf('/') + 1)
-}
-
 export async function findByPath(db: Db, siteId: number, path: string): Promise<FileRow | undefined> {
   return db
     .selectFrom('files')
@@ -155,6 +146,8 @@ export {
   unqueueBlobKey,
   unqueueBlobs,
 } from '../../blobs/blob-garbage.js'
+
+import { nameOf, parentOf } from '../../api/paths.js'
 
 export async function insertFileRows(db: Db, rows: Insertable<FilesTable>[]): Promise<void> {
   await db.insertInto('files').values(rows).execute()

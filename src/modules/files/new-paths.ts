@@ -1,6 +1,6 @@
 import { ERRORS } from '../../api/error-factories.js'
 import { normalizePath } from '../../api/paths.js'
-import type { Principal } from '../auth/principal.js'
+import type { Principal } from '../../identity/principal.js'
 import type { Author } from './file-repository.js'
 
 /**

@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
+import { nameOf, parentOf } from '../../api/paths.js'
 import type { Database } from '../../db/schema.js'
-import { kindsAt, nameOf, parentOf } from './file-repository.js'
+import { kindsAt } from './file-repository.js'
 import { MAX_PARTS } from './upload-parts.js'
 
 /** Options of `action=put` / `action=end` / begin_upload, as the routes pass them on. */

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream'
 import type { Kysely, Transaction } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
-import { normalizePath } from '../../api/paths.js'
+import { nameOf, normalizePath, parentOf } from '../../api/paths.js'
 import {
   type AssemblyPlan,
   type BlobChecksums,
@@ -13,9 +13,9 @@ import { queueChecksums, wakeChecksumWorkers } from '../../checksums/checksum-qu
 import type { SqlDialect } from '../../db/dialects/dialect.js'
 import { isUniqueViolation } from '../../db/errors.js'
 import type { Database } from '../../db/schema.js'
+import type { Principal } from '../../identity/principal.js'
 import { randomHex } from '../../security/secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
-import type { Principal } from '../auth/principal.js'
 import { storedSpelling } from './destination-rules.js'
 import type { FileAccess } from './file-access.js'
 import { describeFileAction } from './file-display.js'
@@ -28,8 +28,6 @@ import {
   findByPath,
   insertFileRow,
   lockPath,
-  nameOf,
-  parentOf,
   queueBlobDeletion,
   queueNewBlob,
   requeueBlobs,

@@ -2,10 +2,10 @@ import { AddressRanges, parseAddress } from '../../api/address-ranges.js'
 import { formatDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
 import { mapPage, type Page } from '../../api/list-spec.js'
-import { type Principal, requireSiteAdmin } from '../auth/principal.js'
+import { type Principal, requireSiteAdmin } from '../../identity/principal.js'
+import type { SiteSecrets } from '../../security/site-secrets.js'
 import { readListRequest } from '../list-request.js'
 import type { ModuleSettings } from '../settings.js'
-import type { SiteSecrets } from '../sites/site-secrets.js'
 import {
   BANNED_ADDRESS_LIST,
   type BannedAddressRow,

@@ -1,5 +1,5 @@
 import { ERRORS } from '../../api/error-factories.js'
-import { type Principal, requireSiteAdmin } from '../auth/principal.js'
+import { type Principal, requireSiteAdmin } from '../../identity/principal.js'
 import type { HostKeys } from './host-keys.js'
 
 /** The SftpHostKey resource (Files.com's fields; the private key is never shown). */

@@ -1,7 +1,7 @@
 import { formatDateTime } from '../../api/datetime.js'
 import { addModelError, type ModelErrors } from '../../api/errors.js'
 import type { ListSpec } from '../../api/list-spec.js'
-import type { UserRow } from '../auth/principal.js'
+import type { UserRow } from '../../identity/principal.js'
 
 /** The User resource as the API shows it: never the password or its hash. */
 export interface UserJson {

@@ -1,6 +1,6 @@
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
-import type { UserRow } from '../auth/principal.js'
+import type { UserRow } from '../../identity/principal.js'
 import { blankToNull, checkEmail, checkPassword, checkUsername } from './user-model.js'
 
 export interface CreateUserInput {

@@ -5,7 +5,7 @@ import { isUniqueViolation } from '../../db/errors.js'
 import { selectPage } from '../../db/list-sql.js'
 import { Repository } from '../../db/repository.js'
 import type { Database, UsersTable } from '../../db/schema.js'
-import type { UserRow } from '../auth/principal.js'
+import type { UserRow } from '../../identity/principal.js'
 
 /** Usernames are unique per site whatever their case: the answer to a second one. */
 export const usernameTaken = () => ApiError.modelSave({ username: ['has already been taken'] })

@@ -4,13 +4,12 @@ import { ApiError, type ModelErrors } from '../../api/errors.js'
 import { mapPage, type Page } from '../../api/list-spec.js'
 import { refuseChangedReadOnly } from '../../api/read-only-fields.js'
 import type { Database } from '../../db/schema.js'
+import { IdentityCache } from '../../identity/identity-cache.js'
+import { isSiteAdmin, type Principal, requireSiteAdmin, type UserRow } from '../../identity/principal.js'
 import { hashPassword } from '../../security/secrets.js'
+import type { SiteSecrets } from '../../security/site-secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
-import { IdentityCache } from '../auth/identity-cache.js'
-import { isSiteAdmin, type Principal, requireSiteAdmin, type UserRow } from '../auth/principal.js'
 import { readListRequest } from '../list-request.js'
-import type { SessionService } from '../sessions/session-service.js'
-import type { SiteSecrets } from '../sites/site-secrets.js'
 import {
   blankToNull,
   checkEmail,
@@ -32,13 +31,24 @@ import { type UserRepository, usernameTaken } from './user-repository.js'
 
 export type { CreateUserInput, UpdateUserInput } from './user-patch.js'
 
+/**
+ * What a change of password or of a user's standing does to the user's sessions (the sessions
+ * module's SessionService): given to the service, so that users never import sessions, which
+ * read users.
+ */
+export interface UserSessions {
+  reauthenticate(p: Principal, header: string | undefined): Promise<void>
+  endAllFor(userId: number, db?: Kysely<Database>): Promise<void>
+  endOthers(userId: number, keepHash: string, db?: Kysely<Database>): Promise<void>
+}
+
 const notFound = (id: number) => ERRORS.userNotFound(`User ${id} not found`)
 const ANOTHER_ADMIN = 'make another user a site administrator first'
 
 export class UserService {
   constructor(
     readonly users: UserRepository,
-    readonly sessions: SessionService,
+    readonly sessions: UserSessions,
     private readonly secrets: SiteSecrets,
     readonly now: () => number = Date.now,
     private readonly identities: IdentityCache = new IdentityCache(0),

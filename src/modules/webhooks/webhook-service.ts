@@ -2,12 +2,12 @@ import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
 import type { Database } from '../../db/schema.js'
+import { type Principal, requireSiteAdmin } from '../../identity/principal.js'
 import { deliveringAttempts } from '../../webhooks/delivering-attempts.js'
 import { failedAttempt } from '../../webhooks/delivery-log.js'
 import type { RetryPolicy } from '../../webhooks/retry-policy.js'
 import type { WebhookDispatcher } from '../../webhooks/webhook-dispatcher.js'
 import { enqueueClaimedTest, requeueNotification, signalOutbox } from '../../webhooks/webhook-outbox.js'
-import { type Principal, requireSiteAdmin } from '../auth/principal.js'
 import type { WebhookSettingsService } from './webhook-settings.js'
 
 /** What `POST /webhook_settings/test` answers: the attempt as the log records it. */

@@ -4,11 +4,11 @@ import { hasControlCharacter } from '../../api/control-characters.js'
 import { formatDateTime } from '../../api/datetime.js'
 import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
 import { refuseChangedReadOnly } from '../../api/read-only-fields.js'
+import { type Principal, requireSiteAdmin } from '../../identity/principal.js'
 import { type AddressGuard, WHY_REFUSED } from '../../webhooks/address-guard.js'
 import { isWebhookOperation, type WebhookSettings } from '../../webhooks/listener-settings.js'
 import { WEBHOOK_OPERATIONS, type WebhookOperation } from '../../webhooks/webhook-operations.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
-import { type Principal, requireSiteAdmin } from '../auth/principal.js'
 import type { WebhookSettingsDefaults, WebhookSettingsRepository } from './webhook-settings-repository.js'
 
 export { WEBHOOK_OPERATIONS, type WebhookOperation, type WebhookSettings }

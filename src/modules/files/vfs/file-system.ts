@@ -2,9 +2,9 @@ import crypto from 'node:crypto'
 import { Readable } from 'node:stream'
 import { ERRORS } from '../../../api/error-factories.js'
 import { ApiError } from '../../../api/errors.js'
-import { normalizePath } from '../../../api/paths.js'
+import { nameOf, normalizePath, parentOf } from '../../../api/paths.js'
 import type { BlobStore } from '../../../blobs/blob-store.js'
-import type { Principal, ProtocolInterface } from '../../auth/principal.js'
+import type { Principal, ProtocolInterface } from '../../../identity/principal.js'
 import type { DownloadService } from '../download-service.js'
 import type { FileAccess } from '../file-access.js'
 import type { FileOperations } from '../file-operations.js'
@@ -96,9 +96,8 @@ export class UserFileSystem {
     } catch (err) {
       // A folder above the caller's permissions may be entered to reach them (as REST lists it).
       if (!isRefusal(err) || !(await this.d.fileAccess.of(this.principal)).leadsTo(path)) throw err
-      const name = path.slice(path.lastIndexOf('/') + 1).toLowerCase()
-      const parent = path.includes('/') ? path.slice(0, path.lastIndexOf('/')) : ''
-      for await (const e of this.list(parent)) if (e.name.toLowerCase() === name) return e
+      const name = nameOf(path).toLowerCase()
+      for await (const e of this.list(parentOf(path))) if (e.name.toLowerCase() === name) return e
       throw err
     }
   }

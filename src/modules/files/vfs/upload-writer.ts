@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream'
 import { ERRORS } from '../../../api/error-factories.js'
 import { ApiError } from '../../../api/errors.js'
-import type { Principal } from '../../auth/principal.js'
+import type { Principal } from '../../../identity/principal.js'
 import type { FileUploadPartJson } from '../upload-parts.js'
 import type { UploadService } from '../upload-service.js'
 import { entryOfJson, type FsEntry } from './fs-entry.js'

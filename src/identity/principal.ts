@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely'
-import { ERRORS } from '../../api/error-factories.js'
-import type { ApiKeysTable, UsersTable } from '../../db/schema.js'
+import { ERRORS } from '../api/error-factories.js'
+import type { ApiKeysTable, UsersTable } from '../db/schema.js'
 import type { PermissionSet } from './permission-sets.js'
 
 export type UserRow = Selectable<UsersTable>

@@ -1,4 +1,7 @@
-import type { SiteRepository } from './site-repository.js'
+/** Where a site's signing secret is stored (the sites' repository). */
+export interface SigningSecretSource {
+  signingSecret(siteId: number): Promise<string>
+}
 
 /**
  * Each site's signing secret (cursors, signed URLs), read once per process: a secret is generated
@@ -7,7 +10,7 @@ import type { SiteRepository } from './site-repository.js'
 export class SiteSecrets {
   private readonly known = new Map<number, string>()
 
-  constructor(private readonly sites: SiteRepository) {}
+  constructor(private readonly sites: SigningSecretSource) {}
 
   async signingSecret(siteId: number): Promise<string> {
     const cached = this.known.get(siteId)
