@@ -71,8 +71,13 @@ describe('error types (unit)', () => {
     for (const type of ERROR_TYPES) {
       const family = type.split('/')[0]!
       expect(FAMILY_STATUS[family], `family of ${type}`).toBeDefined()
-      // The one exception the family table has (docs/decisions.md, "Requests and responses").
-      const status = type === 'bad-request/method-not-allowed' ? 405 : FAMILY_STATUS[family]
+      // The exceptions to the family table (docs/decisions.md: "Requests and responses", and
+      // 416 for a range outside the file, which download clients act on).
+      const own: Record<string, number> = {
+        'bad-request/method-not-allowed': 405,
+        'processing-failure/invalid-range': 416,
+      }
+      const status = own[type] ?? FAMILY_STATUS[family]
       expect(statusOf(type), type).toBe(status)
       const err = new ApiError(type, 'm')
       expect(err.status).toBe(status)
