@@ -1,5 +1,5 @@
-import type { ApiKeyJson } from '../../../../src/modules/api-keys/api-key-model'
 import { PERMISSION_SET_LABELS } from '../../../../src/identity/permission-sets'
+import type { ApiKeyJson } from '../../../../src/modules/api-keys/api-key-model'
 import { localDateToIso } from '../../components/admin-time'
 import { formatDate } from '../../ui'
 
