@@ -18,7 +18,11 @@ const FLOORS: { floor: number; name: string; match: (file: string) => boolean }[
   },
   { floor: 5, name: 'front ends', match: (f) => /^(http|sftp|ftp|dav)\//.test(f) },
   { floor: 4, name: 'modules', match: (f) => f.startsWith('modules/') },
-  { floor: 3, name: 'background machinery', match: (f) => /^(webhooks|exports|checksums|jobs)\//.test(f) },
+  {
+    floor: 3,
+    name: 'background machinery',
+    match: (f) => /^(webhooks|exports|checksums|jobs|mail)\//.test(f),
+  },
   { floor: 2, name: 'storage and identity', match: (f) => /^(blobs|db|security|identity)\//.test(f) },
   { floor: 1, name: 'api', match: (f) => f.startsWith('api/') },
 ]

@@ -294,6 +294,7 @@ export interface Database {
   checksum_jobs: ChecksumJobsTable
   login_failures: LoginFailuresTable
   banned_addresses: BannedAddressesTable
+  mail_outbox: MailOutboxTable
 }
 
 /** Failed logins by address, inside the login defender's window. */
@@ -316,6 +317,26 @@ export interface BannedAddressesTable {
 }
 
 /** Blobs whose md5 and CRC-32 are still to be computed (the checksum worker's jobs). */
+/** Mail waiting for, or done with, the operator's SMTP server (migration 014). */
+export interface MailOutboxTable {
+  id: Generated<number>
+  site_id: number
+  kind: string
+  to_address: string
+  subject: string
+  text_body: string
+  html_body: string | null
+  message_id: string
+  state: Generated<'queued' | 'sent' | 'failed'>
+  attempts: Generated<number>
+  next_attempt_at: number
+  last_error: string | null
+  sent_at: number | null
+  lease_owner: string | null
+  lease_until: number | null
+  created_at: number
+}
+
 export interface ChecksumJobsTable {
   id: Generated<number>
   blob_key: string

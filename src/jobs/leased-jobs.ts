@@ -6,7 +6,7 @@ import type { SqlDialect } from '../db/dialects/dialect.js'
 import type { Database } from '../db/schema.js'
 
 /** The tables whose rows are jobs: each has `id`, `lease_owner` and `lease_until`. */
-export type JobTable = 'webhook_notifications' | 'exports' | 'checksum_jobs'
+export type JobTable = 'webhook_notifications' | 'exports' | 'checksum_jobs' | 'mail_outbox'
 
 /** A parameter of a claim, by name: its place in the statement is found once, when it is compiled. */
 export type Param = (name: string) => RawBuilder<unknown>

@@ -12,6 +12,7 @@ import * as m010 from './010-upload-expiry.js'
 import * as m011 from './011-outbox-writes.js'
 import * as m012 from './012-outbox-indexes.js'
 import * as m013 from './013-login-defender.js'
+import * as m014 from './014-mail-outbox.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -28,4 +29,5 @@ export const migrations: Record<string, Migration> = {
   '011-outbox-writes': m011,
   '012-outbox-indexes': m012,
   '013-login-defender': m013,
+  '014-mail-outbox': m014,
 }
