@@ -65,6 +65,16 @@ const STATE_ANSWERS: [ops: string | string[], status: number, type: string, mess
     'processing-failure/model-save-error',
     /^Permission set must be full for a site-wide key$/,
   ],
+  // Share links: the paths drawn are new names (no such file), or not the named user's to read.
+  [['POST /bundles', 'PATCH /bundles/{id}'], 404, 'not-found/bundle-path-not-found'],
+  [['POST /bundles', 'PATCH /bundles/{id}'], 403, 'not-authorized/read-permission-required'],
+  // "not after expires_at" (the description of start_access_on_date): a rule between two fields.
+  [
+    ['POST /bundles', 'PATCH /bundles/{id}'],
+    422,
+    'processing-failure/model-save-error',
+    /^Start access on date must not be after expires_at$/,
+  ],
   // A folder with files in it is deleted only with recursive=true.
   ['DELETE /resource/{id}', 422, 'processing-failure/folder-not-empty'],
 ]
@@ -132,6 +142,10 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       public_key: sshKey(),
       user_id: user.id,
     })
+    const bundle = await s.container.services.bundles.create(operatorPrincipal(s.container.site.id), {
+      paths: [folder],
+      user_id: user.id,
+    })
     const upload = `${folder}/up.txt`
     const ids: Record<string, number | string> = {
       api_keys: key.id,
@@ -143,6 +157,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       history_exports: exports['history_export_id']!,
       export_files: exports['export_file_id']!,
       public_keys: publicKey.id,
+      bundles: bundle.id,
     }
     const first = op.path.split('/')[1]!
     const refs: Refs = {
@@ -259,7 +274,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     expect(failures).toEqual([])
     // The state answers did occur (which ones depends on the values drawn).
     expect(seen.size).toBeGreaterThanOrEqual(5)
-    expect(ops.length).toBe(63)
+    expect(ops.length).toBe(68)
     expect(sent).toBeGreaterThan(ops.length * VARIANTS)
   })
 })

@@ -51,6 +51,8 @@ describe.each(dialects)('users (%s)', (dialect) => {
       expect(r.status).toBe(201)
       expect(Object.keys(r.body).sort()).toEqual(
         [
+          'attachments_permission',
+          'bundle_permission',
           'created_at',
           'disabled',
           'email',

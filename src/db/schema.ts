@@ -27,6 +27,8 @@ export interface UsersTable {
   updated_at: number
   last_login_at: number | null
   password_set_at: number | null
+  /** 1: the user may create share links (bundles) without being a site admin. */
+  attachments_permission: Generated<number>
 }
 
 export interface PermissionsTable {
@@ -295,6 +297,45 @@ export interface Database {
   login_failures: LoginFailuresTable
   banned_addresses: BannedAddressesTable
   mail_outbox: MailOutboxTable
+  bundles: BundlesTable
+  bundle_paths: BundlePathsTable
+}
+
+/** Share links: a code, its settings, and (in bundle_paths) the paths it shares. */
+export interface BundlesTable {
+  id: Generated<number>
+  site_id: number
+  /** The creator; null for a site-wide key's bundle. */
+  user_id: number | null
+  api_key_id: number | null
+  code: string
+  code_lower: string
+  password_hash: string | null
+  permissions: string
+  expires_at: number | null
+  start_access_on_date: number | null
+  max_uses: number | null
+  require_registration: number
+  require_share_recipient: number
+  skip_name: number
+  skip_email: number
+  skip_company: number
+  description: string | null
+  note: string | null
+  path_template: string | null
+  path_template_time_zone: string | null
+  dont_separate_submissions_by_folder: number
+  send_email_receipt_to_uploader: number
+  dont_allow_folders_in_uploads: number
+  created_at: number
+  updated_at: number
+}
+
+export interface BundlePathsTable {
+  id: Generated<number>
+  bundle_id: number
+  path: string
+  recursive: number
 }
 
 /** Failed logins by address, inside the login defender's window. */

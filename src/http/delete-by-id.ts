@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { Principal } from '../identity/principal.js'
+import type { Access } from './request-context.js'
 import type { Routes } from './route-types.js'
 import { EchoId, errorResponses, IdParams } from './schemas.js'
 
@@ -15,10 +16,13 @@ export function deleteById(
   url: `${string}/:id`,
   schema: { summary: string; tags: string[] },
   remove: (principal: Principal, id: number) => Promise<void>,
+  /** Which keys reach the route (request-context.ts); the default is full keys only. */
+  access?: Access,
 ): void {
   app.delete(
     url,
     {
+      ...(access ? { config: { access } } : {}),
       schema: {
         ...schema,
         params: IdParams,

@@ -22,6 +22,10 @@ const RULES = {
   permission: (s: Schema) => ({ ...omit(s, 'enum'), maxLength: 64 }),
   'permission-set': (s: Schema) => ({ ...omit(s, 'enum'), maxLength: 64 }),
   recursive: (s: Schema) => omit(s, 'enum'),
+  // bundle-model.ts: 422 on the field.
+  'bundle-permissions': (s: Schema) => ({ ...omit(s, 'enum'), maxLength: 64 }),
+  'bundle-code': (s: Schema) => ({ ...omit(s, 'pattern'), maxLength: 255 }),
+  'bundle-max-uses': (s: Schema) => omit(s, 'minimum'),
   // upload-rules.ts: part-number-too-large, invalid-upload-offset.
   part: (s: Schema) => omit(s, 'maximum'),
   restart: (s: Schema) => omit(s, 'enum'),

@@ -3,6 +3,7 @@ import type { SqlDialect } from '../db/dialects/dialect.js'
 import type { Database } from '../db/schema.js'
 import { ApiKeyRepository } from './api-keys/api-key-repository.js'
 import { BillingRepository } from './billing/billing-repository.js'
+import { BundleRepository } from './bundles/bundle-repository.js'
 import { ExportRepository } from './exports/export-repository.js'
 import { HistoryRepository } from './history/history-repository.js'
 import { LoginDefenderRepository } from './login-defender/login-defender-repository.js'
@@ -24,6 +25,7 @@ export interface Repositories {
   billing: BillingRepository
   history: HistoryRepository
   publicKeys: PublicKeyRepository
+  bundles: BundleRepository
   exports: ExportRepository
   serverKeys: ServerKeyRepository
   webhookSettings: WebhookSettingsRepository
@@ -40,6 +42,7 @@ export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): R
     billing: new BillingRepository(db, dialect),
     history: new HistoryRepository(db, dialect),
     publicKeys: new PublicKeyRepository(db, dialect),
+    bundles: new BundleRepository(db, dialect),
     exports: new ExportRepository(db, dialect),
     serverKeys: new ServerKeyRepository(db, dialect),
     webhookSettings: new WebhookSettingsRepository(db, dialect),

@@ -13,6 +13,7 @@ import * as m011 from './011-outbox-writes.js'
 import * as m012 from './012-outbox-indexes.js'
 import * as m013 from './013-login-defender.js'
 import * as m014 from './014-mail-outbox.js'
+import * as m015 from './015-bundles.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '012-outbox-indexes': m012,
   '013-login-defender': m013,
   '014-mail-outbox': m014,
+  '015-bundles': m015,
 }

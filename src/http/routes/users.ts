@@ -26,6 +26,8 @@ export const UserSchema = Type.Object(
     created_at: Type.String({ format: 'date-time' }),
     last_login_at: DateTime(),
     password_set_time: DateTime('When the password was last set'),
+    attachments_permission: Type.Boolean({ description: 'May create share links (bundles)' }),
+    bundle_permission: Type.Boolean({ description: 'The same flag as attachments_permission' }),
   },
   { $id: 'User', title: 'User' },
 )
@@ -58,6 +60,12 @@ const fields = {
   site_admin: Type.Boolean(),
   self_managed: Type.Boolean({ description: 'false makes a Shared/Bot user' }),
   disabled: Type.Boolean({ description: 'Disabled users cannot log in or use their keys' }),
+  attachments_permission: Type.Boolean({
+    description: 'May create share links (bundles); site admins always may',
+  }),
+  bundle_permission: Type.Boolean({
+    description: 'The same flag as attachments_permission; if both are given they must agree',
+  }),
 }
 
 // Everything but the username is optional on create; on update everything is.
@@ -69,6 +77,8 @@ const optional = {
   site_admin: Type.Optional(fields.site_admin),
   self_managed: Type.Optional(fields.self_managed),
   disabled: Type.Optional(fields.disabled),
+  attachments_permission: Type.Optional(fields.attachments_permission),
+  bundle_permission: Type.Optional(fields.bundle_permission),
 }
 
 const CreateBody = Type.Object(

@@ -15,6 +15,9 @@ export interface UserJson {
   created_at: string
   last_login_at: string | null
   password_set_time: string | null
+  /** May create share links (bundles); `bundle_permission` is the same flag under its newer name. */
+  attachments_permission: boolean
+  bundle_permission: boolean
 }
 
 export function toUserJson(row: UserRow): UserJson {
@@ -29,6 +32,8 @@ export function toUserJson(row: UserRow): UserJson {
     created_at: formatDateTime(row.created_at)!,
     last_login_at: formatDateTime(row.last_login_at),
     password_set_time: formatDateTime(row.password_set_at),
+    attachments_permission: row.attachments_permission === 1,
+    bundle_permission: row.attachments_permission === 1,
   }
 }
 

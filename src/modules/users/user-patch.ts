@@ -12,6 +12,9 @@ export interface CreateUserInput {
   site_admin?: boolean | undefined
   self_managed?: boolean | undefined
   disabled?: boolean | undefined
+  attachments_permission?: boolean | undefined
+  /** The same flag as attachments_permission (Files.com's newer name); if both are given they must agree. */
+  bundle_permission?: boolean | undefined
 }
 
 export type UpdateUserInput = Partial<CreateUserInput> & {
@@ -39,6 +42,8 @@ export function refuseSelfServiceLimits(row: UserRow, input: UpdateUserInput): v
     site_admin: row.site_admin === 1,
     self_managed: row.self_managed === 1,
     disabled: row.disabled === 1,
+    attachments_permission: row.attachments_permission === 1,
+    bundle_permission: row.attachments_permission === 1,
   }
   const refused = Object.keys(input).filter((k) => {
     const v = input[k as keyof UpdateUserInput]
@@ -84,6 +89,21 @@ export function userPatch(row: UserRow, input: UpdateUserInput, self: boolean): 
     if (self && input.disabled) addModelError(errors, 'disabled', 'cannot be set on your own user')
     patch.disabled = bit(input.disabled)
   }
+  const mayShare = attachmentsPermission(input, errors)
+  if (mayShare !== undefined && bit(mayShare) !== row.attachments_permission)
+    patch.attachments_permission = bit(mayShare)
   if (Object.keys(errors).length) throw ApiError.modelSave(errors)
   return patch
+}
+
+/** The share-link flag an input sets under either of its names, or undefined. */
+export function attachmentsPermission(
+  input: Pick<CreateUserInput, 'attachments_permission' | 'bundle_permission'>,
+  errors: ModelErrors,
+): boolean | undefined {
+  const { attachments_permission: a, bundle_permission: b } = input
+  if (a !== undefined && b !== undefined && a !== b) {
+    addModelError(errors, 'bundle_permission', 'must equal attachments_permission (they are the same flag)')
+  }
+  return a ?? b
 }

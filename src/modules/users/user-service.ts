@@ -20,6 +20,7 @@ import {
   type UserJson,
 } from './user-model.js'
 import {
+  attachmentsPermission,
   bit,
   type CreateUserInput,
   READ_ONLY_FIELDS,
@@ -78,6 +79,7 @@ export class UserService {
     checkUsername(input.username, errors)
     if (input.password !== undefined) checkPassword(input.password, input.password_confirmation, errors)
     const email = checkEmail(input.email ?? null, errors)
+    const mayShare = attachmentsPermission(input, errors)
     if (Object.keys(errors).length) throw ApiError.modelSave(errors)
     if (await this.users.usernameExists(p.siteId, input.username)) throw usernameTaken()
 
@@ -94,6 +96,7 @@ export class UserService {
         site_admin: bit(input.site_admin === true),
         self_managed: bit(input.self_managed !== false),
         disabled: bit(input.disabled === true),
+        attachments_permission: bit(mayShare === true),
         created_at: now,
         updated_at: now,
         last_login_at: null,

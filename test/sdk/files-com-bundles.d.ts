@@ -1,0 +1,34 @@
+// Types for the share-link part of the official `files.com` SDK (CommonJS, untyped) used by the suite.
+
+declare module 'files.com/lib/models/Bundle.js' {
+  interface RequestOptions {
+    apiKey?: string
+    sessionId?: string
+    autoPaginate?: boolean
+  }
+  export default class Bundle {
+    constructor(attributes?: Record<string, unknown>, options?: RequestOptions)
+    readonly id: number
+    readonly code: string
+    readonly url: string
+    readonly description: string | null
+    readonly note: string | null
+    readonly permissions: string
+    readonly password_protected: boolean
+    readonly max_uses: number | null
+    readonly expires_at: string | null
+    readonly user_id: number | null
+    readonly username: string | null
+    readonly paths: string[] | undefined
+    readonly bundlepaths: { recursive: boolean; path: string }[] | undefined
+    readonly attributes: Record<string, unknown>
+    getCode(): string
+    setNote(value: string): void
+    update(params?: Record<string, unknown>): Promise<Bundle>
+    delete(params?: Record<string, unknown>): Promise<void>
+    save(): Promise<boolean>
+    static list(params?: Record<string, unknown>, options?: RequestOptions): Promise<Bundle[]>
+    static find(id: number, params?: Record<string, unknown>, options?: RequestOptions): Promise<Bundle>
+    static create(params: Record<string, unknown>, options?: RequestOptions): Promise<Bundle>
+  }
+}
