@@ -180,7 +180,23 @@ describe.each(dialects)('Bundle API (%s)', (dialect) => {
     expect(list.status).toBe(200)
     expect(list.text).toContain('<bundles type="array">\n  <bundle>\n    <code>xml-code</code>')
     expect(list.text).not.toContain('<paths')
-    expect((await call(s, 'DELETE', `/bundles/${id}`, { key: aliceKey })).status).toBe(204)
+    const updated = await call(s, 'PATCH', `/bundles/${id}.xml`, {
+      key: aliceKey,
+      raw: '<bundle><note>from XML</note><skip_name type="boolean">true</skip_name><paths type="array"><path>shared/notes.txt</path></paths></bundle>',
+      contentType: 'application/xml',
+    })
+    expect(updated.status, updated.text).toBe(200)
+    expect(updated.text).toContain('<note>from XML</note>')
+    expect(updated.text).toContain('<skip_name type="boolean">true</skip_name>')
+    expect(updated.text).toContain('<paths type="array">\n    <path>shared/notes.txt</path>\n  </paths>')
+    const refused = await call(s, 'PATCH', `/bundles/${id}.xml`, {
+      key: aliceKey,
+      raw: '<bundle><permissions>everything</permissions></bundle>',
+      contentType: 'application/xml',
+    })
+    expect(refused.status).toBe(422)
+    expect(refused.text).toContain('<type>processing-failure/model-save-error</type>')
+    expect((await call(s, 'DELETE', `/bundles/${id}.xml`, { key: aliceKey })).status).toBe(204)
   })
 
   it('pages with cursors, sorts by expires_at and filters as the SDK documents', async () => {
@@ -420,6 +436,23 @@ describe.each(dialects)('Bundle API (%s)', (dialect) => {
       400,
       'bad-request/invalid-path',
     )
+  })
+
+  it('refuses changes once the permission is taken away, but lets the owner delete', async () => {
+    const u = await makeUser(s)
+    await grant(s, u.id, 'shared', 'readonly')
+    await mayShare(u.id)
+    const key = (await makeKey(s, u.id)).key
+    const b = await call(s, 'POST', '/bundles', { key, body: { paths: ['shared'] } })
+    expect(b.status).toBe(201)
+    await call(s, 'PATCH', `/users/${u.id}`, { key: s.adminKey, body: { bundle_permission: false } })
+    expectError(
+      await call(s, 'PATCH', `/bundles/${b.body.id}`, { key, body: { note: 'x' } }),
+      403,
+      'not-authorized/not-allowed-to-create-bundle',
+    )
+    expect((await call(s, 'GET', `/bundles/${b.body.id}`, { key })).status).toBe(200)
+    expect((await call(s, 'DELETE', `/bundles/${b.body.id}`, { key })).status).toBe(204)
   })
 
   it('goes with its creator when the user is deleted', async () => {

@@ -29,6 +29,7 @@ describe.each(dialects)('inherited property names as list fields (%s)', (dialect
   const sortedLists = () => [
     '/users',
     '/api_keys',
+    '/bundles',
     '/permissions',
     '/history',
     '/history/login',
