@@ -15,7 +15,7 @@ import { type ActionContext, contextOf, recordAction } from '../actions/action-r
 import { HeldActions } from '../actions/held-actions.js'
 import type { ModuleSettings } from '../settings.js'
 import type { UserRepository } from '../users/user-repository.js'
-import type { FileAccess } from './file-access.js'
+import type { AccessView, FileAccess } from './file-access.js'
 import { describeFileAction } from './file-display.js'
 import { type FileJson, toFileJson } from './file-json.js'
 import { type FileRow, fileTargets, findById, findByPath } from './file-repository.js'
@@ -70,12 +70,17 @@ export class DownloadService {
 
   /** GET /file_actions/metadata/{path}: a file or a folder, without a link. */
   async metadata(p: Principal, rawPath: string): Promise<FileJson> {
-    const path = normalizePath(rawPath)
     const access = await this.fileAccess.of(p)
-    access.requireAny(path, ['read', 'list'])
+    return toFileJson(await this.stat(p, rawPath, access), access)
+  }
+
+  /** `metadata` for every front end: the row. `access` is the caller's, when already read. */
+  async stat(p: Principal, rawPath: string, access?: AccessView): Promise<FileRow> {
+    const path = normalizePath(rawPath)
+    ;(access ?? (await this.fileAccess.of(p))).requireAny(path, ['read', 'list'])
     const row = path === '' ? undefined : await findByPath(this.db, p.siteId, path)
     if (!row) throw path === '' ? fileNotFound('The root folder has no metadata record') : noSuchFile(path)
-    return toFileJson(row, access)
+    return row
   }
 
   /** POST /resources/download: a file named by path or id, read by the caller. */

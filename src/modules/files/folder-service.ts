@@ -9,9 +9,16 @@ import type { Principal } from '../../identity/principal.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import { contextOf } from '../actions/action-recorder.js'
 import { readListRequest } from '../list-request.js'
-import type { FileAccess } from './file-access.js'
+import type { AccessView, FileAccess } from './file-access.js'
 import { type FileJson, toFileJson } from './file-json.js'
-import { ensureParents, findByPath, insertFolder, lockPath, setProvidedMtime } from './file-repository.js'
+import {
+  ensureParents,
+  type FileRow,
+  findByPath,
+  insertFolder,
+  lockPath,
+  setProvidedMtime,
+} from './file-repository.js'
 import { folderPage } from './folder-repository.js'
 import { listableRegions, visibleChildren } from './folder-visibility.js'
 import { authorOf, normalizeNewPath } from './new-paths.js'
@@ -58,6 +65,17 @@ export class FolderService {
    * looks only inside the folders they may list.
    */
   async list(p: Principal, rawPath: string, query: FolderListQuery): Promise<Page<FileJson>> {
+    const access = await this.fileAccess.of(p)
+    return mapPage(await this.listRows(p, rawPath, query, access), (r) => toFileJson(r, access))
+  }
+
+  /** `list` for every front end: the rows. `access` is the caller's, when already read. */
+  async listRows(
+    p: Principal,
+    rawPath: string,
+    query: FolderListQuery,
+    access?: AccessView,
+  ): Promise<Page<FileRow>> {
     const path = normalizePath(rawPath, 'path')
     const search = query.search ?? ''
     const searchAll = query.search_all === true
@@ -72,7 +90,7 @@ export class FolderService {
       modifiedAfter = parseDateTime(query.modified_at_datetime, 'modified_at_datetime')
     }
 
-    const access = await this.fileAccess.of(p)
+    access ??= await this.fileAccess.of(p)
     const full = access.can(path, 'list')
     if (!full && !access.leadsTo(path)) access.require(path, 'list')
     if (path !== '') {
@@ -106,8 +124,7 @@ export class FolderService {
     }
     const type = query.type === undefined ? undefined : query.type === 'folder' ? 'directory' : 'file'
     const listing = { search, pathLower, scope, regions, children, type, modifiedAfter } as const
-    const page = await folderPage(this.db, this.dialect, p.siteId, listing, list)
-    return mapPage(page, (r) => toFileJson(r, access))
+    return folderPage(this.db, this.dialect, p.siteId, listing, list)
   }
 
   /**
@@ -115,17 +132,27 @@ export class FolderService {
    * at the path is 422 destination-exists.
    */
   async mkdir(p: Principal, rawPath: string, input: MkdirInput): Promise<FileJson> {
+    const access = await this.fileAccess.of(p)
+    return toFileJson(await this.createFolder(p, rawPath, input, access), access)
+  }
+
+  /** `mkdir` for every front end: the new folder's row. */
+  async createFolder(
+    p: Principal,
+    rawPath: string,
+    input: MkdirInput,
+    access?: AccessView,
+  ): Promise<FileRow> {
     const path = normalizeNewPath(rawPath, 'path')
     const providedMtime =
       input.provided_mtime !== undefined && input.provided_mtime !== null && input.provided_mtime !== ''
         ? parseDateTime(input.provided_mtime, 'provided_mtime')
         : null
-    const access = await this.fileAccess.of(p)
-    access.require(path, 'write')
+    ;(access ?? (await this.fileAccess.of(p))).require(path, 'write')
     const ctx = contextOf(p)
     const author = authorOf(p)
     const now = this.now()
-    const row = await this.db.transaction().execute(async (trx) => {
+    return this.db.transaction().execute(async (trx) => {
       await lockPath(trx, this.dialect, p.siteId, path)
       const existing = await findByPath(trx, p.siteId, path)
       if (existing) {
@@ -138,6 +165,5 @@ export class FolderService {
       await setProvidedMtime(trx, folder.id, providedMtime)
       return { ...folder, provided_mtime: providedMtime }
     })
-    return toFileJson(row, access)
   }
 }

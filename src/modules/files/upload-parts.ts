@@ -142,10 +142,10 @@ export class UploadParts {
   }
 
   /**
-   * `PUT upload_uri`: checks the link before reading a byte, stages the part (an aborted or
-   * oversized body leaves nothing behind), then records it. With `contentMd5` (the request's
-   * `Content-MD5` header) the part's md5 is computed as it streams in, and a part whose bytes do
-   * not match is refused whole (400 invalid-body); without it nothing is hashed here.
+   * `PUT upload_uri`: checks the link before reading a byte, then stores the part (`store`).
+   * With `contentMd5` (the request's `Content-MD5` header) the part's md5 is computed as it
+   * streams in, and a part whose bytes do not match is refused whole (400 invalid-body); without
+   * it nothing is hashed here.
    */
   async receive(
     ref: string,
@@ -161,6 +161,23 @@ export class UploadParts {
     if (!upload || upload.expires_at <= now) throw uploadNotFound()
     const secret = await this.secrets.signingSecret(upload.site_id)
     checkUploadPartSignature(secret, upload.site_id, ref, part, expires, link.signature ?? '')
+    await this.store({ ...upload, ref }, part, data, { declaredLength, contentMd5 })
+  }
+
+  /**
+   * Stages part `part` of an upload already known to be the caller's (the signed route checked
+   * its link; a protocol writer opened it), an aborted or oversized body leaving nothing behind,
+   * then records it and pushes the upload's expiry back. 404 if the upload ended or was
+   * abandoned meanwhile.
+   */
+  async store(
+    upload: Pick<UploadRow, 'id' | 'ref' | 'expiry_seconds'>,
+    part: number,
+    data: Readable,
+    opts: { declaredLength?: number | undefined; contentMd5?: string | undefined } = {},
+  ): Promise<void> {
+    const { declaredLength, contentMd5 } = opts
+    const { ref } = upload
     if (declaredLength !== undefined && declaredLength > MAX_PART_BYTES) throw partTooLarge()
     let input = data
     if (contentMd5 !== undefined) {

@@ -1,4 +1,4 @@
-import { CompiledQuery, type Insertable, type Kysely } from 'kysely'
+import { CompiledQuery, type Insertable, type Kysely, type Selectable } from 'kysely'
 import type { SqlDialect } from '../../db/dialects/dialect.js'
 import type { Database, UploadsTable } from '../../db/schema.js'
 import type { Db } from './file-repository.js'
@@ -8,8 +8,8 @@ import type { Db } from './file-repository.js'
  * parts staged for it so far. Each statement runs on the connection or transaction it is given.
  */
 
-export async function insertUpload(db: Db, upload: Insertable<UploadsTable>): Promise<void> {
-  await db.insertInto('uploads').values(upload).execute()
+export function insertUpload(db: Db, upload: Insertable<UploadsTable>): Promise<Selectable<UploadsTable>> {
+  return db.insertInto('uploads').values(upload).returningAll().executeTakeFirstOrThrow()
 }
 
 /** An upload by its ref alone (a part's signed link names no site). */

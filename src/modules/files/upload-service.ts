@@ -17,7 +17,7 @@ import type { Principal } from '../../identity/principal.js'
 import { randomHex } from '../../security/secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { storedSpelling } from './destination-rules.js'
-import type { FileAccess } from './file-access.js'
+import type { AccessView, FileAccess } from './file-access.js'
 import { describeFileAction } from './file-display.js'
 import { type FileJson, toFileJson } from './file-json.js'
 import {
@@ -69,6 +69,25 @@ export class UploadService {
   /** `action=put` without a ref, and begin_upload: checks the destination, opens an upload. */
   async begin(p: Principal, rawPath: string, opts: UploadOptions): Promise<FileUploadPartJson[]> {
     const first = checkParts(opts)
+    const { upload, overwrites } = await this.open(p, rawPath, opts)
+    const out: FileUploadPartJson[] = []
+    for (let n = first; n < first + (opts.parts ?? 1); n++) {
+      out.push(await this.parts.describe(upload, n, overwrites, opts.throughWharf))
+    }
+    return out
+  }
+
+  /**
+   * Opens an upload of `rawPath` for the caller (write permission, path rules, the parent and
+   * what is at the path checked now), without describing any part: a protocol writer stores its
+   * parts through `parts.store`, REST's `begin` describes them as signed URLs. `overwrites`: a
+   * file is at the path now.
+   */
+  async open(
+    p: Principal,
+    rawPath: string,
+    opts: UploadOptions,
+  ): Promise<{ upload: UploadRow; overwrites: boolean }> {
     // The same rules as any new name (no segment ending in whitespace, not the root).
     const path = normalizeNewPath(rawPath, 'path')
     const access = await this.fileAccess.of(p)
@@ -79,7 +98,7 @@ export class UploadService {
 
     const now = this.now()
     const lifetime = { expiry_seconds: opts.expirySeconds ?? null }
-    const upload = {
+    const fields = {
       site_id: p.siteId,
       ref: randomHex(16),
       path,
@@ -92,12 +111,8 @@ export class UploadService {
       expires_at: this.parts.expiresAt(now, lifetime),
       ...lifetime,
     }
-    await insertUpload(this.db, upload)
-    const out: FileUploadPartJson[] = []
-    for (let n = first; n < first + (opts.parts ?? 1); n++) {
-      out.push(await this.parts.describe(upload, n, target?.type === 'file', opts.throughWharf))
-    }
-    return out
+    const upload = await insertUpload(this.db, fields)
+    return { upload, overwrites: target?.type === 'file' }
   }
 
   /** `action=put` with a ref (and begin_upload with one): where to send more parts. */
@@ -133,9 +148,22 @@ export class UploadService {
    */
   async end(p: Principal, rawPath: string, ref: string, opts: UploadOptions): Promise<FileJson> {
     checkParts(opts)
-    const upload = await this.ownUpload(p, normalizePath(rawPath), ref)
     const access = await this.fileAccess.of(p)
-    access.require(upload.path, 'write')
+    return toFileJson(await this.finish(p, rawPath, ref, opts, access), access)
+  }
+
+  /**
+   * `end` for every front end: the new file's row. `access` is the caller's, when already read.
+   */
+  async finish(
+    p: Principal,
+    rawPath: string,
+    ref: string,
+    opts: Pick<UploadOptions, 'providedMtime' | 'withRename'>,
+    access?: AccessView,
+  ): Promise<FileRow> {
+    const upload = await this.ownUpload(p, normalizePath(rawPath), ref)
+    ;(access ?? (await this.fileAccess.of(p))).require(upload.path, 'write')
     // Where parts may have gone straight to the store, one look there gives the key the blob must
     // get and the parts the store holds; the assembly uses the same look.
     const plan = this.blobs.planAssembly
@@ -166,7 +194,7 @@ export class UploadService {
     if (row.md5 === null) wakeChecksumWorkers()
     // The new blob holds its own links to (or copy of) the bytes: the staged parts can go.
     await this.blobs.discardUpload(ref).catch(() => undefined)
-    return toFileJson(row, access)
+    return row
   }
 
   private async commit(
