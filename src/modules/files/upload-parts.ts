@@ -1,18 +1,15 @@
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import type { Kysely, Selectable } from 'kysely'
 import { formatDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
 import { type BlobStore, BlobTooLargeError, type Exclusive, StagedPartError } from '../../blobs/blob-store.js'
-import type { SqlDialect } from '../../db/dialects/dialect.js'
-import type { Database, UploadsTable } from '../../db/schema.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import type { ModuleSettings } from '../settings.js'
 import { ContentMd5Mismatch, Md5Check, parseContentMd5 } from './content-md5.js'
 import { checkUploadPartSignature, parseExpiry, uploadPartUrl } from './signed-link.js'
-import { findUploadByRef, recordPart } from './upload-repository.js'
+import type { UploadRepository, UploadRow } from './upload-repository.js'
 
-export type UploadRow = Selectable<UploadsTable>
+export type { UploadRow } from './upload-repository.js'
 
 /** Files.com's limits: parts are numbered 1…10000, and one part holds at most 5 GiB. */
 export const MAX_PARTS = 10_000
@@ -50,8 +47,7 @@ export const uploadNotFound = () =>
  */
 export class UploadParts {
   constructor(
-    private readonly db: Kysely<Database>,
-    private readonly dialect: SqlDialect,
+    private readonly uploads: UploadRepository,
     private readonly blobs: BlobStore,
     private readonly secrets: SiteSecrets,
     private readonly config: ModuleSettings,
@@ -129,14 +125,8 @@ export class UploadParts {
    */
   private underUploadLock(uploadId: number): Exclusive {
     return (work) =>
-      this.db.transaction().execute(async (trx) => {
-        const row = await trx
-          .selectFrom('uploads')
-          .select('id')
-          .where('id', '=', uploadId)
-          .forUpdate()
-          .executeTakeFirst()
-        if (!row) throw uploadNotFound()
+      this.uploads.transaction(async (tx) => {
+        if (!(await tx.lock(uploadId))) throw uploadNotFound()
         return work()
       })
   }
@@ -157,7 +147,7 @@ export class UploadParts {
   ): Promise<void> {
     const now = this.now()
     const expires = parseExpiry(link.expires, now)
-    const upload = await findUploadByRef(this.db, ref)
+    const upload = await this.uploads.findByRef(ref)
     if (!upload || upload.expires_at <= now) throw uploadNotFound()
     const secret = await this.secrets.signingSecret(upload.site_id)
     checkUploadPartSignature(secret, upload.site_id, ref, part, expires, link.signature ?? '')
@@ -196,7 +186,7 @@ export class UploadParts {
       ;({ size } = await this.blobs.putPart(ref, part, input, {
         maxBytes: MAX_PART_BYTES,
         ...(declaredLength !== undefined ? { length: declaredLength } : {}),
-        ...(this.dialect.singleProcess ? {} : { exclusive: this.underUploadLock(upload.id) }),
+        ...(this.uploads.dialect.singleProcess ? {} : { exclusive: this.underUploadLock(upload.id) }),
       }))
     } catch (err) {
       if (err instanceof BlobTooLargeError) throw partTooLarge()
@@ -211,7 +201,7 @@ export class UploadParts {
     }
 
     const done = this.now()
-    const recorded = await recordPart(this.db, this.dialect, {
+    const recorded = await this.uploads.recordPart({
       uploadId: upload.id,
       number: part,
       size,
