@@ -77,28 +77,26 @@ export class UploadParts {
   }
 
   /**
-   * Part `part` of an upload: sent straight to the blob store where it takes parts directly (a
-   * presigned URL, unless `throughWharf`), else to Wharf's own signed URL. Both expire alike.
+   * Part `part` of an upload, for a REST client: sent straight to the blob store where it takes
+   * parts directly (a presigned URL), else to Wharf's own signed URL. Both expire alike.
    */
   async describe(
     upload: Pick<UploadRow, 'site_id' | 'ref' | 'path'>,
     part: number,
     askAboutOverwrites: boolean,
-    throughWharf = false,
   ): Promise<FileUploadPartJson> {
     const { partSize, uploadUrlSeconds } = this.config.files
     const expires = Math.floor(this.now() / 1000) + uploadUrlSeconds
-    const uri =
-      this.blobs.directPartUrl && !throughWharf
-        ? await this.blobs.directPartUrl(upload.ref, part, uploadUrlSeconds)
-        : uploadPartUrl(
-            this.config.baseUrl,
-            await this.secrets.signingSecret(upload.site_id),
-            upload.site_id,
-            upload.ref,
-            part,
-            expires,
-          )
+    const uri = this.blobs.directPartUrl
+      ? await this.blobs.directPartUrl(upload.ref, part, uploadUrlSeconds)
+      : uploadPartUrl(
+          this.config.baseUrl,
+          await this.secrets.signingSecret(upload.site_id),
+          upload.site_id,
+          upload.ref,
+          part,
+          expires,
+        )
     return {
       send: {},
       action: 'put/write',

@@ -15,11 +15,6 @@ export interface UploadOptions {
   providedMtime?: number | undefined
   withRename?: boolean | undefined
   /**
-   * Wharf's own part URLs even where the blob store takes parts directly: the protocol front ends
-   * stream their parts through Wharf. Never set from a request.
-   */
-  throughWharf?: boolean | undefined
-  /**
    * The upload's own lifetime without activity (a protocol writer's, kept alive by its
    * connection); by default UPLOAD_EXPIRY_MINUTES. Not an option of the REST API.
    */

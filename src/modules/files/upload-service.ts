@@ -55,7 +55,7 @@ export class UploadService {
     const { upload, overwrites } = await this.open(p, rawPath, opts)
     const out: FileUploadPartJson[] = []
     for (let n = first; n < first + (opts.parts ?? 1); n++) {
-      out.push(await this.parts.describe(upload, n, overwrites, opts.throughWharf))
+      out.push(await this.parts.describe(upload, n, overwrites))
     }
     return out
   }
@@ -116,7 +116,7 @@ export class UploadService {
     )
     const out: FileUploadPartJson[] = []
     for (let n = first; n < first + (opts.parts ?? 1); n++) {
-      out.push(await this.parts.describe(upload, n, upload.target_type === 'file', opts.throughWharf))
+      out.push(await this.parts.describe(upload, n, upload.target_type === 'file'))
     }
     return out
   }
