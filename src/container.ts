@@ -230,17 +230,26 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       logger: opts.logger,
     })
     const auth = new AuthService(repos.apiKeys, repos.users, repos.sessions, config, now, identities)
+    const fileRepos = { files: repos.files, folders: repos.folders }
     const uploads = new UploadService(
-      db,
-      database.dialect,
+      { files: repos.files, uploads: repos.uploads },
       blobs,
-      new UploadParts(db, database.dialect, blobs, secrets, config, now),
+      new UploadParts(repos.uploads, blobs, secrets, config, now),
       fileAccess,
       now,
     )
-    const downloads = new DownloadService(db, repos.users, blobs, secrets, fileAccess, config, now, heldReads)
-    const folders = new FolderService(db, database.dialect, fileAccess, secrets, now)
-    const fileOps = new FileOperations(db, database.dialect, blobs, fileAccess, now)
+    const downloads = new DownloadService(
+      repos.files,
+      repos.users,
+      blobs,
+      secrets,
+      fileAccess,
+      config,
+      now,
+      heldReads,
+    )
+    const folders = new FolderService(fileRepos, fileAccess, secrets, now)
+    const fileOps = new FileOperations(fileRepos, blobs, fileAccess, now)
     const serverKeys = new ServerKeys(repos.serverKeys, now)
     const hostKeys = new HostKeys(
       path.join(config.dataDir, 'sftp'),

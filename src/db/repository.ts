@@ -23,3 +23,24 @@ export abstract class Repository {
     return this.db.transaction().execute((trx) => work(this.on(trx)))
   }
 }
+
+/** Repositories bound to one transaction, with the transaction itself as `db`. */
+export type UnitOfWork<R> = R & { db: Kysely<Database> }
+
+/**
+ * Runs `work` in one transaction with every repository of `repos` bound to it, for a change that
+ * spans repositories (a file, its upload and the Action that records it commit together); `tx.db`
+ * is the transaction, for other modules' statements.
+ */
+export function unitOfWork<R extends { [K in keyof R]: Repository }, T>(
+  repos: R,
+  work: (tx: UnitOfWork<R>) => Promise<T>,
+): Promise<T> {
+  const all = Object.entries(repos) as [string, Repository][]
+  const first = all[0]?.[1]
+  if (!first) throw new Error('A unit of work needs at least one repository')
+  return first.db.transaction().execute((trx) => {
+    const bound = Object.fromEntries(all.map(([name, repo]) => [name, repo.on(trx)]))
+    return work({ ...(bound as R), db: trx })
+  })
+}

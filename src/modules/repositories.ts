@@ -5,6 +5,9 @@ import { ApiKeyRepository } from './api-keys/api-key-repository.js'
 import { BillingRepository } from './billing/billing-repository.js'
 import { BundleRepository } from './bundles/bundle-repository.js'
 import { ExportRepository } from './exports/export-repository.js'
+import { FileRepository } from './files/file-repository.js'
+import { FolderRepository } from './files/folder-repository.js'
+import { UploadRepository } from './files/upload-repository.js'
 import { HistoryRepository } from './history/history-repository.js'
 import { LoginDefenderRepository } from './login-defender/login-defender-repository.js'
 import { PermissionRepository } from './permissions/permission-repository.js'
@@ -30,6 +33,9 @@ export interface Repositories {
   serverKeys: ServerKeyRepository
   webhookSettings: WebhookSettingsRepository
   loginDefender: LoginDefenderRepository
+  files: FileRepository
+  folders: FolderRepository
+  uploads: UploadRepository
 }
 
 export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): Repositories {
@@ -47,5 +53,8 @@ export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): R
     serverKeys: new ServerKeyRepository(db, dialect),
     webhookSettings: new WebhookSettingsRepository(db, dialect),
     loginDefender: new LoginDefenderRepository(db, dialect),
+    files: new FileRepository(db, dialect),
+    folders: new FolderRepository(db, dialect),
+    uploads: new UploadRepository(db, dialect),
   }
 }

@@ -1,20 +1,19 @@
-import type { Kysely, Transaction } from 'kysely'
+import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import type { ApiError } from '../../api/errors.js'
 import { isWithin, nameOf, parentOf } from '../../api/paths.js'
-import type { SqlDialect } from '../../db/dialects/dialect.js'
 import type { Database } from '../../db/schema.js'
 import type { Principal } from '../../identity/principal.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
 import type { AccessView, Capability, FileAccess } from './file-access.js'
 import { describeFileAction } from './file-display.js'
-import { type FileRow, fileTargets, findByPath } from './file-repository.js'
+import { type FileRepository, type FileRow, fileTargets } from './file-repository.js'
+import type { FileTreeRepositories } from './folder-repository.js'
 import { normalizeExistingPath, normalizeNewPath } from './new-paths.js'
 
 /** What copy and move need from the container. */
 export interface OperationDeps {
-  db: Kysely<Database>
-  dialect: SqlDialect
+  repos: FileTreeRepositories
   now: () => number
 }
 
@@ -97,7 +96,7 @@ export function typeClash(there: FileRow, r: FileRow, verb: 'copied' | 'moved'):
  * (`base`), `target` the row there.
  */
 export async function recordTransfer(
-  trx: Transaction<Database>,
+  db: Kysely<Database>,
   ctx: ActionContext,
   action: 'copy' | 'move',
   source: FileRow,
@@ -106,7 +105,7 @@ export async function recordTransfer(
   now: number,
 ): Promise<void> {
   await recordAction(
-    trx,
+    db,
     ctx,
     {
       action,
@@ -124,14 +123,10 @@ export async function recordTransfer(
  * The path a new row at `dest` gets: the name as the caller wrote it, under the parent folder as
  * it is stored, so a folder's children share its spelling (`Docs/x`, not `docs/x`).
  */
-export async function storedSpelling(
-  trx: Transaction<Database>,
-  siteId: number,
-  dest: string,
-): Promise<string> {
+export async function storedSpelling(files: FileRepository, siteId: number, dest: string): Promise<string> {
   const parent = parentOf(dest)
   if (parent === '') return dest
-  const row = await findByPath(trx, siteId, parent)
+  const row = await files.findByPath(siteId, parent)
   return row ? `${row.path}/${nameOf(dest)}` : dest
 }
 

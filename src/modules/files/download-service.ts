@@ -1,5 +1,4 @@
 import type { Readable } from 'node:stream'
-import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import { normalizePath } from '../../api/paths.js'
 import {
@@ -8,17 +7,16 @@ import {
   type ByteRange,
   type ReadOptions,
 } from '../../blobs/blob-store.js'
-import type { Database } from '../../db/schema.js'
 import type { Principal } from '../../identity/principal.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import { type ActionContext, contextOf, recordAction } from '../actions/action-recorder.js'
 import { HeldActions } from '../actions/held-actions.js'
 import type { ModuleSettings } from '../settings.js'
 import type { UserRepository } from '../users/user-repository.js'
-import type { FileAccess } from './file-access.js'
+import type { AccessView, FileAccess } from './file-access.js'
 import { describeFileAction } from './file-display.js'
 import { type FileJson, toFileJson } from './file-json.js'
-import { type FileRow, fileTargets, findById, findByPath } from './file-repository.js'
+import { type FileRepository, type FileRow, fileTargets } from './file-repository.js'
 import { readDownloadToken, signDownloadToken, verifyDownloadToken } from './signed-link.js'
 
 /** A file whose bytes are about to be served, and whom to record the read for. */
@@ -40,7 +38,7 @@ const noSuchFile = (path: string) => fileNotFound(`No file at ${path}`)
  */
 export class DownloadService {
   constructor(
-    private readonly db: Kysely<Database>,
+    private readonly files: FileRepository,
     private readonly users: UserRepository,
     private readonly blobs: BlobStore,
     private readonly secrets: SiteSecrets,
@@ -56,7 +54,7 @@ export class DownloadService {
     const path = normalizePath(rawPath)
     const access = await this.fileAccess.of(p)
     access.require(path, 'read')
-    const row = await findByPath(this.db, p.siteId, path)
+    const row = await this.files.findByPath(p.siteId, path)
     const file = this.downloadable(row, path)
     const link = withLink ? await this.downloadUri(p, file) : undefined
     if (link && this.blobs.directDownloadUrl) {
@@ -70,12 +68,17 @@ export class DownloadService {
 
   /** GET /file_actions/metadata/{path}: a file or a folder, without a link. */
   async metadata(p: Principal, rawPath: string): Promise<FileJson> {
-    const path = normalizePath(rawPath)
     const access = await this.fileAccess.of(p)
-    access.requireAny(path, ['read', 'list'])
-    const row = path === '' ? undefined : await findByPath(this.db, p.siteId, path)
+    return toFileJson(await this.stat(p, rawPath, access), access)
+  }
+
+  /** `metadata` for every front end: the row. `access` is the caller's, when already read. */
+  async stat(p: Principal, rawPath: string, access?: AccessView): Promise<FileRow> {
+    const path = normalizePath(rawPath)
+    ;(access ?? (await this.fileAccess.of(p))).requireAny(path, ['read', 'list'])
+    const row = path === '' ? undefined : await this.files.findByPath(p.siteId, path)
     if (!row) throw path === '' ? fileNotFound('The root folder has no metadata record') : noSuchFile(path)
-    return toFileJson(row, access)
+    return row
   }
 
   /** POST /resources/download: a file named by path or id, read by the caller. */
@@ -86,14 +89,14 @@ export class DownloadService {
     let row: FileRow | undefined
     let path: string
     if (by.id !== undefined) {
-      row = await findById(this.db, p.siteId, by.id)
+      row = await this.files.findById(p.siteId, by.id)
       if (!row) throw fileNotFound(`No file with id ${by.id}`)
       path = row.path
     } else {
       path = normalizePath(by.path ?? '')
     }
     ;(await this.fileAccess.of(p)).require(path, 'read')
-    if (by.id === undefined) row = await findByPath(this.db, p.siteId, path)
+    if (by.id === undefined) row = await this.files.findByPath(p.siteId, path)
     const { ip: _ip, ...reader } = contextOf(p)
     return { row: this.downloadable(row, path), reader }
   }
@@ -106,7 +109,7 @@ export class DownloadService {
     const t = readDownloadToken(token)
     verifyDownloadToken(await this.secrets.signingSecret(t.claims.s), t, this.now())
     const { claims } = t
-    const row = await findById(this.db, claims.s, claims.f)
+    const row = await this.files.findById(claims.s, claims.f)
     if (row?.type !== 'file' || row.blob_key !== claims.b) {
       throw fileNotFound('The file has changed or been deleted since this link was made')
     }
@@ -137,9 +140,9 @@ export class DownloadService {
     }
     const ctx = { ...d.reader, username: username ?? null, ip }
     await this.heldReads.write(() =>
-      this.db.transaction().execute((trx) =>
+      this.files.transaction((tx) =>
         recordAction(
-          trx,
+          tx.db,
           ctx,
           {
             action: 'read',

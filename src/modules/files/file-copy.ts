@@ -1,8 +1,9 @@
-import type { Insertable, Transaction } from 'kysely'
+import type { Insertable, Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import { nameOf, parentOf } from '../../api/paths.js'
 import { BlobNotFoundError, type BlobStore } from '../../blobs/blob-store.js'
 import { queueChecksums, wakeChecksumWorkers } from '../../checksums/checksum-queue.js'
+import { unitOfWork } from '../../db/repository.js'
 import type { Database, FilesTable } from '../../db/schema.js'
 import type { Principal } from '../../identity/principal.js'
 import { contextOf } from '../actions/action-recorder.js'
@@ -19,17 +20,12 @@ import {
 import type { FileAccess } from './file-access.js'
 import {
   type Author,
-  descendants,
-  ensureParents,
+  type FileRepository,
   type FileRow,
-  findByPath,
-  insertFileRows,
-  lockPaths,
   queueBlobDeletion,
   queueNewBlob,
   requeueBlobs,
   unqueueBlobs,
-  updateFileRow,
 } from './file-repository.js'
 import { authorOf } from './new-paths.js'
 
@@ -67,7 +63,8 @@ export async function copyPath(d: Deps, p: Principal, rawPath: string, input: Co
   if (src.toLowerCase() === dest.toLowerCase()) {
     throw ERRORS.destinationSame('The destination is the source itself')
   }
-  const source = await findByPath(d.db, p.siteId, src)
+  const files = d.repos.files
+  const source = await files.findByPath(p.siteId, src)
   if (!source) throw ERRORS.fileNotFound(`${src} not found`)
   if (source.type === 'directory') access.require(src, 'list')
   else if (input.structure === true) {
@@ -75,11 +72,12 @@ export async function copyPath(d: Deps, p: Principal, rawPath: string, input: Co
   }
   refuseOwnSubtree(source, dest)
   // Checked again in the transaction; here it spares copying bytes for nothing.
-  checkDestination(source, await findByPath(d.db, p.siteId, dest), overwrite)
+  checkDestination(source, await files.findByPath(p.siteId, dest), overwrite)
 
   let rows = [source]
   if (source.type === 'directory') {
-    const inside = await descendants(d.db, d.dialect, p.siteId, source.path_lower)
+    const inside = await files
+      .descendants(p.siteId, source.path_lower)
       .selectAll()
       .orderBy('path_lower')
       .execute()
@@ -92,20 +90,18 @@ export async function copyPath(d: Deps, p: Principal, rawPath: string, input: Co
   const now = d.now()
   // A source whose checksums are not known yet: its copy (another blob) gets a job of its own.
   const unsummed: string[] = []
-  await d.db.transaction().execute(async (trx) => {
+  await unitOfWork(d.repos, async (tx) => {
     unsummed.length = 0
-    await lockPaths(trx, d.dialect, p.siteId, [source.path, dest])
-    const existing = await findByPath(trx, p.siteId, dest)
+    await tx.files.lockPaths(p.siteId, [source.path, dest])
+    const existing = await tx.files.findByPath(p.siteId, dest)
     checkDestination(source, existing, overwrite)
-    if (!existing) await ensureParents(trx, ctx, author, dest, now, true)
-    const base = existing ? existing.path : await storedSpelling(trx, p.siteId, dest)
+    if (!existing) await tx.files.ensureParents(ctx, author, dest, now, true)
+    const base = existing ? existing.path : await storedSpelling(tx.files, p.siteId, dest)
     const present = new Map<string, FileRow>()
     if (existing) {
       present.set(existing.path_lower, existing)
       if (existing.type === 'directory') {
-        for (const r of await descendants(trx, d.dialect, p.siteId, existing.path_lower)
-          .selectAll()
-          .execute()) {
+        for (const r of await tx.files.descendants(p.siteId, existing.path_lower).selectAll().execute()) {
           present.set(r.path_lower, r)
         }
       }
@@ -126,15 +122,15 @@ export async function copyPath(d: Deps, p: Principal, rawPath: string, input: Co
       }
       if (there.type !== r.type) throw typeClash(there, r, 'copied')
       if (r.type === 'directory') continue // folders merge
-      await replaceFile(trx, there, r, copy?.key ?? null, author, now)
+      await replaceFile(tx.files, tx.db, there, r, copy?.key ?? null, author, now)
     }
     for (let i = 0; i < inserts.length; i += BATCH) {
-      await insertFileRows(trx, inserts.slice(i, i + BATCH))
+      await tx.files.insertMany(inserts.slice(i, i + BATCH))
     }
-    await claimBlobs(trx, used)
-    await queueChecksums(trx, unsummed, now)
-    const root = await findByPath(trx, p.siteId, base)
-    await recordTransfer(trx, ctx, 'copy', source, base, root!, now)
+    await claimBlobs(tx.db, used)
+    await queueChecksums(tx.db, unsummed, now)
+    const root = await tx.files.findByPath(p.siteId, base)
+    await recordTransfer(tx.db, ctx, 'copy', source, base, root!, now)
   })
   if (unsummed.length > 0) wakeChecksumWorkers()
 }
@@ -171,14 +167,15 @@ function newRow(
 
 /** A file replaced by a copy keeps its id and creation; its old bytes go to the janitor. */
 async function replaceFile(
-  trx: Transaction<Database>,
+  files: FileRepository,
+  db: Kysely<Database>,
   there: FileRow,
   r: FileRow,
   blobKey: string | null,
   author: Author,
   now: number,
 ): Promise<void> {
-  await updateFileRow(trx, there.id, {
+  await files.update(there.id, {
     blob_key: blobKey,
     size: r.size,
     md5: r.md5,
@@ -189,7 +186,7 @@ async function replaceFile(
     last_modified_by_id: author.userId,
     last_modified_by_api_key_id: author.apiKeyId,
   })
-  if (there.blob_key) await queueBlobDeletion(trx, there.blob_key, now)
+  if (there.blob_key) await queueBlobDeletion(db, there.blob_key, now)
 }
 
 /**
@@ -211,7 +208,7 @@ async function copyBlobs(d: Deps, rows: FileRow[]): Promise<Map<number, BlobCopy
       const r = files[next++]!
       try {
         const key = d.blobs.newKey()
-        const garbageId = await queueNewBlob(d.db, key, d.now())
+        const garbageId = await queueNewBlob(d.repos.files.db, key, d.now())
         queued.push(garbageId)
         await d.blobs.copy(r.blob_key!, key)
         out.set(r.id, { key, garbageId })
@@ -234,7 +231,7 @@ async function copyBlobs(d: Deps, rows: FileRow[]): Promise<Map<number, BlobCopy
 
 async function touch(d: Deps, garbageIds: number[], now: number): Promise<void> {
   for (let i = 0; i < garbageIds.length; i += BATCH) {
-    await requeueBlobs(d.db, garbageIds.slice(i, i + BATCH), now)
+    await requeueBlobs(d.repos.files.db, garbageIds.slice(i, i + BATCH), now)
   }
 }
 
@@ -243,10 +240,10 @@ async function touch(d: Deps, garbageIds: number[], now: number): Promise<void> 
  * already gone means the janitor collected that blob after all (a single blob copy slower than
  * its grace period): the copy fails rather than commit files without bytes.
  */
-async function claimBlobs(trx: Transaction<Database>, garbageIds: number[]): Promise<void> {
+async function claimBlobs(db: Kysely<Database>, garbageIds: number[]): Promise<void> {
   let claimed = 0
   for (let i = 0; i < garbageIds.length; i += BATCH) {
-    claimed += await unqueueBlobs(trx, garbageIds.slice(i, i + BATCH))
+    claimed += await unqueueBlobs(db, garbageIds.slice(i, i + BATCH))
   }
   if (claimed !== garbageIds.length) {
     throw new Error('Copied blobs were collected before the copy could commit; try the copy again')

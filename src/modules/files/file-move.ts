@@ -1,7 +1,7 @@
-import type { Transaction } from 'kysely'
+import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import { nameOf, parentOf } from '../../api/paths.js'
-import type { SqlDialect } from '../../db/dialects/dialect.js'
+import { unitOfWork } from '../../db/repository.js'
 import type { Database } from '../../db/schema.js'
 import type { Principal } from '../../identity/principal.js'
 import { contextOf } from '../actions/action-recorder.js'
@@ -16,18 +16,7 @@ import {
   typeClash,
 } from './destination-rules.js'
 import type { FileAccess } from './file-access.js'
-import {
-  deleteFileRow,
-  deleteFileRows,
-  descendants,
-  ensureParents,
-  type FileRow,
-  findByPath,
-  lockPaths,
-  queueBlobDeletion,
-  updateFileRow,
-} from './file-repository.js'
-import { rewriteInside } from './folder-repository.js'
+import { type FileRepository, type FileRow, queueBlobDeletion } from './file-repository.js'
 import { authorOf } from './new-paths.js'
 
 export interface MoveInput {
@@ -50,31 +39,31 @@ export async function movePath(d: Deps, p: Principal, rawPath: string, input: Mo
   if (src === dest) throw ERRORS.destinationSame('The destination is the source itself')
   const ctx = contextOf(p)
   const now = d.now()
-  await d.db.transaction().execute(async (trx) => {
-    await lockPaths(trx, d.dialect, p.siteId, [src, dest])
-    const source = await findByPath(trx, p.siteId, src)
+  await unitOfWork(d.repos, async (tx) => {
+    await tx.files.lockPaths(p.siteId, [src, dest])
+    const source = await tx.files.findByPath(p.siteId, src)
     if (!source) throw ERRORS.fileNotFound(`${src} not found`)
     refuseOwnSubtree(source, dest)
     const caseOnly = dest.toLowerCase() === source.path_lower
-    const existing = caseOnly ? undefined : await findByPath(trx, p.siteId, dest)
+    const existing = caseOnly ? undefined : await tx.files.findByPath(p.siteId, dest)
     checkDestination(source, existing, overwrite)
-    if (!existing && !caseOnly) await ensureParents(trx, ctx, authorOf(p), dest, now, true)
-    const base = existing ? existing.path : await storedSpelling(trx, p.siteId, dest)
+    if (!existing && !caseOnly) await tx.files.ensureParents(ctx, authorOf(p), dest, now, true)
+    const base = existing ? existing.path : await storedSpelling(tx.files, p.siteId, dest)
     if (base === source.path) {
       throw ERRORS.destinationSame('The destination is the source itself')
     }
 
     let target: FileRow
     if (existing?.type === 'directory') {
-      await mergeInto(trx, d.dialect, p.siteId, source, existing, now)
+      await mergeInto(tx.files, tx.db, p.siteId, source, existing, now)
       target = existing
     } else {
       if (existing) {
         // A file replaced by a moved file: the moved one keeps its id, the old one's bytes go.
-        await deleteFileRow(trx, existing.id)
-        if (existing.blob_key) await queueBlobDeletion(trx, existing.blob_key, now)
+        await tx.files.delete(existing.id)
+        if (existing.blob_key) await queueBlobDeletion(tx.db, existing.blob_key, now)
       }
-      await updateFileRow(trx, source.id, {
+      await tx.files.update(source.id, {
         path: base,
         path_lower: base.toLowerCase(),
         parent_lower: parentOf(base).toLowerCase(),
@@ -82,8 +71,8 @@ export async function movePath(d: Deps, p: Principal, rawPath: string, input: Mo
       })
       target = { ...source, name: nameOf(base) }
     }
-    if (source.type === 'directory') await rewriteInside(trx, d.dialect, p.siteId, source, base)
-    await recordTransfer(trx, ctx, 'move', source, base, target, now)
+    if (source.type === 'directory') await tx.folders.rewriteInside(p.siteId, source, base)
+    await recordTransfer(tx.db, ctx, 'move', source, base, target, now)
   })
 }
 
@@ -94,20 +83,20 @@ export async function movePath(d: Deps, p: Principal, rawPath: string, input: Mo
  * rewritten under the destination by rewriteInside.
  */
 async function mergeInto(
-  trx: Transaction<Database>,
-  dialect: SqlDialect,
+  files: FileRepository,
+  db: Kysely<Database>,
   siteId: number,
   source: FileRow,
   existing: FileRow,
   now: number,
 ): Promise<void> {
   const present = new Map<string, FileRow>()
-  for (const r of await descendants(trx, dialect, siteId, existing.path_lower).selectAll().execute()) {
+  for (const r of await files.descendants(siteId, existing.path_lower).selectAll().execute()) {
     present.set(r.path_lower, r)
   }
   const depth = source.path.split('/').length
   const drop = [source.id]
-  for (const r of await descendants(trx, dialect, siteId, source.path_lower).selectAll().execute()) {
+  for (const r of await files.descendants(siteId, source.path_lower).selectAll().execute()) {
     const there = present.get(rebase(r.path_lower, depth, existing.path_lower))
     if (!there) continue
     if (there.type !== r.type) throw typeClash(there, r, 'moved')
@@ -115,10 +104,10 @@ async function mergeInto(
       drop.push(r.id)
     } else {
       drop.push(there.id)
-      if (there.blob_key) await queueBlobDeletion(trx, there.blob_key, now)
+      if (there.blob_key) await queueBlobDeletion(db, there.blob_key, now)
     }
   }
   for (let i = 0; i < drop.length; i += BATCH) {
-    await deleteFileRows(trx, drop.slice(i, i + BATCH))
+    await files.deleteMany(drop.slice(i, i + BATCH))
   }
 }

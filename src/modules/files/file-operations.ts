@@ -1,8 +1,6 @@
-import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import type { BlobStore } from '../../blobs/blob-store.js'
-import type { SqlDialect } from '../../db/dialects/dialect.js'
-import type { Database } from '../../db/schema.js'
+import { unitOfWork } from '../../db/repository.js'
 import type { Principal } from '../../identity/principal.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import type { OperationDeps } from './destination-rules.js'
@@ -10,17 +8,8 @@ import type { FileAccess } from './file-access.js'
 import { type CopyInput, copyPath } from './file-copy.js'
 import { describeFileAction } from './file-display.js'
 import { type MoveInput, movePath } from './file-move.js'
-import {
-  deleteFileRow,
-  descendants,
-  fileTargets,
-  findById,
-  findByPath,
-  lockPath,
-  queueBlobDeletion,
-  setProvidedMtime,
-} from './file-repository.js'
-import { deleteInside } from './folder-repository.js'
+import { fileTargets, queueBlobDeletion } from './file-repository.js'
+import type { FileTreeRepositories } from './folder-repository.js'
 import { normalizeExistingPath } from './new-paths.js'
 
 export interface DeleteInput {
@@ -35,13 +24,12 @@ export class FileOperations {
   private readonly deps: OperationDeps & { blobs: BlobStore; fileAccess: FileAccess }
 
   constructor(
-    private readonly db: Kysely<Database>,
-    private readonly dialect: SqlDialect,
+    private readonly repos: FileTreeRepositories,
     blobs: BlobStore,
     private readonly fileAccess: FileAccess,
     private readonly now: () => number = Date.now,
   ) {
-    this.deps = { db, dialect, blobs, fileAccess, now }
+    this.deps = { repos, blobs, fileAccess, now }
   }
 
   /** DELETE /files/{path}. */
@@ -54,7 +42,7 @@ export class FileOperations {
 
   /** DELETE /resource/{id}: the same, for the file or folder with this id. */
   async deleteById(p: Principal, id: number, input: DeleteInput): Promise<void> {
-    const row = await findById(this.db, p.siteId, id)
+    const row = await this.repos.files.findById(p.siteId, id)
     if (!row) throw ERRORS.fileNotFound(`No file or folder has the id ${id}`)
     const access = await this.fileAccess.of(p)
     access.require(row.path, 'delete')
@@ -80,9 +68,9 @@ export class FileOperations {
     const access = await this.fileAccess.of(p)
     access.require(path, 'write')
     if (!Number.isSafeInteger(providedMtime)) throw ERRORS.badRequest('The modification time is out of range')
-    const row = await findByPath(this.db, p.siteId, path)
+    const row = await this.repos.files.findByPath(p.siteId, path)
     if (!row) throw ERRORS.fileNotFound(`${path} not found`)
-    await setProvidedMtime(this.db, row.id, providedMtime)
+    await this.repos.files.setProvidedMtime(row.id, providedMtime)
   }
 
   /**
@@ -95,31 +83,28 @@ export class FileOperations {
   private async remove(p: Principal, path: string, recursive: boolean, expectedId?: number): Promise<void> {
     const siteId = p.siteId
     const now = this.now()
-    await this.db.transaction().execute(async (trx) => {
-      await lockPath(trx, this.dialect, siteId, path)
-      const row = await findByPath(trx, siteId, path)
+    await unitOfWork(this.repos, async (tx) => {
+      await tx.files.lockPath(siteId, path)
+      const row = await tx.files.findByPath(siteId, path)
       if (!row || (expectedId !== undefined && row.id !== expectedId)) {
         throw ERRORS.fileNotFound(`${path} not found`)
       }
       if (row.type === 'directory') {
-        const inside = await descendants(trx, this.dialect, siteId, row.path_lower)
-          .select('id')
-          .limit(1)
-          .executeTakeFirst()
+        const inside = await tx.files.hasDescendants(siteId, row.path_lower)
         if (inside && !recursive) {
           throw ERRORS.folderNotEmpty(
             `${row.path} is not empty (send recursive=true to delete it with its contents)`,
           )
         }
         if (inside) {
-          await deleteInside(trx, this.dialect, siteId, row.path_lower, now)
+          await tx.folders.deleteInside(siteId, row.path_lower, now)
         }
       } else if (row.blob_key) {
-        await queueBlobDeletion(trx, row.blob_key, now)
+        await queueBlobDeletion(tx.db, row.blob_key, now)
       }
-      await deleteFileRow(trx, row.id)
+      await tx.files.delete(row.id)
       await recordAction(
-        trx,
+        tx.db,
         contextOf(p),
         {
           action: 'destroy',

@@ -1,18 +1,15 @@
-import type { Kysely } from 'kysely'
 import { parseDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
 import { type ListSpec, mapPage, type Page } from '../../api/list-spec.js'
 import { normalizePath } from '../../api/paths.js'
-import type { SqlDialect } from '../../db/dialects/dialect.js'
-import type { Database } from '../../db/schema.js'
 import type { Principal } from '../../identity/principal.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import { contextOf } from '../actions/action-recorder.js'
 import { readListRequest } from '../list-request.js'
-import type { FileAccess } from './file-access.js'
+import type { AccessView, FileAccess } from './file-access.js'
 import { type FileJson, toFileJson } from './file-json.js'
-import { ensureParents, findByPath, insertFolder, lockPath, setProvidedMtime } from './file-repository.js'
-import { folderPage } from './folder-repository.js'
+import type { FileRow } from './file-repository.js'
+import type { FileTreeRepositories } from './folder-repository.js'
 import { listableRegions, visibleChildren } from './folder-visibility.js'
 import { authorOf, normalizeNewPath } from './new-paths.js'
 
@@ -44,8 +41,7 @@ export interface MkdirInput {
 /** Listing folders (GET /folders/{path}) and creating them (POST /folders/{path}). */
 export class FolderService {
   constructor(
-    private readonly db: Kysely<Database>,
-    private readonly dialect: SqlDialect,
+    private readonly repos: FileTreeRepositories,
     private readonly fileAccess: FileAccess,
     private readonly secrets: SiteSecrets,
     private readonly now: () => number = Date.now,
@@ -58,6 +54,17 @@ export class FolderService {
    * looks only inside the folders they may list.
    */
   async list(p: Principal, rawPath: string, query: FolderListQuery): Promise<Page<FileJson>> {
+    const access = await this.fileAccess.of(p)
+    return mapPage(await this.listRows(p, rawPath, query, access), (r) => toFileJson(r, access))
+  }
+
+  /** `list` for every front end: the rows. `access` is the caller's, when already read. */
+  async listRows(
+    p: Principal,
+    rawPath: string,
+    query: FolderListQuery,
+    access?: AccessView,
+  ): Promise<Page<FileRow>> {
     const path = normalizePath(rawPath, 'path')
     const search = query.search ?? ''
     const searchAll = query.search_all === true
@@ -72,11 +79,11 @@ export class FolderService {
       modifiedAfter = parseDateTime(query.modified_at_datetime, 'modified_at_datetime')
     }
 
-    const access = await this.fileAccess.of(p)
+    access ??= await this.fileAccess.of(p)
     const full = access.can(path, 'list')
     if (!full && !access.leadsTo(path)) access.require(path, 'list')
     if (path !== '') {
-      const folder = await findByPath(this.db, p.siteId, path)
+      const folder = await this.repos.files.findByPath(p.siteId, path)
       if (!folder) throw ERRORS.folderNotFound(`Folder ${path} not found`)
       if (folder.type !== 'directory') {
         throw ERRORS.folderMustNotBeAFile(`${folder.path} is a file, not a folder`)
@@ -106,8 +113,7 @@ export class FolderService {
     }
     const type = query.type === undefined ? undefined : query.type === 'folder' ? 'directory' : 'file'
     const listing = { search, pathLower, scope, regions, children, type, modifiedAfter } as const
-    const page = await folderPage(this.db, this.dialect, p.siteId, listing, list)
-    return mapPage(page, (r) => toFileJson(r, access))
+    return this.repos.folders.page(p.siteId, listing, list)
   }
 
   /**
@@ -115,29 +121,38 @@ export class FolderService {
    * at the path is 422 destination-exists.
    */
   async mkdir(p: Principal, rawPath: string, input: MkdirInput): Promise<FileJson> {
+    const access = await this.fileAccess.of(p)
+    return toFileJson(await this.createFolder(p, rawPath, input, access), access)
+  }
+
+  /** `mkdir` for every front end: the new folder's row. */
+  async createFolder(
+    p: Principal,
+    rawPath: string,
+    input: MkdirInput,
+    access?: AccessView,
+  ): Promise<FileRow> {
     const path = normalizeNewPath(rawPath, 'path')
     const providedMtime =
       input.provided_mtime !== undefined && input.provided_mtime !== null && input.provided_mtime !== ''
         ? parseDateTime(input.provided_mtime, 'provided_mtime')
         : null
-    const access = await this.fileAccess.of(p)
-    access.require(path, 'write')
+    ;(access ?? (await this.fileAccess.of(p))).require(path, 'write')
     const ctx = contextOf(p)
     const author = authorOf(p)
     const now = this.now()
-    const row = await this.db.transaction().execute(async (trx) => {
-      await lockPath(trx, this.dialect, p.siteId, path)
-      const existing = await findByPath(trx, p.siteId, path)
+    return this.repos.files.transaction(async (files) => {
+      await files.lockPath(p.siteId, path)
+      const existing = await files.findByPath(p.siteId, path)
       if (existing) {
         const kind = existing.type === 'directory' ? 'A folder' : 'A file'
         throw ERRORS.destinationExists(`${kind} already exists at ${existing.path}`)
       }
-      await ensureParents(trx, ctx, author, path, now, input.mkdir_parents === true)
-      const folder = await insertFolder(trx, ctx, author, path, now)
+      await files.ensureParents(ctx, author, path, now, input.mkdir_parents === true)
+      const folder = await files.insertFolder(ctx, author, path, now)
       if (providedMtime === null) return folder
-      await setProvidedMtime(trx, folder.id, providedMtime)
+      await files.setProvidedMtime(folder.id, providedMtime)
       return { ...folder, provided_mtime: providedMtime }
     })
-    return toFileJson(row, access)
   }
 }

@@ -1,18 +1,15 @@
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import type { Kysely, Selectable } from 'kysely'
 import { formatDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
 import { type BlobStore, BlobTooLargeError, type Exclusive, StagedPartError } from '../../blobs/blob-store.js'
-import type { SqlDialect } from '../../db/dialects/dialect.js'
-import type { Database, UploadsTable } from '../../db/schema.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import type { ModuleSettings } from '../settings.js'
 import { ContentMd5Mismatch, Md5Check, parseContentMd5 } from './content-md5.js'
 import { checkUploadPartSignature, parseExpiry, uploadPartUrl } from './signed-link.js'
-import { findUploadByRef, recordPart } from './upload-repository.js'
+import type { UploadRepository, UploadRow } from './upload-repository.js'
 
-export type UploadRow = Selectable<UploadsTable>
+export type { UploadRow } from './upload-repository.js'
 
 /** Files.com's limits: parts are numbered 1…10000, and one part holds at most 5 GiB. */
 export const MAX_PARTS = 10_000
@@ -50,8 +47,7 @@ export const uploadNotFound = () =>
  */
 export class UploadParts {
   constructor(
-    private readonly db: Kysely<Database>,
-    private readonly dialect: SqlDialect,
+    private readonly uploads: UploadRepository,
     private readonly blobs: BlobStore,
     private readonly secrets: SiteSecrets,
     private readonly config: ModuleSettings,
@@ -81,28 +77,26 @@ export class UploadParts {
   }
 
   /**
-   * Part `part` of an upload: sent straight to the blob store where it takes parts directly (a
-   * presigned URL, unless `throughWharf`), else to Wharf's own signed URL. Both expire alike.
+   * Part `part` of an upload, for a REST client: sent straight to the blob store where it takes
+   * parts directly (a presigned URL), else to Wharf's own signed URL. Both expire alike.
    */
   async describe(
     upload: Pick<UploadRow, 'site_id' | 'ref' | 'path'>,
     part: number,
     askAboutOverwrites: boolean,
-    throughWharf = false,
   ): Promise<FileUploadPartJson> {
     const { partSize, uploadUrlSeconds } = this.config.files
     const expires = Math.floor(this.now() / 1000) + uploadUrlSeconds
-    const uri =
-      this.blobs.directPartUrl && !throughWharf
-        ? await this.blobs.directPartUrl(upload.ref, part, uploadUrlSeconds)
-        : uploadPartUrl(
-            this.config.baseUrl,
-            await this.secrets.signingSecret(upload.site_id),
-            upload.site_id,
-            upload.ref,
-            part,
-            expires,
-          )
+    const uri = this.blobs.directPartUrl
+      ? await this.blobs.directPartUrl(upload.ref, part, uploadUrlSeconds)
+      : uploadPartUrl(
+          this.config.baseUrl,
+          await this.secrets.signingSecret(upload.site_id),
+          upload.site_id,
+          upload.ref,
+          part,
+          expires,
+        )
     return {
       send: {},
       action: 'put/write',
@@ -129,23 +123,17 @@ export class UploadParts {
    */
   private underUploadLock(uploadId: number): Exclusive {
     return (work) =>
-      this.db.transaction().execute(async (trx) => {
-        const row = await trx
-          .selectFrom('uploads')
-          .select('id')
-          .where('id', '=', uploadId)
-          .forUpdate()
-          .executeTakeFirst()
-        if (!row) throw uploadNotFound()
+      this.uploads.transaction(async (tx) => {
+        if (!(await tx.lock(uploadId))) throw uploadNotFound()
         return work()
       })
   }
 
   /**
-   * `PUT upload_uri`: checks the link before reading a byte, stages the part (an aborted or
-   * oversized body leaves nothing behind), then records it. With `contentMd5` (the request's
-   * `Content-MD5` header) the part's md5 is computed as it streams in, and a part whose bytes do
-   * not match is refused whole (400 invalid-body); without it nothing is hashed here.
+   * `PUT upload_uri`: checks the link before reading a byte, then stores the part (`store`).
+   * With `contentMd5` (the request's `Content-MD5` header) the part's md5 is computed as it
+   * streams in, and a part whose bytes do not match is refused whole (400 invalid-body); without
+   * it nothing is hashed here.
    */
   async receive(
     ref: string,
@@ -157,10 +145,27 @@ export class UploadParts {
   ): Promise<void> {
     const now = this.now()
     const expires = parseExpiry(link.expires, now)
-    const upload = await findUploadByRef(this.db, ref)
+    const upload = await this.uploads.findByRef(ref)
     if (!upload || upload.expires_at <= now) throw uploadNotFound()
     const secret = await this.secrets.signingSecret(upload.site_id)
     checkUploadPartSignature(secret, upload.site_id, ref, part, expires, link.signature ?? '')
+    await this.store({ ...upload, ref }, part, data, { declaredLength, contentMd5 })
+  }
+
+  /**
+   * Stages part `part` of an upload already known to be the caller's (the signed route checked
+   * its link; a protocol writer opened it), an aborted or oversized body leaving nothing behind,
+   * then records it and pushes the upload's expiry back. 404 if the upload ended or was
+   * abandoned meanwhile.
+   */
+  async store(
+    upload: Pick<UploadRow, 'id' | 'ref' | 'expiry_seconds'>,
+    part: number,
+    data: Readable,
+    opts: { declaredLength?: number | undefined; contentMd5?: string | undefined } = {},
+  ): Promise<void> {
+    const { declaredLength, contentMd5 } = opts
+    const { ref } = upload
     if (declaredLength !== undefined && declaredLength > MAX_PART_BYTES) throw partTooLarge()
     let input = data
     if (contentMd5 !== undefined) {
@@ -179,7 +184,7 @@ export class UploadParts {
       ;({ size } = await this.blobs.putPart(ref, part, input, {
         maxBytes: MAX_PART_BYTES,
         ...(declaredLength !== undefined ? { length: declaredLength } : {}),
-        ...(this.dialect.singleProcess ? {} : { exclusive: this.underUploadLock(upload.id) }),
+        ...(this.uploads.dialect.singleProcess ? {} : { exclusive: this.underUploadLock(upload.id) }),
       }))
     } catch (err) {
       if (err instanceof BlobTooLargeError) throw partTooLarge()
@@ -194,7 +199,7 @@ export class UploadParts {
     }
 
     const done = this.now()
-    const recorded = await recordPart(this.db, this.dialect, {
+    const recorded = await this.uploads.recordPart({
       uploadId: upload.id,
       number: part,
       size,

@@ -1,8 +1,6 @@
-import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import { nameOf, parentOf } from '../../api/paths.js'
-import type { Database } from '../../db/schema.js'
-import { kindsAt } from './file-repository.js'
+import type { FileRepository } from './file-repository.js'
 import { MAX_PARTS } from './upload-parts.js'
 
 /** Options of `action=put` / `action=end` / begin_upload, as the routes pass them on. */
@@ -17,11 +15,6 @@ export interface UploadOptions {
   providedMtime?: number | undefined
   withRename?: boolean | undefined
   /**
-   * Wharf's own part URLs even where the blob store takes parts directly: the protocol front ends
-   * stream their parts through Wharf. Never set from a request.
-   */
-  throughWharf?: boolean | undefined
-  /**
    * The upload's own lifetime without activity (a protocol writer's, kept alive by its
    * connection); by default UPLOAD_EXPIRY_MINUTES. Not an option of the REST API.
    */
@@ -33,7 +26,7 @@ export interface UploadOptions {
  * file where a folder should be, a missing folder when mkdir_parents is false.
  */
 export async function refuseEarly(
-  db: Kysely<Database>,
+  files: FileRepository,
   siteId: number,
   path: string,
   mkdirParents: boolean,
@@ -46,7 +39,7 @@ export async function refuseEarly(
       .join('/')
       .toLowerCase(),
   )
-  const rows = await kindsAt(db, siteId, lowers)
+  const rows = await files.kindsAt(siteId, lowers)
   const byLower = new Map(rows.map((r) => [r.path_lower, r]))
   for (const lower of lowers.slice(0, -1)) {
     const row = byLower.get(lower)

@@ -1,5 +1,4 @@
 import { Readable } from 'node:stream'
-import type { Kysely, Transaction } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import { nameOf, normalizePath, parentOf } from '../../api/paths.js'
 import {
@@ -10,43 +9,28 @@ import {
   type StoredBlob,
 } from '../../blobs/blob-store.js'
 import { queueChecksums, wakeChecksumWorkers } from '../../checksums/checksum-queue.js'
-import type { SqlDialect } from '../../db/dialects/dialect.js'
 import { isUniqueViolation } from '../../db/errors.js'
-import type { Database } from '../../db/schema.js'
+import { type UnitOfWork, unitOfWork } from '../../db/repository.js'
 import type { Principal } from '../../identity/principal.js'
 import { randomHex } from '../../security/secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { storedSpelling } from './destination-rules.js'
-import type { FileAccess } from './file-access.js'
+import type { AccessView, FileAccess } from './file-access.js'
 import { describeFileAction } from './file-display.js'
 import { type FileJson, toFileJson } from './file-json.js'
 import {
   type Author,
-  ensureParents,
+  type FileRepository,
   type FileRow,
   fileTargets,
-  findByPath,
-  insertFileRow,
-  lockPath,
   queueBlobDeletion,
   queueNewBlob,
   requeueBlobs,
   unqueueBlobKey,
-  updateFileRowReturning,
 } from './file-repository.js'
 import { normalizeNewPath } from './new-paths.js'
 import { type FileUploadPartJson, type UploadParts, type UploadRow, uploadNotFound } from './upload-parts.js'
-import {
-  deleteParts,
-  deleteUpload,
-  extendUpload,
-  findSiteUpload,
-  findSiteUploadAndTarget,
-  findUploadByRef,
-  insertUpload,
-  partsOf,
-  uploadExists,
-} from './upload-repository.js'
+import type { UploadRepositories } from './upload-repository.js'
 import { checkParts, numbered, refuseEarly, type UploadOptions } from './upload-rules.js'
 
 export type { UploadOptions }
@@ -57,8 +41,7 @@ export type { UploadOptions }
  */
 export class UploadService {
   constructor(
-    private readonly db: Kysely<Database>,
-    private readonly dialect: SqlDialect,
+    private readonly repos: UploadRepositories,
     private readonly blobs: BlobStore,
     /** The part URLs and the bytes sent to them (PUT /upload_parts). */
     readonly parts: UploadParts,
@@ -69,17 +52,36 @@ export class UploadService {
   /** `action=put` without a ref, and begin_upload: checks the destination, opens an upload. */
   async begin(p: Principal, rawPath: string, opts: UploadOptions): Promise<FileUploadPartJson[]> {
     const first = checkParts(opts)
+    const { upload, overwrites } = await this.open(p, rawPath, opts)
+    const out: FileUploadPartJson[] = []
+    for (let n = first; n < first + (opts.parts ?? 1); n++) {
+      out.push(await this.parts.describe(upload, n, overwrites))
+    }
+    return out
+  }
+
+  /**
+   * Opens an upload of `rawPath` for the caller (write permission, path rules, the parent and
+   * what is at the path checked now), without describing any part: a protocol writer stores its
+   * parts through `parts.store`, REST's `begin` describes them as signed URLs. `overwrites`: a
+   * file is at the path now.
+   */
+  async open(
+    p: Principal,
+    rawPath: string,
+    opts: UploadOptions,
+  ): Promise<{ upload: UploadRow; overwrites: boolean }> {
     // The same rules as any new name (no segment ending in whitespace, not the root).
     const path = normalizeNewPath(rawPath, 'path')
     const access = await this.fileAccess.of(p)
     access.require(path, 'write')
     const mkdirParents = opts.mkdirParents ?? true
     const withRename = opts.withRename ?? false
-    const target = await refuseEarly(this.db, p.siteId, path, mkdirParents, withRename)
+    const target = await refuseEarly(this.repos.files, p.siteId, path, mkdirParents, withRename)
 
     const now = this.now()
     const lifetime = { expiry_seconds: opts.expirySeconds ?? null }
-    const upload = {
+    const fields = {
       site_id: p.siteId,
       ref: randomHex(16),
       path,
@@ -92,12 +94,8 @@ export class UploadService {
       expires_at: this.parts.expiresAt(now, lifetime),
       ...lifetime,
     }
-    await insertUpload(this.db, upload)
-    const out: FileUploadPartJson[] = []
-    for (let n = first; n < first + (opts.parts ?? 1); n++) {
-      out.push(await this.parts.describe(upload, n, target?.type === 'file', opts.throughWharf))
-    }
-    return out
+    const upload = await this.repos.uploads.insert(fields)
+    return { upload, overwrites: target?.type === 'file' }
   }
 
   /** `action=put` with a ref (and begin_upload with one): where to send more parts. */
@@ -114,11 +112,11 @@ export class UploadService {
     const upload = await this.keptAlive(
       p,
       path,
-      await findSiteUploadAndTarget(this.db, p.siteId, ref, path.toLowerCase()),
+      await this.repos.uploads.findOfSiteWithTarget(p.siteId, ref, path.toLowerCase()),
     )
     const out: FileUploadPartJson[] = []
     for (let n = first; n < first + (opts.parts ?? 1); n++) {
-      out.push(await this.parts.describe(upload, n, upload.target_type === 'file', opts.throughWharf))
+      out.push(await this.parts.describe(upload, n, upload.target_type === 'file'))
     }
     return out
   }
@@ -133,9 +131,22 @@ export class UploadService {
    */
   async end(p: Principal, rawPath: string, ref: string, opts: UploadOptions): Promise<FileJson> {
     checkParts(opts)
-    const upload = await this.ownUpload(p, normalizePath(rawPath), ref)
     const access = await this.fileAccess.of(p)
-    access.require(upload.path, 'write')
+    return toFileJson(await this.finish(p, rawPath, ref, opts, access), access)
+  }
+
+  /**
+   * `end` for every front end: the new file's row. `access` is the caller's, when already read.
+   */
+  async finish(
+    p: Principal,
+    rawPath: string,
+    ref: string,
+    opts: Pick<UploadOptions, 'providedMtime' | 'withRename'>,
+    access?: AccessView,
+  ): Promise<FileRow> {
+    const upload = await this.ownUpload(p, normalizePath(rawPath), ref)
+    ;(access ?? (await this.fileAccess.of(p))).require(upload.path, 'write')
     // Where parts may have gone straight to the store, one look there gives the key the blob must
     // get and the parts the store holds; the assembly uses the same look.
     const plan = this.blobs.planAssembly
@@ -144,7 +155,7 @@ export class UploadService {
     const { numbers, sizes } = await this.partNumbers(upload, plan)
     const key = plan?.key ?? this.blobs.newKey()
     const queuedAt = this.now()
-    const garbageId = await queueNewBlob(this.db, key, queuedAt)
+    const garbageId = await queueNewBlob(this.repos.files.db, key, queuedAt)
     // On failure the key stays queued: the store may have written the blob all the same (an
     // answer lost on its way back from S3), and deleting a key that names nothing is harmless.
     const blob = await this.assemble(upload, numbers, sizes, key, plan)
@@ -153,7 +164,7 @@ export class UploadService {
     let row: FileRow | undefined
     for (let attempt = 1; !row; attempt++) {
       try {
-        row = await this.db.transaction().execute((trx) => this.commit(trx, p, upload, blob, garbageId, opts))
+        row = await unitOfWork(this.repos, (tx) => this.commit(tx, p, upload, blob, garbageId, opts))
       } catch (err) {
         // The free name chosen for with_rename was taken before its lock was: choose again.
         if (err instanceof NameTaken && attempt < 10) continue
@@ -166,11 +177,11 @@ export class UploadService {
     if (row.md5 === null) wakeChecksumWorkers()
     // The new blob holds its own links to (or copy of) the bytes: the staged parts can go.
     await this.blobs.discardUpload(ref).catch(() => undefined)
-    return toFileJson(row, access)
+    return row
   }
 
   private async commit(
-    trx: Transaction<Database>,
+    tx: UnitOfWork<UploadRepositories>,
     p: Principal,
     upload: UploadRow,
     blob: NewBlob,
@@ -183,13 +194,13 @@ export class UploadService {
     const withRename = opts.withRename ?? upload.with_rename === 1
     // One lock, taken once, keeps the global lock order (file-repository.ts): with_rename picks
     // its name first and takes the lock of that name only.
-    const path = withRename ? await freeName(trx, p.siteId, upload.path) : upload.path
-    await lockPath(trx, this.dialect, p.siteId, path)
-    if (!(await deleteUpload(trx, upload.id))) throw uploadNotFound()
-    await deleteParts(trx, upload.id)
+    const path = withRename ? await freeName(tx.files, p.siteId, upload.path) : upload.path
+    await tx.files.lockPath(p.siteId, path)
+    if (!(await tx.uploads.delete(upload.id))) throw uploadNotFound()
+    await tx.uploads.deleteParts(upload.id)
     const mkdirParents = upload.mkdir_parents === 1
-    await ensureParents(trx, ctx, author, path, now, mkdirParents)
-    const existing = await findByPath(trx, p.siteId, path)
+    await tx.files.ensureParents(ctx, author, path, now, mkdirParents)
+    const existing = await tx.files.findByPath(p.siteId, path)
     if (existing && withRename) throw new NameTaken()
     if (existing?.type === 'directory') {
       throw ERRORS.destinationExists(`${existing.path} is a folder`)
@@ -207,12 +218,12 @@ export class UploadService {
     }
     let row: FileRow
     if (existing) {
-      row = await updateFileRowReturning(trx, existing.id, content)
-      if (existing.blob_key) await queueBlobDeletion(trx, existing.blob_key, now)
+      row = await tx.files.updateReturning(existing.id, content)
+      if (existing.blob_key) await queueBlobDeletion(tx.db, existing.blob_key, now)
     } else {
       // Under its folder's stored spelling (`Docs/x`, not `docs/x`), as copies and moves do.
-      const stored = await storedSpelling(trx, p.siteId, path)
-      row = await insertFileRow(trx, {
+      const stored = await storedSpelling(tx.files, p.siteId, path)
+      row = await tx.files.insert({
         ...content,
         site_id: p.siteId,
         path: stored,
@@ -228,7 +239,7 @@ export class UploadService {
     }
     const action = existing ? 'update' : 'create'
     await recordAction(
-      trx,
+      tx.db,
       ctx,
       {
         action,
@@ -241,8 +252,8 @@ export class UploadService {
     // The new blob is the file's now: it leaves the deletion queue in the same commit (a row
     // already gone means the janitor took it: no file without bytes), and its checksums, if
     // still unknown, are asked for in it too.
-    if (!(await unqueueBlobKey(trx, blob.key)).includes(garbageId)) throw blobCollected()
-    if (blob.md5 === undefined) await queueChecksums(trx, [blob.key], now)
+    if (!(await unqueueBlobKey(tx.db, blob.key)).includes(garbageId)) throw blobCollected()
+    if (blob.md5 === undefined) await queueChecksums(tx.db, [blob.key], now)
     return row
   }
 
@@ -260,17 +271,17 @@ export class UploadService {
    * upload already gone (ended, expired, discarded) is no error.
    */
   async abandon(p: Principal, rawPath: string, ref: string): Promise<void> {
-    const upload = await findSiteUpload(this.db, p.siteId, ref)
+    const upload = await this.repos.uploads.findOfSite(p.siteId, ref)
     if (upload) {
       if (!isOwner(p, upload) || upload.path.toLowerCase() !== normalizePath(rawPath).toLowerCase()) {
         throw uploadNotFound()
       }
       // The rows first: a part still arriving then finds its upload gone and discards its bytes.
-      await this.db.transaction().execute(async (trx) => {
-        await deleteUpload(trx, upload.id)
-        await deleteParts(trx, upload.id)
+      await this.repos.uploads.transaction(async (tx) => {
+        await tx.delete(upload.id)
+        await tx.deleteParts(upload.id)
       })
-    } else if (await findUploadByRef(this.db, ref)) {
+    } else if (await this.repos.uploads.findByRef(ref)) {
       // Another site's: not the caller's to discard.
       throw uploadNotFound()
     }
@@ -286,14 +297,14 @@ export class UploadService {
   private async keepQueued(key: string, garbageId: number, queuedAt: number): Promise<void> {
     const now = this.now()
     if (now - queuedAt < REQUEUE_AFTER_MS) return
-    if ((await requeueBlobs(this.db, [garbageId], now)) > 0) return
-    await queueNewBlob(this.db, key, now)
+    if ((await requeueBlobs(this.repos.files.db, [garbageId], now)) > 0) return
+    await queueNewBlob(this.repos.files.db, key, now)
     throw blobCollected()
   }
 
   /** The caller's own upload of this path (same user, or the same site-wide key), kept alive. */
   private async ownUpload(p: Principal, path: string, ref: string): Promise<UploadRow> {
-    return this.keptAlive(p, path, await findSiteUpload(this.db, p.siteId, ref))
+    return this.keptAlive(p, path, await this.repos.uploads.findOfSite(p.siteId, ref))
   }
 
   /** `upload`, as read, if it is the caller's own upload of this path: pushed back and returned; else 404. */
@@ -314,7 +325,7 @@ export class UploadService {
     // Pushed back, so that the janitor leaves it alone while its parts are sent or assembled
     // (unless a request of the last moments already did).
     const expiresAt = this.parts.extendedExpiry(now, upload)
-    if (expiresAt !== null) await extendUpload(this.db, upload.id, expiresAt)
+    if (expiresAt !== null) await this.repos.uploads.extend(upload.id, expiresAt)
     return upload
   }
 
@@ -323,7 +334,7 @@ export class UploadService {
     upload: UploadRow,
     plan: AssemblyPlan | undefined,
   ): Promise<{ numbers: number[]; sizes: number[] }> {
-    let rows: { part_number: number; size: number }[] = await partsOf(this.db, upload.id)
+    let rows: { part_number: number; size: number }[] = await this.repos.uploads.partsOf(upload.id)
     // Parts sent straight to the blob store never passed through Wharf: the store listed them.
     if (rows.length === 0 && plan) {
       rows = plan.directParts.map((p) => ({ part_number: p.partNumber, size: p.size }))
@@ -356,7 +367,7 @@ export class UploadService {
     } catch (err) {
       if (!(err instanceof StagedPartError)) throw err
       // Its parts went away: a concurrent `end` of the same upload finished first, or a part is lost.
-      if (!(await uploadExists(this.db, upload.id))) throw uploadNotFound()
+      if (!(await this.repos.uploads.exists(upload.id))) throw uploadNotFound()
       throw ERRORS.fileNotUploaded(
         `Part ${err.partNumber} of this upload is missing or incomplete: send it again`,
       )
@@ -385,10 +396,10 @@ function blobCollected(): Error {
 class NameTaken extends Error {}
 
 /** The path itself if free, else the first free `name (n).ext`. */
-async function freeName(trx: Transaction<Database>, siteId: number, path: string): Promise<string> {
+async function freeName(files: FileRepository, siteId: number, path: string): Promise<string> {
   for (let n = 0; n <= MAX_RENAMES; n++) {
     const candidate = n === 0 ? path : numbered(path, n)
-    if (!(await findByPath(trx, siteId, candidate))) return candidate
+    if (!(await files.findByPath(siteId, candidate))) return candidate
   }
   throw ERRORS.destinationExists(`${path} and ${MAX_RENAMES} renamed copies exist`)
 }

@@ -11,7 +11,7 @@ import type { FileOperations } from '../file-operations.js'
 import type { FolderService } from '../folder-service.js'
 import { normalizeNewPath } from '../new-paths.js'
 import type { UploadService } from '../upload-service.js'
-import { entryOfJson, entryOfRow, type FsEntry, rootEntry } from './fs-entry.js'
+import { entryOfRow, type FsEntry, rootEntry } from './fs-entry.js'
 import { type FileWriter, UploadWriter } from './upload-writer.js'
 
 export type { FsEntry } from './fs-entry.js'
@@ -92,7 +92,7 @@ export class UserFileSystem {
     const path = normalizePath(rawPath)
     if (path === '') return rootEntry(this.d.now())
     try {
-      return entryOfJson(await this.d.downloads.metadata(this.principal, path))
+      return entryOfRow(await this.d.downloads.stat(this.principal, path))
     } catch (err) {
       // A folder above the caller's permissions may be entered to reach them (as REST lists it).
       if (!isRefusal(err) || !(await this.d.fileAccess.of(this.principal)).leadsTo(path)) throw err
@@ -106,13 +106,13 @@ export class UserFileSystem {
   async *list(rawPath: string): AsyncGenerator<FsEntry> {
     this.allowed()
     const path = normalizePath(rawPath)
+    // The caller's permissions are read once for the whole listing, not once a page.
+    const access = await this.d.fileAccess.of(this.principal)
     let cursor: string | null = null
     do {
-      const page = await this.d.folders.list(this.principal, path, {
-        per_page: LIST_PAGE,
-        ...(cursor ? { cursor } : {}),
-      })
-      for (const f of page.items) yield entryOfJson(f)
+      const query = { per_page: LIST_PAGE, ...(cursor ? { cursor } : {}) }
+      const page = await this.d.folders.listRows(this.principal, path, query, access)
+      for (const row of page.items) yield entryOfRow(row)
       cursor = page.next
     } while (cursor)
   }
@@ -189,12 +189,11 @@ export class UserFileSystem {
       if (there) throw ERRORS.destinationExists(`${there.path} already exists`)
     }
     const expirySeconds = this.d.writerExpirySeconds ?? WRITER_EXPIRY_SECONDS
-    const [first] = await this.d.uploads.begin(this.principal, path, {
+    const { upload } = await this.d.uploads.open(this.principal, path, {
       mkdirParents: opts.mkdirParents ?? false,
-      throughWharf: true,
       expirySeconds,
     })
-    return new UploadWriter(this.d.uploads, this.principal, path, first!, {
+    return new UploadWriter(this.d.uploads, this.principal, path, upload, {
       partBytes: this.d.writerPartBytes,
       expirySeconds,
     })
@@ -203,9 +202,8 @@ export class UserFileSystem {
   /** Creates a folder; its parent must exist unless `mkdirParents`. */
   async mkdir(rawPath: string, opts: { mkdirParents?: boolean } = {}): Promise<FsEntry> {
     this.allowed()
-    return entryOfJson(
-      await this.d.folders.mkdir(this.principal, rawPath, { mkdir_parents: opts.mkdirParents === true }),
-    )
+    const input = { mkdir_parents: opts.mkdirParents === true }
+    return entryOfRow(await this.d.folders.createFolder(this.principal, rawPath, input))
   }
 
   /** Deletes a file, or a folder (which must be empty unless `recursive`). */

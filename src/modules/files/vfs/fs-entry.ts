@@ -1,4 +1,3 @@
-import type { FileJson } from '../file-json.js'
 import type { FileRow } from '../file-repository.js'
 
 /**
@@ -17,21 +16,6 @@ export interface FsEntry {
   providedMtime: number | null
   createdAt: number
   md5: string | null
-}
-
-const ms = (iso: string | null, fallback = 0) => (iso ? Date.parse(iso) : fallback)
-
-export function entryOfJson(f: FileJson): FsEntry {
-  return {
-    path: f.path,
-    name: f.display_name,
-    type: f.type,
-    size: f.size,
-    mtime: ms(f.mtime),
-    providedMtime: f.provided_mtime ? Date.parse(f.provided_mtime) : null,
-    createdAt: ms(f.created_at),
-    md5: f.md5,
-  }
 }
 
 export function entryOfRow(r: FileRow): FsEntry {

@@ -2,9 +2,9 @@ import { PassThrough } from 'node:stream'
 import { ERRORS } from '../../../api/error-factories.js'
 import { ApiError } from '../../../api/errors.js'
 import type { Principal } from '../../../identity/principal.js'
-import type { FileUploadPartJson } from '../upload-parts.js'
+import type { UploadRow } from '../upload-parts.js'
 import type { UploadService } from '../upload-service.js'
-import { entryOfJson, type FsEntry } from './fs-entry.js'
+import { entryOfRow, type FsEntry } from './fs-entry.js'
 
 /**
  * Bytes per upload part. A protocol client sends one stream of unknown length; it is cut into
@@ -48,10 +48,11 @@ export interface WriterOptions {
 }
 
 /**
- * A protocol upload through the very flow of the REST API (UploadService): `begin` opens an
- * upload, the bytes go to its parts exactly as a signed `PUT upload_uri` would send them, and
- * `end` assembles and publishes. The REST rules (paths, permissions, parents, overwrite of a
- * file, never of a folder) hold because they are the same code.
+ * A protocol upload on the same core as a REST upload (UploadService): `open` opens an upload,
+ * the bytes go to its parts through `parts.store` (the call the signed `PUT upload_uri` makes
+ * once it has checked its link; no URL is made or signed here), and `finish` assembles and
+ * publishes. The rules (paths, permissions, parents, overwrite of a file, never of a folder)
+ * hold because they are the same code.
  */
 export class UploadWriter implements FileWriter {
   written = 0
@@ -68,7 +69,7 @@ export class UploadWriter implements FileWriter {
     private readonly uploads: UploadService,
     private readonly principal: Principal,
     readonly path: string,
-    private readonly first: FileUploadPartJson,
+    private readonly upload: UploadRow,
     opts: WriterOptions,
   ) {
     this.partBytes = opts.partBytes ?? WRITER_PART_BYTES
@@ -107,10 +108,10 @@ export class UploadWriter implements FileWriter {
       // A write that failed (or an upload found expired) publishes nothing, and is discarded.
       if (this.failure) throw this.failure
       await this.closePart()
-      const file = await this.uploads.end(this.principal, this.path, this.first.ref, {
+      const row = await this.uploads.finish(this.principal, this.path, this.upload.ref, {
         providedMtime: this.providedMtime,
       })
-      return entryOfJson(file)
+      return entryOfRow(row)
     } catch (err) {
       await this.discard()
       throw err
@@ -140,7 +141,7 @@ export class UploadWriter implements FileWriter {
       part.stream.destroy()
       await part.done.catch(() => undefined)
     }
-    await this.uploads.abandon(this.principal, this.path, this.first.ref).catch(() => undefined)
+    await this.uploads.abandon(this.principal, this.path, this.upload.ref).catch(() => undefined)
   }
 
   /** Also while `commit` assembles the parts, which for a large file takes a while. */
@@ -148,7 +149,7 @@ export class UploadWriter implements FileWriter {
     if (this.beating) return
     this.beating = true
     try {
-      await this.uploads.keepAlive(this.principal, this.path, this.first.ref)
+      await this.uploads.keepAlive(this.principal, this.path, this.upload.ref)
     } catch (err) {
       // Expired after all (a process stalled past its lifetime): the next write says so, rather
       // than the client sending the rest for nothing. Another failure is retried on the next beat.
@@ -164,29 +165,13 @@ export class UploadWriter implements FileWriter {
   /** Starts the next part: its bytes flow into the blob store while the client sends them. */
   private async nextPart() {
     const number = this.partsSent + 1
-    const described =
-      number === 1
-        ? this.first
-        : (
-            await this.uploads.continue(this.principal, this.path, this.first.ref, {
-              part: number,
-              throughWharf: true,
-            })
-          )[0]!
     // From here to `this.part` nothing waits, so an abort either comes first (and is seen here)
     // or finds the part and stops it: no part is ever left streaming into the store.
     if (this.failure) throw this.failure
-    const link = new URL(described.upload_uri).searchParams
     const stream = new PassThrough({ highWaterMark: 256 * 1024 })
     // Its failures reach `done`; the store may not be reading it yet when it is destroyed.
     stream.on('error', () => undefined)
-    const done = this.uploads.parts.receive(
-      described.ref,
-      number,
-      { expires: link.get('expires') ?? undefined, signature: link.get('signature') ?? undefined },
-      stream,
-      undefined,
-    )
+    const done = this.uploads.parts.store(this.upload, number, stream)
     // Remembered, so that a write waiting for room stops at once rather than waiting forever.
     done.catch((err: unknown) => {
       this.failure ??= err
