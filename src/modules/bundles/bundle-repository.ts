@@ -3,7 +3,7 @@ import type { ListRequest, Page } from '../../api/list-spec.js'
 import { selectPage } from '../../db/list-sql.js'
 import { Repository } from '../../db/repository.js'
 import type { BundlesTable, Database } from '../../db/schema.js'
-import { kindsAt } from '../files/file-repository.js'
+import { FileRepository } from '../files/file-repository.js'
 
 export type BundleRow = Selectable<BundlesTable>
 /** A shared path as the API shows it. */
@@ -86,8 +86,7 @@ export class BundleRepository extends Repository {
 
   /** The stored spelling of each of these paths that names a file or folder, by lowercased path. */
   async existing(siteId: number, paths: string[]): Promise<Map<string, string>> {
-    const rows = await kindsAt(
-      this.db,
+    const rows = await new FileRepository(this.db, this.dialect).kindsAt(
       siteId,
       paths.map((p) => p.toLowerCase()),
     )
