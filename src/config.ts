@@ -1,9 +1,12 @@
 import net from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { type Static, Type } from '@sinclair/typebox'
+import envSchema from 'env-schema'
 import ipaddr from 'ipaddr.js'
+import { anyCase, bool, int, isTrue, settingsAjv, text } from './config-schema.js'
 import type { DavSettings } from './dav/dav-settings.js'
-import { type FtpConfig, loadFtpConfig } from './ftp/ftp-config.js'
+import { FTP_SETTINGS, type FtpConfig, ftpConfig } from './ftp/ftp-config.js'
 import type { HttpTimeouts } from './http/slow-clients.js'
 import { ConfigError, type ModuleSettings } from './modules/settings.js'
 import type { SftpSettings } from './sftp/sftp-settings.js'
@@ -101,69 +104,171 @@ type Env = Record<string, string | undefined>
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
 
+/**
+ * Every setting Wharf reads from the environment: its name, default and the values it takes, in one
+ * env-schema definition (docs/architecture.md, at the top). What a schema cannot say (ranges
+ * of addresses, settings that go together) is checked after it, by the functions below.
+ */
+const SETTINGS = Type.Object({
+  HOST: text('127.0.0.1'),
+  PORT: int(8080, 0, 65535),
+  DATA_DIR: text('./data'),
+  DATABASE_URL: Type.Optional(
+    text(
+      undefined,
+      '^postgres(ql)?://',
+      'DATABASE_URL must start with postgres:// or postgresql:// (leave it unset for SQLite)',
+    ),
+  ),
+  BASE_URL: Type.Optional(
+    text(
+      undefined,
+      `^${anyCase('http')}s?://[^\\s/?#]`,
+      'BASE_URL must be an absolute http(s) URL (got "{got}")',
+    ),
+  ),
+  SITE_NAME: text(
+    'wharf',
+    '^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$',
+    'SITE_NAME must be 1-63 letters, digits, dots, dashes or underscores',
+  ),
+  ADMIN_USERNAME: text(
+    'admin',
+    '^[A-Za-z0-9@._+-]{1,128}$',
+    'ADMIN_USERNAME may hold only letters, digits and @._+- (1-128 characters)',
+  ),
+  ADMIN_PASSWORD: Type.Optional(
+    Type.String({ minLength: 8, errorMessage: 'ADMIN_PASSWORD must be at least 8 characters' }),
+  ),
+  SESSION_IDLE_MINUTES: int(360, 1, 525600),
+  AUTH_CACHE_SECONDS: int(2, 0, 300),
+  LOG_LEVEL: Type.Unsafe<string>({
+    type: 'string',
+    enum: LOG_LEVELS,
+    default: 'info',
+    errorMessage: `LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`,
+  }),
+  TRUST_PROXY: bool(false),
+  RATE_LIMIT_PER_SECOND: int(50, 1, 1_000_000),
+  RATE_LIMIT_BURST: int(200, 1, 10_000_000),
+  RATE_LIMIT_CONCURRENT: int(100, 1, 100_000),
+  LOGIN_MAX_FAILURES: int(5, 1, 1000),
+  LOGIN_WINDOW_MINUTES: int(15, 1, 1440),
+  LOGIN_DEFENDER_SAFE_LIST: text(''),
+  LOGIN_DEFENDER_THRESHOLD: int(20, 1, 1_000_000),
+  LOGIN_DEFENDER_WINDOW_MINUTES: int(15, 1, 10_080),
+  LOGIN_DEFENDER_BAN_MINUTES: int(15, 1, 525_600),
+  BODY_LIMIT_BYTES: int(1_048_576, 1024, 1_073_741_824),
+  HTTP_HEADERS_TIMEOUT_MS: int(30_000, 100, 600_000),
+  HTTP_IDLE_TIMEOUT_MS: int(120_000, 100, 3_600_000),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: int(72_000, 100, 3_600_000),
+  HTTP_MIN_BODY_BYTES_PER_SECOND: int(1024, 0, 1_073_741_824),
+  HTTP_BODY_RATE_WINDOW_MS: int(30_000, 100, 3_600_000),
+  APPS_FILE: Type.Optional(text()),
+  WEB_DIR: Type.Optional(text()),
+  UPLOAD_PART_SIZE: int(5 * 1024 * 1024, 1024, 5 * 1024 * 1024 * 1024),
+  UPLOAD_URL_SECONDS: int(3600, 10, 7 * 86400),
+  UPLOAD_EXPIRY_MINUTES: int(1440, 1, 30 * 1440),
+  PROTOCOL_UPLOAD_EXPIRY_SECONDS: int(120, 4, 86400),
+  DOWNLOAD_URL_SECONDS: int(3600, 10, 7 * 86400),
+  JANITOR_INTERVAL_SECONDS: int(300, 1, 86400),
+  WEBHOOK_RETRY_SCHEDULE: Type.Optional(text()),
+  WEBHOOK_ALLOWED_CIDRS: text(''),
+  WEBHOOK_CONNECT_TIMEOUT_MS: int(5000, 10, 60_000),
+  WEBHOOK_TIMEOUT_MS: int(15_000, 10, 120_000),
+  WEBHOOK_CONCURRENCY: int(64, 1, 1024),
+  WEBHOOK_LOG_RETENTION_DAYS: int(90, 1, 36500),
+  DAV_ENABLED: bool(true),
+  DAV_PREFIX: Type.Optional(text()),
+  DAV_AUTH_CACHE_SECONDS: int(300, 0, 3600),
+  SFTP_ENABLED: bool(true),
+  SFTP_HOST: Type.Optional(text()),
+  SFTP_PORT: int(2022, 0, 65535),
+  SFTP_HOST_KEY_FILES: text(''),
+  SFTP_LOGIN_TIMEOUT_MS: int(30_000, 100, 600_000),
+  SFTP_IDLE_TIMEOUT_MS: int(600_000, 100, 86_400_000),
+  SFTP_MAX_SESSIONS_PER_USER: int(20, 1, 10_000),
+  SFTP_MAX_SESSIONS_PER_IP: int(50, 1, 100_000),
+  SFTP_MAX_BUFFERED_BYTES_PER_CONNECTION: int(16 * 1024 * 1024, 1024 * 1024, 1024 * 1024 * 1024),
+  SFTP_MAX_BUFFERED_BYTES_PER_USER: int(64 * 1024 * 1024, 1024 * 1024, 16 * 1024 ** 3),
+  BLOB_STORE: Type.Unsafe<'disk' | 's3'>({
+    type: 'string',
+    enum: ['disk', 's3'],
+    default: 'disk',
+    errorMessage: 'BLOB_STORE must be disk or s3 (got "{got}")',
+  }),
+  S3_ENDPOINT: Type.Optional(
+    text(undefined, '^https?://[^/]', 'S3_ENDPOINT must be an http(s) URL (got "{got}")'),
+  ),
+  S3_BUCKET: text(''),
+  S3_PREFIX: text(''),
+  S3_REGION: Type.Optional(text()),
+  AWS_REGION: Type.Optional(text()),
+  S3_FORCE_PATH_STYLE: bool(false),
+  S3_TRANSFER_MODE: Type.Unsafe<'direct' | 'proxy'>({
+    type: 'string',
+    enum: ['direct', 'proxy'],
+    default: 'direct',
+    errorMessage: 'S3_TRANSFER_MODE must be direct or proxy (got "{got}")',
+  }),
+  EXPORT_RETENTION_DAYS: int(7, 1, 36500),
+  EXPORT_CONCURRENCY: int(2, 1, 64),
+  EXPORT_PAGE_SIZE: int(5000, 1, 100_000),
+  EXPORT_LEASE_SECONDS: int(60, 1, 86400),
+  CHECKSUM_CONCURRENCY: int(2, 1, 64),
+  CHECKSUM_POLL_MS: int(5000, 10, 3_600_000),
+  CHECKSUM_LEASE_SECONDS: int(60, 1, 86400),
+  ...FTP_SETTINGS,
+})
+
+/** The environment as the schema reads it: every setting, with its default where it has one. */
+export type Settings = Static<typeof SETTINGS>
+
+/**
+ * The settings in `env` (empty means unset), validated against SETTINGS; every bad value is
+ * reported at once, one problem per setting.
+ */
+function readSettings(env: Env, problems: string[]): Settings {
+  const given: Record<string, string> = {}
+  for (const [name, value] of Object.entries(env))
+    if (value !== undefined && value !== '') given[name] = value
+  const failed = new Set<string>()
+  try {
+    return envSchema<Settings>({ schema: SETTINGS, data: given, env: false, ajv: settingsAjv })
+  } catch (err) {
+    const errors = (err as { errors?: { instancePath: string }[] }).errors
+    if (!errors) throw err
+    for (const e of errors) failed.add(e.instancePath.split('/')[1] ?? '')
+  }
+  // The bucket's settings count only where the bucket is used.
+  const s3 = given['BLOB_STORE'] === 's3'
+  for (const name of Object.keys(SETTINGS.properties)) {
+    if (!failed.has(name) || (!s3 && name.startsWith('S3_'))) continue
+    const schema = SETTINGS.properties[name as keyof Settings] as { errorMessage?: string }
+    problems.push(
+      (schema.errorMessage ?? '{name} is not valid (got "{got}")')
+        .replace('{name}', name)
+        .replace('{got}', given[name] ?? ''),
+    )
+  }
+  // Defaults stand in for what failed, so that the checks after the schema still see the rest.
+  const rest = Object.fromEntries(Object.entries(given).filter(([name]) => !failed.has(name)))
+  return envSchema<Settings>({ schema: SETTINGS, data: rest, env: false, ajv: settingsAjv })
+}
+
 /** Reads and validates the configuration; every bad value is reported at once. */
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = []
-  const str = (name: string, fallback: string): string => {
-    const v = env[name]
-    return v === undefined || v === '' ? fallback : v
-  }
-  const int = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = env[name]
-    if (raw === undefined || raw === '') return fallback
-    if (!/^\d+$/.test(raw.trim()) || Number(raw) < min || Number(raw) > max) {
-      problems.push(`${name} must be a whole number from ${min} to ${max} (got "${raw}")`)
-      return fallback
-    }
-    return Number(raw)
-  }
-  const bool = (name: string, fallback: boolean): boolean => {
-    const raw = env[name]
-    if (raw === undefined || raw === '') return fallback
-    if (/^(1|true|yes|on)$/i.test(raw)) return true
-    if (/^(0|false|no|off)$/i.test(raw)) return false
-    problems.push(`${name} must be true or false (got "${raw}")`)
-    return fallback
-  }
+  const s = readSettings(env, problems)
 
-  const host = str('HOST', '127.0.0.1')
-  const port = int('PORT', 8080, 0, 65535)
-  const dataDir = path.resolve(str('DATA_DIR', './data'))
-
-  const databaseUrl = env['DATABASE_URL'] || undefined
-  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    problems.push('DATABASE_URL must start with postgres:// or postgresql:// (leave it unset for SQLite)')
-  }
-
+  const host = s.HOST
+  const port = s.PORT
+  const dataDir = path.resolve(s.DATA_DIR)
   const defaultBase = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
-  const baseUrl = str('BASE_URL', defaultBase).replace(/\/+$/, '')
-  try {
-    const u = new URL(baseUrl)
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme')
-  } catch {
+  const baseUrl = (s.BASE_URL ?? defaultBase).replace(/\/+$/, '')
+  if (!URL.canParse(baseUrl) && !problems.some((p) => p.startsWith('BASE_URL '))) {
     problems.push(`BASE_URL must be an absolute http(s) URL (got "${baseUrl}")`)
   }
-
-  const siteName = str('SITE_NAME', 'wharf')
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(siteName)) {
-    problems.push('SITE_NAME must be 1-63 letters, digits, dots, dashes or underscores')
-  }
-  const adminUsername = str('ADMIN_USERNAME', 'admin')
-  if (!/^[A-Za-z0-9@._+-]{1,128}$/.test(adminUsername)) {
-    problems.push('ADMIN_USERNAME may hold only letters, digits and @._+- (1-128 characters)')
-  }
-  const adminPassword = env['ADMIN_PASSWORD'] || undefined
-  if (adminPassword !== undefined && adminPassword.length < 8) {
-    problems.push('ADMIN_PASSWORD must be at least 8 characters')
-  }
-
-  const logLevel = str('LOG_LEVEL', 'info')
-  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`)
-
-  const retrySchedule = parseRetrySchedule(env['WEBHOOK_RETRY_SCHEDULE'], problems)
-  const allowedCidrs = parseCidrs(env['WEBHOOK_ALLOWED_CIDRS'], problems)
-
-  const blobs = parseBlobStore(env, str, bool, problems)
 
   const warnings: string[] = []
   if (env['LOGIN_MAX_ATTEMPTS_PER_IP'] !== undefined) {
@@ -177,122 +282,97 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     port,
     dataDir,
-    databaseUrl,
+    databaseUrl: s.DATABASE_URL,
     baseUrl,
-    siteName,
-    adminUsername,
-    adminPassword,
-    sessionIdleMinutes: int('SESSION_IDLE_MINUTES', 360, 1, 525600),
-    authCacheSeconds: int('AUTH_CACHE_SECONDS', 2, 0, 300),
-    logLevel,
-    trustProxy: bool('TRUST_PROXY', false),
+    siteName: s.SITE_NAME,
+    adminUsername: s.ADMIN_USERNAME,
+    adminPassword: s.ADMIN_PASSWORD,
+    sessionIdleMinutes: s.SESSION_IDLE_MINUTES,
+    authCacheSeconds: s.AUTH_CACHE_SECONDS,
+    logLevel: s.LOG_LEVEL,
+    trustProxy: isTrue(s.TRUST_PROXY),
     rateLimit: {
-      perSecond: int('RATE_LIMIT_PER_SECOND', 50, 1, 1_000_000),
-      burst: int('RATE_LIMIT_BURST', 200, 1, 10_000_000),
-      concurrent: int('RATE_LIMIT_CONCURRENT', 100, 1, 100_000),
+      perSecond: s.RATE_LIMIT_PER_SECOND,
+      burst: s.RATE_LIMIT_BURST,
+      concurrent: s.RATE_LIMIT_CONCURRENT,
     },
     login: {
-      maxFailuresPerUser: int('LOGIN_MAX_FAILURES', 5, 1, 1000),
-      windowMinutes: int('LOGIN_WINDOW_MINUTES', 15, 1, 1440),
+      maxFailuresPerUser: s.LOGIN_MAX_FAILURES,
+      windowMinutes: s.LOGIN_WINDOW_MINUTES,
     },
     loginDefender: {
-      safeList: parseSafeList(env['LOGIN_DEFENDER_SAFE_LIST'], problems),
-      threshold: int('LOGIN_DEFENDER_THRESHOLD', 20, 1, 1_000_000),
-      windowMinutes: int('LOGIN_DEFENDER_WINDOW_MINUTES', 15, 1, 10_080),
-      banMinutes: int('LOGIN_DEFENDER_BAN_MINUTES', 15, 1, 525_600),
+      safeList: parseSafeList(s.LOGIN_DEFENDER_SAFE_LIST, problems),
+      threshold: s.LOGIN_DEFENDER_THRESHOLD,
+      windowMinutes: s.LOGIN_DEFENDER_WINDOW_MINUTES,
+      banMinutes: s.LOGIN_DEFENDER_BAN_MINUTES,
     },
-    bodyLimitBytes: int('BODY_LIMIT_BYTES', 1_048_576, 1024, 1_073_741_824),
+    bodyLimitBytes: s.BODY_LIMIT_BYTES,
     http: {
-      headersTimeoutMs: int('HTTP_HEADERS_TIMEOUT_MS', 30_000, 100, 600_000),
-      idleTimeoutMs: int('HTTP_IDLE_TIMEOUT_MS', 120_000, 100, 3_600_000),
-      keepAliveTimeoutMs: int('HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
-      minBodyBytesPerSecond: int('HTTP_MIN_BODY_BYTES_PER_SECOND', 1024, 0, 1_073_741_824),
-      bodyRateWindowMs: int('HTTP_BODY_RATE_WINDOW_MS', 30_000, 100, 3_600_000),
+      headersTimeoutMs: s.HTTP_HEADERS_TIMEOUT_MS,
+      idleTimeoutMs: s.HTTP_IDLE_TIMEOUT_MS,
+      keepAliveTimeoutMs: s.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+      minBodyBytesPerSecond: s.HTTP_MIN_BODY_BYTES_PER_SECOND,
+      bodyRateWindowMs: s.HTTP_BODY_RATE_WINDOW_MS,
     },
-    appsFile: env['APPS_FILE'] ? path.resolve(env['APPS_FILE']) : undefined,
-    webDir: path.resolve(env['WEB_DIR'] || DEFAULT_WEB_DIR),
+    appsFile: s.APPS_FILE === undefined ? undefined : path.resolve(s.APPS_FILE),
+    webDir: path.resolve(s.WEB_DIR ?? DEFAULT_WEB_DIR),
     files: {
-      partSize: int('UPLOAD_PART_SIZE', 5 * 1024 * 1024, 1024, 5 * 1024 * 1024 * 1024),
-      uploadUrlSeconds: int('UPLOAD_URL_SECONDS', 3600, 10, 7 * 86400),
-      uploadExpiryMinutes: int('UPLOAD_EXPIRY_MINUTES', 1440, 1, 30 * 1440),
-      protocolUploadExpirySeconds: int('PROTOCOL_UPLOAD_EXPIRY_SECONDS', 120, 4, 86400),
-      downloadUrlSeconds: int('DOWNLOAD_URL_SECONDS', 3600, 10, 7 * 86400),
-      janitorIntervalSeconds: int('JANITOR_INTERVAL_SECONDS', 300, 1, 86400),
+      partSize: s.UPLOAD_PART_SIZE,
+      uploadUrlSeconds: s.UPLOAD_URL_SECONDS,
+      uploadExpiryMinutes: s.UPLOAD_EXPIRY_MINUTES,
+      protocolUploadExpirySeconds: s.PROTOCOL_UPLOAD_EXPIRY_SECONDS,
+      downloadUrlSeconds: s.DOWNLOAD_URL_SECONDS,
+      janitorIntervalSeconds: s.JANITOR_INTERVAL_SECONDS,
     },
     webhooks: {
-      retrySchedule,
-      allowedCidrs,
-      connectTimeoutMs: int('WEBHOOK_CONNECT_TIMEOUT_MS', 5000, 10, 60_000),
-      totalTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 15_000, 10, 120_000),
-      concurrency: int('WEBHOOK_CONCURRENCY', 64, 1, 1024),
-      logRetentionDays: int('WEBHOOK_LOG_RETENTION_DAYS', 90, 1, 36500),
+      retrySchedule: parseRetrySchedule(s.WEBHOOK_RETRY_SCHEDULE, problems),
+      allowedCidrs: parseCidrs(s.WEBHOOK_ALLOWED_CIDRS, problems),
+      connectTimeoutMs: s.WEBHOOK_CONNECT_TIMEOUT_MS,
+      totalTimeoutMs: s.WEBHOOK_TIMEOUT_MS,
+      concurrency: s.WEBHOOK_CONCURRENCY,
+      logRetentionDays: s.WEBHOOK_LOG_RETENTION_DAYS,
     },
     dav: {
-      enabled: bool('DAV_ENABLED', true),
-      prefix: parseDavPrefix(env['DAV_PREFIX'], problems),
-      authCacheSeconds: int('DAV_AUTH_CACHE_SECONDS', 300, 0, 3600),
+      enabled: isTrue(s.DAV_ENABLED),
+      prefix: parseDavPrefix(s.DAV_PREFIX, problems),
+      authCacheSeconds: s.DAV_AUTH_CACHE_SECONDS,
     },
     sftp: {
-      enabled: bool('SFTP_ENABLED', true),
-      host: str('SFTP_HOST', host),
-      port: int('SFTP_PORT', 2022, 0, 65535),
-      hostKeyFiles: (env['SFTP_HOST_KEY_FILES'] ?? '')
-        .split(',')
+      enabled: isTrue(s.SFTP_ENABLED),
+      host: s.SFTP_HOST ?? host,
+      port: s.SFTP_PORT,
+      hostKeyFiles: s.SFTP_HOST_KEY_FILES.split(',')
         .map((f) => f.trim())
         .filter((f) => f !== '')
         .map((f) => path.resolve(f)),
-      loginTimeoutMs: int('SFTP_LOGIN_TIMEOUT_MS', 30_000, 100, 600_000),
-      idleTimeoutMs: int('SFTP_IDLE_TIMEOUT_MS', 600_000, 100, 86_400_000),
-      maxSessionsPerUser: int('SFTP_MAX_SESSIONS_PER_USER', 20, 1, 10_000),
-      maxSessionsPerIp: int('SFTP_MAX_SESSIONS_PER_IP', 50, 1, 100_000),
-      maxBufferedBytesPerConnection: int(
-        'SFTP_MAX_BUFFERED_BYTES_PER_CONNECTION',
-        16 * 1024 * 1024,
-        1024 * 1024,
-        1024 * 1024 * 1024,
-      ),
-      maxBufferedBytesPerUser: int(
-        'SFTP_MAX_BUFFERED_BYTES_PER_USER',
-        64 * 1024 * 1024,
-        1024 * 1024,
-        16 * 1024 ** 3,
-      ),
+      loginTimeoutMs: s.SFTP_LOGIN_TIMEOUT_MS,
+      idleTimeoutMs: s.SFTP_IDLE_TIMEOUT_MS,
+      maxSessionsPerUser: s.SFTP_MAX_SESSIONS_PER_USER,
+      maxSessionsPerIp: s.SFTP_MAX_SESSIONS_PER_IP,
+      maxBufferedBytesPerConnection: s.SFTP_MAX_BUFFERED_BYTES_PER_CONNECTION,
+      maxBufferedBytesPerUser: s.SFTP_MAX_BUFFERED_BYTES_PER_USER,
     },
-    blobs,
+    blobs: blobStore(s, env, problems),
     exports: {
-      retentionDays: int('EXPORT_RETENTION_DAYS', 7, 1, 36500),
-      concurrency: int('EXPORT_CONCURRENCY', 2, 1, 64),
-      pageSize: int('EXPORT_PAGE_SIZE', 5000, 1, 100_000),
-      leaseSeconds: int('EXPORT_LEASE_SECONDS', 60, 1, 86400),
+      retentionDays: s.EXPORT_RETENTION_DAYS,
+      concurrency: s.EXPORT_CONCURRENCY,
+      pageSize: s.EXPORT_PAGE_SIZE,
+      leaseSeconds: s.EXPORT_LEASE_SECONDS,
     },
     checksums: {
-      concurrency: int('CHECKSUM_CONCURRENCY', 2, 1, 64),
-      pollMs: int('CHECKSUM_POLL_MS', 5000, 10, 3_600_000),
-      leaseSeconds: int('CHECKSUM_LEASE_SECONDS', 60, 1, 86400),
+      concurrency: s.CHECKSUM_CONCURRENCY,
+      pollMs: s.CHECKSUM_POLL_MS,
+      leaseSeconds: s.CHECKSUM_LEASE_SECONDS,
     },
-    ftp: loadFtpConfig(env, { host, dataDir, int, bool, str }, problems),
+    ftp: ftpConfig(s, { host, dataDir }, problems),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config
 }
 
-function parseBlobStore(
-  env: Env,
-  str: (name: string, fallback: string) => string,
-  bool: (name: string, fallback: boolean) => boolean,
-  problems: string[],
-): Config['blobs'] {
-  const store = str('BLOB_STORE', 'disk')
-  if (store !== 'disk' && store !== 's3') {
-    problems.push(`BLOB_STORE must be disk or s3 (got "${store}")`)
-    return { store: 'disk', s3: undefined }
-  }
-  if (store === 'disk') return { store, s3: undefined }
-  const endpoint = env['S3_ENDPOINT'] || undefined
-  if (endpoint !== undefined && !/^https?:\/\/[^/]/.test(endpoint)) {
-    problems.push(`S3_ENDPOINT must be an http(s) URL (got "${endpoint}")`)
-  }
-  const bucket = str('S3_BUCKET', '')
+function blobStore(s: Settings, env: Env, problems: string[]): Config['blobs'] {
+  if (s.BLOB_STORE === 'disk') return { store: 'disk', s3: undefined }
+  const bucket = s.S3_BUCKET
   // S3's rules for bucket names (3-63 lower-case letters, digits, dots and dashes).
   if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) {
     problems.push(
@@ -301,7 +381,7 @@ function parseBlobStore(
         : `S3_BUCKET must be a bucket name: 3-63 lower-case letters, digits, dots or dashes (got "${bucket}")`,
     )
   }
-  let prefix = str('S3_PREFIX', '').replace(/^\/+/, '')
+  let prefix = s.S3_PREFIX.replace(/^\/+/, '')
   if (prefix !== '' && !prefix.endsWith('/')) prefix += '/'
   if (
     prefix.length > 512 ||
@@ -309,20 +389,16 @@ function parseBlobStore(
   ) {
     problems.push(`S3_PREFIX must be up to 512 characters without empty segments (got "${env['S3_PREFIX']}")`)
   }
-  const transferMode = str('S3_TRANSFER_MODE', 'direct')
-  if (transferMode !== 'direct' && transferMode !== 'proxy') {
-    problems.push(`S3_TRANSFER_MODE must be direct or proxy (got "${transferMode}")`)
-  }
   return {
-    store,
+    store: 's3',
     s3: {
-      endpoint,
+      endpoint: s.S3_ENDPOINT,
       // The SDK's own variable, then the region most S3-compatible servers accept.
-      region: str('S3_REGION', env['AWS_REGION'] || 'us-east-1'),
+      region: s.S3_REGION ?? s.AWS_REGION ?? 'us-east-1',
       bucket,
       prefix,
-      forcePathStyle: bool('S3_FORCE_PATH_STYLE', false),
-      transferMode: transferMode === 'proxy' ? 'proxy' : 'direct',
+      forcePathStyle: isTrue(s.S3_FORCE_PATH_STYLE),
+      transferMode: s.S3_TRANSFER_MODE,
     },
   }
 }
@@ -361,8 +437,8 @@ function parseDavPrefix(raw: string | undefined, problems: string[]): string {
   return prefix
 }
 
-function parseCidrs(raw: string | undefined, problems: string[]): string[] {
-  if (raw === undefined || raw.trim() === '') return []
+function parseCidrs(raw: string, problems: string[]): string[] {
+  if (raw.trim() === '') return []
   const list = raw
     .split(',')
     .map((s) => s.trim())
@@ -378,9 +454,9 @@ function parseCidrs(raw: string | undefined, problems: string[]): string[] {
  * LOGIN_DEFENDER_SAFE_LIST: addresses and CIDR ranges the login defender never bans, as ranges
  * (a lone address becomes a /32 or /128). Only plain dotted IPv4 and IPv6 text is taken.
  */
-function parseSafeList(raw: string | undefined, problems: string[]): string[] {
+function parseSafeList(raw: string, problems: string[]): string[] {
   const out: string[] = []
-  for (const entry of (raw ?? '').split(',').map((s) => s.trim())) {
+  for (const entry of raw.split(',').map((s) => s.trim())) {
     if (entry === '') continue
     const [addr = '', prefix, extra] = entry.split('/')
     const family = net.isIP(addr)

@@ -1,5 +1,7 @@
 import net from 'node:net'
 import path from 'node:path'
+import { type Static, type TObject, Type } from '@sinclair/typebox'
+import { bool, int, isTrue, text } from '../config-schema.js'
 
 /** The FTP/FTPS front end's settings (README, "Configuration"). */
 export interface FtpConfig {
@@ -26,52 +28,63 @@ export interface FtpConfig {
   maxSessionsPerIp: number
 }
 
-interface Readers {
-  host: string
-  dataDir: string
-  str: (name: string, fallback: string) => string
-  int: (name: string, fallback: number, min: number, max: number) => number
-  bool: (name: string, fallback: boolean) => boolean
+/** The FTP_* settings, part of config.ts's SETTINGS. */
+export const FTP_SETTINGS = {
+  FTP_ENABLED: bool(false),
+  FTP_HOST: Type.Optional(text()),
+  FTP_PORT: int(2121, 0, 65535),
+  FTP_PASV_PORTS: text(''),
+  FTP_PASV_ADDRESS: Type.Optional(text()),
+  FTP_TLS_CERT: Type.Optional(text()),
+  FTP_TLS_KEY: Type.Optional(text()),
+  FTP_REQUIRE_TLS: bool(false),
+  FTP_LOGIN_TIMEOUT_SECONDS: int(60, 1, 3600),
+  FTP_IDLE_TIMEOUT_SECONDS: int(900, 1, 86400),
+  FTP_DATA_TIMEOUT_SECONDS: int(30, 1, 3600),
+  FTP_MAX_SESSIONS_PER_USER: int(10, 1, 10_000),
+  FTP_MAX_SESSIONS_PER_IP: int(20, 1, 10_000),
 }
 
-/** Reads the FTP_* variables; problems are added to the list `loadConfig` reports at once. */
-export function loadFtpConfig(
-  env: Record<string, string | undefined>,
-  r: Readers,
+type FtpSettings = Static<TObject<typeof FTP_SETTINGS>>
+
+/** The FTP settings as Wharf uses them; problems are added to the list `loadConfig` reports at once. */
+export function ftpConfig(
+  s: FtpSettings,
+  at: { host: string; dataDir: string },
   problems: string[],
 ): FtpConfig {
-  const passiveAddress = env['FTP_PASV_ADDRESS'] || null
+  const passiveAddress = s.FTP_PASV_ADDRESS ?? null
   if (passiveAddress !== null && !net.isIPv4(passiveAddress)) {
     problems.push(
       `FTP_PASV_ADDRESS must be an IPv4 address, as PASV can only announce one (got "${passiveAddress}")`,
     )
   }
-  const certFile = env['FTP_TLS_CERT'] || undefined
-  const keyFile = env['FTP_TLS_KEY'] || undefined
+  const certFile = s.FTP_TLS_CERT
+  const keyFile = s.FTP_TLS_KEY
   if ((certFile === undefined) !== (keyFile === undefined)) {
     problems.push(
       'FTP_TLS_CERT and FTP_TLS_KEY go together: set both, or neither for a generated certificate',
     )
   }
   return {
-    enabled: r.bool('FTP_ENABLED', false),
-    host: r.str('FTP_HOST', r.host),
-    port: r.int('FTP_PORT', 2121, 0, 65535),
-    passivePorts: parsePortRange(env['FTP_PASV_PORTS'], problems),
+    enabled: isTrue(s.FTP_ENABLED),
+    host: s.FTP_HOST ?? at.host,
+    port: s.FTP_PORT,
+    passivePorts: parsePortRange(s.FTP_PASV_PORTS, problems),
     passiveAddress,
     tls: certFile && keyFile ? { certFile: path.resolve(certFile), keyFile: path.resolve(keyFile) } : null,
-    tlsDir: path.join(r.dataDir, 'ftp'),
-    requireTls: r.bool('FTP_REQUIRE_TLS', false),
-    loginTimeoutMs: r.int('FTP_LOGIN_TIMEOUT_SECONDS', 60, 1, 3600) * 1000,
-    idleTimeoutMs: r.int('FTP_IDLE_TIMEOUT_SECONDS', 900, 1, 86400) * 1000,
-    dataTimeoutMs: r.int('FTP_DATA_TIMEOUT_SECONDS', 30, 1, 3600) * 1000,
-    maxSessionsPerUser: r.int('FTP_MAX_SESSIONS_PER_USER', 10, 1, 10_000),
-    maxSessionsPerIp: r.int('FTP_MAX_SESSIONS_PER_IP', 20, 1, 10_000),
+    tlsDir: path.join(at.dataDir, 'ftp'),
+    requireTls: isTrue(s.FTP_REQUIRE_TLS),
+    loginTimeoutMs: s.FTP_LOGIN_TIMEOUT_SECONDS * 1000,
+    idleTimeoutMs: s.FTP_IDLE_TIMEOUT_SECONDS * 1000,
+    dataTimeoutMs: s.FTP_DATA_TIMEOUT_SECONDS * 1000,
+    maxSessionsPerUser: s.FTP_MAX_SESSIONS_PER_USER,
+    maxSessionsPerIp: s.FTP_MAX_SESSIONS_PER_IP,
   }
 }
 
-function parsePortRange(raw: string | undefined, problems: string[]): { min: number; max: number } | null {
-  if (raw === undefined || raw.trim() === '') return null
+function parsePortRange(raw: string, problems: string[]): { min: number; max: number } | null {
+  if (raw.trim() === '') return null
   const m = /^\s*(\d{1,5})\s*-\s*(\d{1,5})\s*$/.exec(raw)
   const min = Number(m?.[1])
   const max = Number(m?.[2])
