@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import {
   call,
   dialects,
@@ -7,9 +7,8 @@ import {
   login,
   makeKey,
   makeUser,
-  startServer,
-  type TestServer,
   type TestUser,
+  useServer,
 } from './helpers/server.js'
 import {
   type Auth,
@@ -30,7 +29,6 @@ import {
  */
 
 describe.each(dialects)('webhook-log exports: authorization (%s)', (dialect) => {
-  let s: TestServer
   let siteAdmin: TestUser
   let siteAdminKey: Auth
   /** Folder admin of `fa` (and nothing else). */
@@ -46,8 +44,8 @@ describe.each(dialects)('webhook-log exports: authorization (%s)', (dialect) => 
   const site = () => ({ key: s.adminKey })
   const idsOf = (...names: string[]) => names.map((n) => records[n]!.id)
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     siteAdmin = await makeUser(s, { site_admin: true })
     folderAdmin = await makeUser(s)
     otherAdmin = await makeUser(s)
@@ -68,7 +66,6 @@ describe.each(dialects)('webhook-log exports: authorization (%s)', (dialect) => 
     ])
     records = { one: rows[0]!, two: rows[1]!, three: rows[2]!, four: rows[3]!, top: rows[4]! }
   })
-  afterAll(async () => s?.close())
 
   async function ids(body: Record<string, unknown>, who: Auth): Promise<number[]> {
     const e = await readyExport(s, body, who)

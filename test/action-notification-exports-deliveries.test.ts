@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { uploaded } from './helpers/files.js'
 import { type Received, startListener, type TestListener } from './helpers/listener.js'
 import { closedPort } from './helpers/loopback-servers.js'
-import { call, dialects, expectError, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, expectError, useServer } from './helpers/server.js'
 import {
   expectCsvMatches,
   expectedResult,
@@ -22,7 +22,6 @@ import {
 const FOLDER = 'deliveries'
 
 describe.each(dialects)('webhook-log exports of real deliveries (%s)', (dialect) => {
-  let s: TestServer
   let listener: TestListener
   let refusedUrl: string
   /** The log rows as stored, in id order. */
@@ -55,9 +54,9 @@ describe.each(dialects)('webhook-log exports of real deliveries (%s)', (dialect)
     throw new Error(`${path}: fewer than ${count} log records`)
   }
 
+  // One retry, 0.1 s after a failure: two attempts in all.
+  const s = useServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32', WEBHOOK_RETRY_SCHEDULE: '0.1' })
   beforeAll(async () => {
-    // One retry, 0.1 s after a failure: two attempts in all.
-    s = await startServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32', WEBHOOK_RETRY_SCHEDULE: '0.1' })
     let failedOnce = false
     listener = await startListener((r) => {
       if (r.json?.path === `${FOLDER}/fail.txt` && !failedOnce) {
@@ -90,7 +89,6 @@ describe.each(dialects)('webhook-log exports of real deliveries (%s)', (dialect)
   })
   afterAll(async () => {
     await listener?.close()
-    await s?.close()
   })
 
   it('exports exactly what the delivery log wrote, and the CSV holds the same', async () => {

@@ -1,19 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { call, dialects, expectError, startServer, type TestServer } from './helpers/server.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { call, dialects, expectError, useServer } from './helpers/server.js'
 import { createExport, getExport, getResults, readyExport, seedLog } from './helpers/webhook-log-fixtures.js'
 
 /** Every refusal of the three endpoints that is about the request rather than who makes it. */
 
 describe.each(dialects)('webhook-log exports: refusals (%s)', (dialect) => {
-  let s: TestServer
   const admin = () => ({ key: s.adminKey })
   const post = (body: Record<string, unknown>) => createExport(s, body, admin())
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     await seedLog(s, [{ path: 'errors/a.txt' }])
   })
-  afterAll(async () => s?.close())
 
   it('refuses a date-time it cannot read with datetime-parse', async () => {
     for (const body of [

@@ -1,6 +1,6 @@
 import { stringify } from 'csv-stringify/sync'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { call, dialects, startServer, type TestServer } from './helpers/server.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { call, dialects, useServer } from './helpers/server.js'
 import { csvRowOf, parseCsv, pollExport, type SeededRecord, seedLog } from './helpers/webhook-log-fixtures.js'
 
 /** Ways of sending and reading exports (query parameters, XML), and the tests' own CSV reader. */
@@ -67,12 +67,11 @@ describe('parseCsv (the tests’ RFC 4180 reader)', () => {
 })
 
 describe.each(dialects)('webhook-log exports: query parameters and XML (%s)', (dialect) => {
-  let s: TestServer
   let refused: SeededRecord
   let sub: SeededRecord
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     ;[refused, sub] = (await seedLog(s, [
       { path: 'b/five.txt', status: 7, success: false, message: 'Connection refused' },
       { path: 'a/sub/two.txt', status: 204, success: true, message: 'No Content' },
@@ -80,7 +79,6 @@ describe.each(dialects)('webhook-log exports: query parameters and XML (%s)', (d
       { path: 'a/sub/three.txt', status: 500, success: false, message: 'HTTP 500 Internal Server Error' },
     ])) as [SeededRecord, SeededRecord]
   })
-  afterAll(async () => s?.close())
 
   it('takes the query from query parameters and from an XML body', async () => {
     const q = new URLSearchParams({ query_folder: 'b', query_success: 'false', query_status: '7' })

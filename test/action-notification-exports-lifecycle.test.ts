@@ -1,8 +1,8 @@
 import crypto from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { ExportFailure, type ExportSource } from '../src/exports/export-kind.js'
 import { webhookLogSource } from '../src/exports/webhook-log-export.js'
-import { dialects, expectError, startServer, type TestServer } from './helpers/server.js'
+import { dialects, expectError, useServer } from './helpers/server.js'
 import {
   createExport,
   expectCsvMatches,
@@ -24,7 +24,6 @@ import {
 const tag = (p: string) => `${p}-${crypto.randomBytes(4).toString('hex')}`
 
 describe.each(dialects)('webhook-log exports: building, ready, failed (%s)', (dialect) => {
-  let s: TestServer
   /** Builds of a folder in here wait until its gate opens. */
   const gates = new Map<string, { opened: Promise<void>; open: () => void }>()
   const admin = () => ({ key: s.adminKey })
@@ -57,12 +56,9 @@ describe.each(dialects)('webhook-log exports: building, ready, failed (%s)', (di
     return open
   }
 
-  beforeAll(async () => {
-    s = await startServer(dialect, {}, { exportSources: { webhook_log: source } })
-  })
+  const s = useServer(dialect, {}, { exportSources: { webhook_log: source } })
   afterAll(async () => {
     for (const g of gates.values()) g.open()
-    await s?.close()
   })
 
   it('refuses the results while building with export-not-ready, then gives them once ready', async () => {

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { dialects, startServer, type TestServer } from './helpers/server.js'
+import { describe, expect, it } from 'vitest'
+import { dialects, useServer } from './helpers/server.js'
 import {
   expectCsvMatches,
   getResults,
@@ -17,14 +17,10 @@ const tag = (p: string) => `${p}-${crypto.randomBytes(4).toString('hex')}`
 const DAY = 86_400_000
 
 describe.each(dialects)('webhook-log exports: paging the results (%s)', (dialect) => {
-  let s: TestServer
   const admin = () => ({ key: s.adminKey })
 
-  beforeAll(async () => {
-    // The build reads the log a few records at a time: exports here span many of its steps.
-    s = await startServer(dialect, { EXPORT_PAGE_SIZE: '7' })
-  })
-  afterAll(async () => s?.close())
+  // The build reads the log a few records at a time: exports here span many of its steps.
+  const s = useServer(dialect, { EXPORT_PAGE_SIZE: '7' })
 
   it('pages with per_page=1 through X-Service-Cursor-Next, never with a previous-page header', async () => {
     const folder = tag('paging')

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { call, dialects, expectError, startServer, type TestServer } from './helpers/server.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { call, dialects, expectError, useServer } from './helpers/server.js'
 import {
   createExport,
   EXPORT_FIELDS,
@@ -106,22 +106,20 @@ type Label = keyof typeof DATASET
 const ALL = Object.keys(DATASET) as Label[]
 
 describe.each(dialects)('webhook-log exports: the query (%s)', (dialect) => {
-  let s: TestServer
   const seeded = new Map<Label, SeededRecord>()
   const id = (l: Label) => seeded.get(l)!.id
   /** Ids of these labels in log order (the results' order). */
   const ids = (...labels: Label[]) => labels.map(id).sort((a, b) => a - b)
   const run = (body: Record<string, unknown>) => exportIds(s, body)
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     const rows = await seedLog(
       s,
       ALL.map((l) => DATASET[l]!),
     )
     for (const [i, l] of ALL.entries()) seeded.set(l, rows[i]!)
   })
-  afterAll(async () => s?.close())
 
   it('creates with 201 and status building, echoing the query, then reads it back ready', async () => {
     const body = {

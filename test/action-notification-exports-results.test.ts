@@ -1,6 +1,6 @@
 import crypto from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { dialects, startServer, type TestServer } from './helpers/server.js'
+import { describe, expect, it } from 'vitest'
+import { dialects, useServer } from './helpers/server.js'
 import {
   expectCsvMatches,
   expectedResult,
@@ -21,14 +21,10 @@ const tag = (p: string) => `${p}-${crypto.randomBytes(4).toString('hex')}`
 const DAY = 86_400_000
 
 describe.each(dialects)('webhook-log exports: results and CSV (%s)', (dialect) => {
-  let s: TestServer
   let skew = 0
   const admin = () => ({ key: s.adminKey })
 
-  beforeAll(async () => {
-    s = await startServer(dialect, {}, { now: () => Date.now() + skew })
-  })
-  afterAll(async () => s?.close())
+  const s = useServer(dialect, {}, { now: () => Date.now() + skew })
 
   it('lists each record with the contract’s fields in order, by id, and the CSV holds the same', async () => {
     const folder = tag('fields')

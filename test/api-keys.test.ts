@@ -1,5 +1,5 @@
 import crypto from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import {
   ADMIN_PASSWORD,
   ADMIN_USERNAME,
@@ -9,9 +9,8 @@ import {
   login,
   makeKey,
   makeUser,
-  startServer,
-  type TestServer,
   type TestUser,
+  useServer,
 } from './helpers/server.js'
 
 const HEX64 = /^[0-9a-f]{64}$/
@@ -37,22 +36,20 @@ const basic = (user: string, password: string) => ({
 })
 
 describe.each(dialects)('API keys (%s)', (dialect) => {
-  let s: TestServer
   let alice: TestUser
   let aliceKey: { id: number; key: string }
   let bob: TestUser
   let bobKey: { id: number; key: string }
   let adminSession: string
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     alice = await makeUser(s, { username: `alice-${dialect}` })
     aliceKey = await makeKey(s, alice.id, { name: 'alice main' })
     bob = await makeUser(s)
     bobKey = await makeKey(s, bob.id)
     adminSession = await login(s, ADMIN_USERNAME, ADMIN_PASSWORD)
   })
-  afterAll(async () => s?.close())
 
   const keyRow = (id: number) =>
     s.container.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst()

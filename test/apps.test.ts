@@ -5,16 +5,7 @@ import Files from 'files.com/lib/Files.js'
 import App from 'files.com/lib/models/App.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type App as AppJson, loadAppCatalog } from '../src/modules/apps/app-catalog.js'
-import {
-  call,
-  dialects,
-  expectError,
-  login,
-  makeKey,
-  makeUser,
-  startServer,
-  type TestServer,
-} from './helpers/server.js'
+import { call, dialects, expectError, login, makeKey, makeUser, useServer } from './helpers/server.js'
 import { type Recorder, resetSdk, startRecorder } from './sdk/sdk.js'
 
 const catalog = loadAppCatalog()
@@ -36,15 +27,13 @@ function expectedOrder(field: 'name' | 'app_type' | 'featured', dir: 'asc' | 'de
 }
 
 describe.each(dialects)('GET /apps (%s)', (dialect) => {
-  let s: TestServer
   let rec: Recorder
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     rec = await startRecorder(s.url)
   })
   afterAll(async () => {
     await rec?.close()
-    await s?.close()
   })
   const names = (r: { body: AppJson[] }) => r.body.map((a) => a.name)
   const get = (query: string) => call(s, 'GET', `/apps${query}`, { key: s.adminKey })
@@ -225,11 +214,11 @@ function appNamed(name: string): AppJson {
 }
 
 describe.each(dialects)('GET /apps with APPS_FILE (%s)', (dialect) => {
-  let s: TestServer
   let dir: string
+  let file: string
   beforeAll(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-apps-'))
-    const file = path.join(dir, 'apps.json')
+    file = path.join(dir, 'apps.json')
     const own = {
       extends: 'default',
       apps: [
@@ -244,12 +233,11 @@ describe.each(dialects)('GET /apps with APPS_FILE (%s)', (dialect) => {
       ],
     }
     await fs.writeFile(file, JSON.stringify(own))
-    s = await startServer(dialect, { APPS_FILE: file })
   })
   afterAll(async () => {
-    await s?.close()
     await fs.rm(dir, { recursive: true, force: true })
   })
+  const s = useServer(dialect, () => ({ APPS_FILE: file }))
 
   it('serves the defaults plus the operator’s entries, replacing the one of the same name', async () => {
     const r = await call(s, 'GET', '/apps?filter[featured]=true', { key: s.adminKey })

@@ -1,14 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { ApiError } from '../src/api/errors.js'
 import { operatorPrincipal } from '../src/identity/principal.js'
-import { call, dialects, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, useServer } from './helpers/server.js'
 
 describe.each(dialects)('invoice totals (%s)', (dialect) => {
-  let s: TestServer
-  beforeAll(async () => {
-    s = await startServer(dialect)
-  })
-  afterAll(async () => s?.close())
+  const s = useServer(dialect)
 
   const operator = () => operatorPrincipal(s.container.site.id)
   const ledger = () => s.container.services.billingLedger
@@ -59,11 +55,7 @@ describe.each(dialects)('invoice totals (%s)', (dialect) => {
 })
 
 describe.each(dialects)('ledger constraints (%s)', (dialect) => {
-  let s: TestServer
-  beforeAll(async () => {
-    s = await startServer(dialect)
-  })
-  afterAll(async () => s?.close())
+  const s = useServer(dialect)
 
   it('refuses in the database a balance below zero or above the amount', async () => {
     const id = await s.container.services.billingLedger.createInvoice(

@@ -1,10 +1,10 @@
 import zlib from 'node:zlib'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import type { BlobStore } from '../src/blobs/blob-store.js'
 import { queueChecksums } from '../src/checksums/checksum-queue.js'
 import { ChecksumWorker } from '../src/checksums/checksum-worker.js'
 import { bytes, download, filesUrl, md5, putBytes, target, uploaded, withChecksums } from './helpers/files.js'
-import { call, dialects, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, useServer } from './helpers/server.js'
 
 const crc32 = (b: Buffer | string) => zlib.crc32(b).toString(16).padStart(8, '0')
 const POLL = { timeout: 20_000, interval: 20 }
@@ -16,34 +16,28 @@ const POLL = { timeout: 20_000, interval: 20 }
  * replaced or deleted meanwhile simply loses its job.
  */
 describe.each(dialects)('checksums after the upload (%s)', (dialect) => {
-  let s: TestServer
   /** Every blob the store was asked to checksum, in order. */
   const read: string[] = []
 
-  beforeAll(async () => {
-    s = await startServer(
-      dialect,
-      { CHECKSUM_LEASE_SECONDS: '1' },
-      {
-        wrapBlobStore: (store) =>
-          new Proxy(store, {
-            get(target, prop, receiver) {
-              if (prop === 'checksums') {
-                return (key: string, opts?: { signal?: AbortSignal }) => {
-                  read.push(key)
-                  return target.checksums(key, opts)
-                }
+  const s = useServer(
+    dialect,
+    { CHECKSUM_LEASE_SECONDS: '1' },
+    {
+      wrapBlobStore: (store) =>
+        new Proxy(store, {
+          get(target, prop, receiver) {
+            if (prop === 'checksums') {
+              return (key: string, opts?: { signal?: AbortSignal }) => {
+                read.push(key)
+                return target.checksums(key, opts)
               }
-              const value = Reflect.get(target, prop, receiver)
-              return typeof value === 'function' ? value.bind(target) : value
-            },
-          }),
-      },
-    )
-  })
-  afterAll(async () => {
-    await s?.close()
-  })
+            }
+            const value = Reflect.get(target, prop, receiver)
+            return typeof value === 'function' ? value.bind(target) : value
+          },
+        }),
+    },
+  )
   beforeEach(async () => {
     await s.container.checksums.start()
   })

@@ -1,6 +1,6 @@
 import net from 'node:net'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startServer, type TestServer } from './helpers/server.js'
+import { describe, expect, it } from 'vitest'
+import { type TestServer, useServer } from './helpers/server.js'
 
 const BASE_FIELDS = ['error', 'http-code', 'instance', 'title', 'type']
 
@@ -38,11 +38,7 @@ function rawRequest(s: TestServer, request: string): Promise<RawResponse> {
 
 // Node's parser refuses these before Fastify sees them; the answer must still be Wharf's own.
 describe('requests the HTTP parser refuses', () => {
-  let s: TestServer
-  beforeAll(async () => {
-    s = await startServer('sqlite')
-  })
-  afterAll(async () => s?.close())
+  const s = useServer('sqlite')
 
   function expectWharfError(r: RawResponse, status: number): void {
     expect(r.status).toBe(status)

@@ -1,18 +1,13 @@
 import zlib from 'node:zlib'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { call, dialects, startServer, type TestServer } from './helpers/server.js'
+import { describe, expect, it } from 'vitest'
+import { call, dialects, useServer } from './helpers/server.js'
 
 /**
  * Wharf decodes no content coding: a request body sent with `Content-Encoding` other than
  * `identity` is refused before it is read, rather than stored or parsed as the encoded bytes.
  */
 describe.each(dialects)('Content-Encoding of request bodies (%s)', (dialect) => {
-  let s: TestServer
-
-  beforeAll(async () => {
-    s = await startServer(dialect)
-  })
-  afterAll(async () => s?.close())
+  const s = useServer(dialect)
 
   const keyNames = async () =>
     (await call(s, 'GET', '/api_keys?per_page=10000', { key: s.adminKey })).body.map(

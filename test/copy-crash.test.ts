@@ -1,9 +1,9 @@
 import crypto from 'node:crypto'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import type { BlobStore } from '../src/blobs/blob-store.js'
 import { download, req, type Target, upload } from './helpers/files.js'
 import { s3ForTests, storeCases } from './helpers/s3-cases.js'
-import { expectError, startServer, type TestServer } from './helpers/server.js'
+import { expectError, useServerEach } from './helpers/server.js'
 import { queuedBlobKeys, storedBlobKeys, watchStore } from './helpers/storage.js'
 
 /**
@@ -30,17 +30,16 @@ interface AfterCopy {
 }
 
 describe.each(cases)('a crash in a copy ($dialect, $store)', ({ dialect, env }) => {
-  let s: TestServer
   let t: Target
   let clock: number
   const after: AfterCopy = { before: null, run: null, keys: [] }
 
-  beforeEach(async () => {
+  const s = useServerEach(dialect, env, () => {
     clock = Date.now()
     after.before = null
     after.run = null
     after.keys = []
-    s = await startServer(dialect, env(), {
+    return {
       now: () => clock,
       wrapBlobStore: watchStore(['copy'], {
         before: async (_, args) => after.before?.(args as Parameters<BlobStore['copy']>),
@@ -49,11 +48,10 @@ describe.each(cases)('a crash in a copy ($dialect, $store)', ({ dialect, env }) 
           await after.run?.(after.keys.length)
         },
       }),
-    })
-    t = { api: s.api, key: s.adminKey }
+    }
   })
-  afterEach(async () => {
-    await s.close()
+  beforeEach(() => {
+    t = { api: s.api, key: s.adminKey }
   })
 
   const blobs = () => s.container.blobs

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { formatDateTime, parseDateTime } from '../src/api/datetime.js'
-import { call, dialects, expectError, makeUser, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, expectError, makeUser, useServer } from './helpers/server.js'
 
 const utc = (iso: string) => Date.parse(iso)
 
@@ -119,11 +119,7 @@ describe('formatDateTime', () => {
 })
 
 describe.each(dialects)('date-time parameters over HTTP (%s)', (dialect) => {
-  let s: TestServer
-  beforeAll(async () => {
-    s = await startServer(dialect)
-  })
-  afterAll(async () => s?.close())
+  const s = useServer(dialect)
   const PARSE = 'bad-request/datetime-parse'
 
   it('refuses an empty date-time where the document does not say blank means none', async () => {

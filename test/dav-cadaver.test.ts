@@ -5,11 +5,10 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { basic, dav, historyInterfaces, hookTo, md5, runClient, uploadsOf } from './helpers/dav.js'
 import { startListener, type TestListener } from './helpers/listener.js'
-import { dialects, grant, makeUser, startServer, type TestServer } from './helpers/server.js'
+import { dialects, grant, makeUser, useServer } from './helpers/server.js'
 
 /** cadaver, the command-line WebDAV client, scripted through its standard input. */
 describe.each(dialects)('WebDAV with cadaver (%s)', (dialect) => {
-  let s: TestServer
   let listener: TestListener
   let home: string
 
@@ -22,8 +21,8 @@ describe.each(dialects)('WebDAV with cadaver (%s)', (dialect) => {
       timeoutMs: 30_000,
     })
 
+  const s = useServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
   beforeAll(async () => {
-    s = await startServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
     listener = await startListener()
     await hookTo(s, listener)
     const u = await makeUser(s, { username: 'cora' })
@@ -37,7 +36,6 @@ describe.each(dialects)('WebDAV with cadaver (%s)', (dialect) => {
   })
   afterAll(async () => {
     await listener?.close()
-    await s?.close()
     if (home) await fs.rm(home, { recursive: true, force: true })
   })
 

@@ -5,7 +5,7 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { basic, dav, historyInterfaces, hookTo, md5, runClient, uploadsOf } from './helpers/dav.js'
 import { startListener, type TestListener } from './helpers/listener.js'
-import { dialects, grant, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'
+import { dialects, grant, makeKey, makeUser, useServer } from './helpers/server.js'
 
 const LOCKINFO =
   '<?xml version="1.0" encoding="utf-8"?><D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope>' +
@@ -13,7 +13,6 @@ const LOCKINFO =
 
 /** curl, as a script would drive WebDAV by hand: every method, every header, exact statuses. */
 describe.each(dialects)('WebDAV with curl (%s)', (dialect) => {
-  let s: TestServer
   let listener: TestListener
   let dir: string
   let user: { username: string; password: string }
@@ -34,8 +33,8 @@ describe.each(dialects)('WebDAV with curl (%s)', (dialect) => {
   }
   const url = (p: string) => `${s.url}/dav/${p}`
 
+  const s = useServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
   beforeAll(async () => {
-    s = await startServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
     listener = await startListener()
     await hookTo(s, listener)
     const u = await makeUser(s, { username: 'curt' })
@@ -51,7 +50,6 @@ describe.each(dialects)('WebDAV with curl (%s)', (dialect) => {
   })
   afterAll(async () => {
     await listener?.close()
-    await s?.close()
     if (dir) await fs.rm(dir, { recursive: true, force: true })
   })
 

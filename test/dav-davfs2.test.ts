@@ -7,7 +7,7 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { basic, dav, hookTo, md5, uploadsOf } from './helpers/dav.js'
 import { startListener, type TestListener } from './helpers/listener.js'
-import { grant, makeUser, startServer, type TestServer } from './helpers/server.js'
+import { grant, makeUser, useServer } from './helpers/server.js'
 
 const MOUNT_DAVFS = '/usr/sbin/mount.davfs'
 /** davfs2 mounts through FUSE, which needs root and /dev/fuse. */
@@ -33,13 +33,12 @@ function run(file: string, args: string[], timeoutMs = 30_000): Promise<{ code: 
  * rclone's own included), so the test names its paths rather than listing them.
  */
 describe.skipIf(!canMount)('WebDAV mounted with davfs2 (sqlite)', () => {
-  let s: TestServer
   let listener: TestListener
   let work: string
   let mnt: string
 
+  const s = useServer('sqlite', { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
   beforeAll(async () => {
-    s = await startServer('sqlite', { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
     listener = await startListener()
     await hookTo(s, listener)
     const u = await makeUser(s, { username: 'dora' })
@@ -63,7 +62,6 @@ describe.skipIf(!canMount)('WebDAV mounted with davfs2 (sqlite)', () => {
   afterAll(async () => {
     if (mnt) await run('/bin/umount', [mnt])
     await listener?.close()
-    await s?.close()
     if (work) await fs.rm(work, { recursive: true, force: true })
   })
 

@@ -1,11 +1,11 @@
 import crypto from 'node:crypto'
 import net from 'node:net'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../src/config.js'
 import { MAX_XML_TAGS } from '../src/dav/dav-xml.js'
 import { MAX_PROPERTIES } from '../src/dav/properties.js'
 import { basic, dav, davType, rawDav } from './helpers/dav.js'
-import { dialects, grant, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'
+import { dialects, grant, makeKey, makeUser, startServer, useServer } from './helpers/server.js'
 
 const PROPFIND_ETAG =
   '<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:getetag/><D:resourcetype/><x:nope xmlns:x="urn:x"/></D:prop></D:propfind>'
@@ -34,18 +34,14 @@ describe('WebDAV settings', () => {
 })
 
 describe.each(dialects)('WebDAV protocol (%s)', (dialect) => {
-  let s: TestServer
   let alice: string
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     const u = await makeUser(s, { username: 'alice' })
     alice = basic('alice', u.password)
     await grant(s, u.id, 'home', 'full')
     expect((await dav(s, 'MKCOL', '/home', { auth: basic('admin', 'admin-password-1') })).status).toBe(201)
-  })
-  afterAll(async () => {
-    await s?.close()
   })
 
   it('answers OPTIONS with the DAV classes, without credentials', async () => {

@@ -5,11 +5,10 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { basic, dav, historyInterfaces, hookTo, md5, runClient, uploadsOf } from './helpers/dav.js'
 import { startListener, type TestListener } from './helpers/listener.js'
-import { call, dialects, grant, makeUser, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, grant, makeUser, useServer } from './helpers/server.js'
 
 /** rclone's webdav backend, a client Wharf did not write, against the tree under /dav/. */
 describe.each(dialects)('WebDAV with rclone (%s)', (dialect) => {
-  let s: TestServer
   let listener: TestListener
   let dir: string
   let remote: string
@@ -21,8 +20,8 @@ describe.each(dialects)('WebDAV with rclone (%s)', (dialect) => {
   const rclone = (...args: string[]) =>
     runClient('rclone', [...args, '--retries', '1', '--low-level-retries', '1', '--timeout', '20s'], { env })
 
+  const s = useServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
   beforeAll(async () => {
-    s = await startServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
     listener = await startListener()
     await hookTo(s, listener)
     const u = await makeUser(s, { username: 'rita' })
@@ -48,7 +47,6 @@ describe.each(dialects)('WebDAV with rclone (%s)', (dialect) => {
   })
   afterAll(async () => {
     await listener?.close()
-    await s?.close()
     if (dir) await fs.rm(dir, { recursive: true, force: true })
   })
 

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { ApiError } from '../src/api/errors.js'
 import { contentDisposition, parseRange } from '../src/http/file-bytes.js'
 import { bytes, filesUrl, md5, target, uploaded, withChecksums } from './helpers/files.js'
@@ -10,9 +10,8 @@ import {
   grant,
   makeKey,
   makeUser,
-  startServer,
-  type TestServer,
   type TestUser,
+  useServer,
 } from './helpers/server.js'
 
 const PART = 1024
@@ -73,7 +72,6 @@ describe('byte ranges (unit)', () => {
 })
 
 describe.each(dialects)('downloads (%s)', (dialect) => {
-  let s: TestServer
   /** Added to the server's clock to make links expire; it only grows (the rate limiter needs that). */
   let skew = 0
   let reader: TestUser
@@ -99,8 +97,8 @@ describe.each(dialects)('downloads (%s)', (dialect) => {
       .where('action', '=', 'read')
       .execute()
 
+  const s = useServer(dialect, { UPLOAD_PART_SIZE: String(PART) }, { now: () => Date.now() + skew })
   beforeAll(async () => {
-    s = await startServer(dialect, { UPLOAD_PART_SIZE: String(PART) }, { now: () => Date.now() + skew })
     reader = await makeUser(s, { username: 'reader' })
     await grant(s, reader.id, 'pub', 'readonly')
     readerKey = (await makeKey(s, reader.id)).key
@@ -120,7 +118,6 @@ describe.each(dialects)('downloads (%s)', (dialect) => {
     // The ETags below are md5s, known once the background job has read each upload.
     for (const p of ['pub/data.bin', 'pub/notes.json', 'pub/café.txt']) await withChecksums(target(s), p)
   })
-  afterAll(async () => s?.close())
 
   describe('GET /files/{path}', () => {
     it('returns the File with a signed download_uri, and records no read', async () => {

@@ -16,8 +16,7 @@ import {
   expectError,
   makeKey,
   makeUser,
-  startServer,
-  type TestServer,
+  useServer,
 } from './helpers/server.js'
 
 const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '@_', parseTagValue: false })
@@ -132,11 +131,7 @@ describe('error types (unit)', () => {
 })
 
 describe.each(dialects)('error bodies (%s)', (dialect) => {
-  let s: TestServer
-  beforeAll(async () => {
-    s = await startServer(dialect)
-  })
-  afterAll(async () => s?.close())
+  const s = useServer(dialect)
 
   it('answers an unknown route with 404 not-found, in JSON', async () => {
     for (const p of ['/no_such_thing', '/no_such_thing.json', '/api_keys/1/nothing']) {
@@ -317,15 +312,14 @@ describe.each(dialects)('error bodies (%s)', (dialect) => {
 })
 
 describe.each(dialects)('unexpected failures and the server log (%s)', (dialect) => {
-  let s: TestServer
   let app: FastifyInstance
   let base: string
   let log: ReturnType<typeof captureLog>
   const BOOM = 'simulated failure at /var/secret/internal/path'
   let failing = false
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     log = captureLog()
     const apiKeys = s.container.services.apiKeys
     // The same services, but GET /api_key throws a plain Error while `failing` is set.
@@ -349,7 +343,6 @@ describe.each(dialects)('unexpected failures and the server log (%s)', (dialect)
   })
   afterAll(async () => {
     await app?.close()
-    await s?.close()
   })
 
   it('answers 500 with a generic message and logs the same instance', async () => {

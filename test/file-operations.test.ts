@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import {
   blobText,
   findRow,
@@ -16,13 +16,11 @@ import {
   grant,
   makeKey,
   makeUser,
-  startServer,
-  type TestServer,
   type TestUser,
+  useServer,
 } from './helpers/server.js'
 
 describe.each(dialects)('file operations (%s)', (dialect) => {
-  let s: TestServer
   /** Full permission on `own`, readonly on `ro`, writeonly on `wo`. */
   let user: TestUser
   let userKey: string
@@ -37,8 +35,8 @@ describe.each(dialects)('file operations (%s)', (dialect) => {
     call(s, 'POST', `/file_actions/move/${p}`, { key, body })
   const exists = async (p: string) => (await findRow(s, p)) !== undefined
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     user = await makeUser(s)
     await grant(s, user.id, 'own', 'full')
     await grant(s, user.id, 'ro', 'readonly')
@@ -48,7 +46,6 @@ describe.each(dialects)('file operations (%s)', (dialect) => {
     const admin = await makeUser(s, { site_admin: true })
     restrictedKey = (await makeKey(s, admin.id, { path: 'own' })).key
   })
-  afterAll(async () => s?.close())
 
   describe('DELETE /files/{path}', () => {
     it('deletes a file, queues its blob and records one destroy Action', async () => {
@@ -624,12 +621,8 @@ describe.each(dialects)('file operations (%s)', (dialect) => {
 })
 
 describe.each(dialects)('a long copy and the janitor (%s)', (dialect) => {
-  let s: TestServer
   let t = Date.now()
-  beforeAll(async () => {
-    s = await startServer(dialect, {}, { now: () => t })
-  })
-  afterAll(async () => s?.close())
+  const s = useServer(dialect, {}, { now: () => t })
 
   it('keeps its copied blobs from the janitor until it commits', async () => {
     for (let i = 0; i < 10; i++) await makeFile(s, `slow/src/f${i}.txt`, `bytes ${i}`)

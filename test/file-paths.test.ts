@@ -1,5 +1,5 @@
 import crypto from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import {
   download,
   enc,
@@ -10,17 +10,15 @@ import {
   upload,
   uploadRefusal,
 } from './helpers/files.js'
-import { dialects, expectError, startServer, type TestServer } from './helpers/server.js'
+import { dialects, expectError, useServer } from './helpers/server.js'
 
 /** How paths in URLs are read: encodings, odd characters, limits, case, and files vs folders. */
 describe.each(dialects)('file paths over raw HTTP (%s)', (dialect) => {
-  let s: TestServer
   let t: Target
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     t = { api: s.api, key: s.adminKey }
   })
-  afterAll(async () => s?.close())
 
   const unique = (prefix: string) => `${prefix}-${crypto.randomBytes(4).toString('hex')}`
   const meta = (p: string) => req(t, 'GET', `/file_actions/metadata/${p}`)

@@ -8,7 +8,7 @@ import type { Principal } from '../src/identity/principal.js'
 import { FileSystem } from '../src/modules/files/vfs/file-system.js'
 import { NOTHING_LEFT, remains, stagedUpload } from './helpers/abandoned-uploads.js'
 import { startListener, type TestListener } from './helpers/listener.js'
-import { call, dialects, grant, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, grant, makeKey, makeUser, useServer } from './helpers/server.js'
 
 async function refusal(p: Promise<unknown>): Promise<string> {
   const err = (await p.then(
@@ -22,12 +22,11 @@ async function refusal(p: Promise<unknown>): Promise<string> {
 const HOUR = 3600_000
 
 describe.each(dialects)('file-system facade (%s)', (dialect) => {
-  let s: TestServer
   let listener: TestListener
   let alice: Principal
 
+  const s = useServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
   beforeAll(async () => {
-    s = await startServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
     listener = await startListener()
     const r = await call(s, 'PATCH', '/webhook_settings', {
       key: s.adminKey,
@@ -58,7 +57,6 @@ describe.each(dialects)('file-system facade (%s)', (dialect) => {
   })
   afterAll(async () => {
     await listener?.close()
-    await s?.close()
   })
 
   const fsOf = (p: Principal) => s.container.services.fileSystem.as(p, 'sftp')

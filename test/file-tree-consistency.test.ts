@@ -1,7 +1,7 @@
 import { sql } from 'kysely'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { endUpload, req, stageUpload, type Target, upload } from './helpers/files.js'
-import { dialects, startServer, type TestServer } from './helpers/server.js'
+import { dialects, useServer } from './helpers/server.js'
 
 /**
  * Changes inside a folder racing the deletion or move of that folder: whatever order they land
@@ -9,14 +9,12 @@ import { dialects, startServer, type TestServer } from './helpers/server.js'
  * writers lock the folders above their paths; SQLite runs one write at a time.)
  */
 describe.each(dialects)('file tree consistency under concurrent changes (%s)', (dialect) => {
-  let s: TestServer
   let t: Target
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     t = { api: s.api, key: s.adminKey }
   })
-  afterAll(() => s.close())
 
   /** Rows whose parent folder does not exist: there must never be any. */
   const orphans = async () => {

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { findRow, lastAction, makeFile, makeFolder } from './helpers/file-rows.js'
 import { enc, encAll } from './helpers/files.js'
 import {
@@ -9,14 +9,12 @@ import {
   grant,
   makeKey,
   makeUser,
-  startServer,
-  type TestServer,
+  useServer,
 } from './helpers/server.js'
 
 const names = (r: CallResult) => (r.body as { path: string }[]).map((f) => f.path)
 
 describe.each(dialects)('folders (%s)', (dialect) => {
-  let s: TestServer
   const get = (p: string, key = s.adminKey) => call(s, 'GET', p, { key })
 
   /** Every page of a listing, following X-Files-Cursor. */
@@ -34,8 +32,8 @@ describe.each(dialects)('folders (%s)', (dialect) => {
     }
   }
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     await makeFolder(s, 'docs/empty')
     await makeFile(s, 'docs/b.txt', 'bb')
     await makeFile(s, 'docs/A report.pdf', 'aaaaaa')
@@ -46,7 +44,6 @@ describe.each(dialects)('folders (%s)', (dialect) => {
     await makeFile(s, 'other/100%_sure.txt', 'x')
     await makeFile(s, 'other/100 sure.txt', 'x')
   })
-  afterAll(async () => s?.close())
 
   describe('GET /folders/{path}', () => {
     it('lists the direct children of a folder by path, folders and files alike', async () => {

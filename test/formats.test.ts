@@ -1,7 +1,7 @@
 import { XMLParser } from 'fast-xml-parser'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { negotiate, parseXmlBody, splitFormatSuffix, toXml } from '../src/http/format.js'
-import { call, dialects, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, makeKey, makeUser, useServer } from './helpers/server.js'
 
 // Parses XML responses keeping attributes, so the tests can assert type="…" and nil="true".
 const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '@_', parseTagValue: false })
@@ -97,11 +97,7 @@ describe('format suffixes and negotiation (unit)', () => {
 })
 
 describe.each(dialects)('formats (%s)', (dialect) => {
-  let s: TestServer
-  beforeAll(async () => {
-    s = await startServer(dialect, { BODY_LIMIT_BYTES: '4096' })
-  })
-  afterAll(async () => s?.close())
+  const s = useServer(dialect, { BODY_LIMIT_BYTES: '4096' })
 
   describe('response formats', () => {
     it('answers JSON with or without the .json suffix', async () => {

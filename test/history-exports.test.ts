@@ -1,5 +1,5 @@
 import { XMLParser } from 'fast-xml-parser'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
   allHistoryResults,
   createHistoryExport,
@@ -13,27 +13,13 @@ import {
   unique,
   upload,
 } from './helpers/history-export-fixtures.js'
-import {
-  call,
-  dialects,
-  expectError,
-  grant,
-  login,
-  makeKey,
-  makeUser,
-  startServer,
-  type TestServer,
-} from './helpers/server.js'
+import { call, dialects, expectError, grant, login, makeKey, makeUser, useServer } from './helpers/server.js'
 
 const DAY = 86_400_000
 
 describe.each(dialects)('history exports over HTTP (%s)', (dialect) => {
-  let s: TestServer
   const admin = () => ({ key: s.adminKey })
-  beforeAll(async () => {
-    s = await startServer(dialect)
-  })
-  afterAll(async () => s?.close())
+  const s = useServer(dialect)
 
   it('exports every stored action, older than 24 hours too, oldest first, with the SDK’s fields', async () => {
     const folder = unique('hx')

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { type NewAction, recordAction } from '../src/modules/actions/action-recorder.js'
 import {
   call,
@@ -7,9 +7,8 @@ import {
   login,
   makeKey,
   makeUser,
-  startServer,
-  type TestServer,
   type TestUser,
+  useServer,
 } from './helpers/server.js'
 
 const HOUR = 3_600_000
@@ -30,7 +29,6 @@ interface Made {
  * recorded over the two hours before it, plus one 25 hours old.
  */
 describe.each(dialects)('GET /history… (%s)', (dialect) => {
-  let s: TestServer
   let clock = Date.now()
   let t1 = 0
   const made: Made[] = []
@@ -55,8 +53,8 @@ describe.each(dialects)('GET /history… (%s)', (dialect) => {
   }
   const file = (name: string, id = 7) => [{ type: 'file', id, name }]
 
+  const s = useServer(dialect, {}, { now: () => clock })
   beforeAll(async () => {
-    s = await startServer(dialect, {}, { now: () => clock })
     for (const name of ['alice', 'bob', 'carol'] as const) u[name] = await makeUser(s)
     u.root = await makeUser(s, { site_admin: true })
     const grant = (user: number, path: string, permission: string) =>
@@ -157,7 +155,6 @@ describe.each(dialects)('GET /history… (%s)', (dialect) => {
       path: 'docs',
     })
   })
-  afterAll(async () => s?.close())
 
   const get = (p: string, key = s.adminKey, o: { accept?: string } = {}) => call(s, 'GET', p, { key, ...o })
   const ids = (r: { body: { id: number }[] }) => r.body.map((a) => a.id)

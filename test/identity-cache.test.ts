@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { IdentityCache } from '../src/identity/identity-cache.js'
 import type { ApiKeyRow } from '../src/identity/principal.js'
-import { call, dialects, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, makeKey, makeUser, useServer } from './helpers/server.js'
 
 const row = (id: number) => ({ id }) as unknown as ApiKeyRow
 
@@ -32,13 +32,9 @@ describe('IdentityCache', () => {
 })
 
 describe.each(dialects)('API keys reused from memory (%s)', (dialect) => {
-  let s: TestServer
   // The server's clock: real time plus an offset a test can move forward.
   let offset = 0
-  beforeAll(async () => {
-    s = await startServer(dialect, { AUTH_CACHE_SECONDS: '300' }, { now: () => Date.now() + offset })
-  })
-  afterAll(async () => s?.close())
+  const s = useServer(dialect, { AUTH_CACHE_SECONDS: '300' }, { now: () => Date.now() + offset })
 
   it('reads a busy key from the database once, not on every request', async () => {
     const user = await makeUser(s)

@@ -2,14 +2,14 @@ import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { Readable } from 'node:stream'
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { beforeEach, describe, expect, it, vi } from 'vitest'
 import { BlobJanitor } from '../src/blobs/blob-janitor.js'
 import type { BlobStore } from '../src/blobs/blob-store.js'
 import { S3BlobStore } from '../src/blobs/s3/s3-blob-store.js'
 import { createS3Client } from '../src/blobs/s3/s3-client.js'
 import { JobLease } from '../src/jobs/job-lease.js'
 import { s3ForTests, storeCases } from './helpers/s3-cases.js'
-import { startServer, type TestServer } from './helpers/server.js'
+import { useServerEach } from './helpers/server.js'
 
 const HOUR = 3600_000
 
@@ -19,18 +19,16 @@ const s3 = s3ForTests()
 const cases = storeCases(s3, 'janitor')
 
 describe.each(cases)('blob janitor ($dialect, $store)', ({ dialect, store, env }) => {
-  let s: TestServer
   let clock: number
   let storage: string
 
-  beforeEach(async () => {
+  const s = useServerEach(dialect, env, () => {
     clock = Date.now()
-    s = await startServer(dialect, env(), { now: () => clock })
+    return { now: () => clock }
+  })
+  beforeEach(() => {
     // The disk store's folder; the S3 store keeps only its temporary files there.
     storage = path.join(s.container.config.dataDir, 'storage')
-  })
-  afterEach(async () => {
-    await s.close()
   })
 
   const blobs = () => s.container.blobs

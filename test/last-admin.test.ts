@@ -1,25 +1,14 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import {
-  adminUserId,
-  call,
-  dialects,
-  expectError,
-  login,
-  makeUser,
-  startServer,
-  type TestServer,
-} from './helpers/server.js'
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { adminUserId, call, dialects, expectError, login, makeUser, useServer } from './helpers/server.js'
 
 // A site always keeps an enabled site administrator (docs/decisions.md, "Users and folder permissions").
 describe.each(dialects)('the last site administrator (%s)', (dialect) => {
-  let s: TestServer
   let adminId: number
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     adminId = await adminUserId(s)
   })
-  afterAll(async () => s?.close())
 
   // Each test starts with the bootstrap administrator as the only site administrator.
   beforeEach(async () => {

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { call, dialects, expectError, makeUser, startServer, type TestServer } from './helpers/server.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { call, dialects, expectError, makeUser, useServer } from './helpers/server.js'
 
 /**
  * Sort and filter field names come from the query string: names that every plain object carries
@@ -10,13 +10,12 @@ const INHERITED = ['constructor', '__proto__', 'toString', 'valueOf', 'hasOwnPro
 const KINDS = ['sort_by', 'filter', 'filter_gt', 'filter_lteq', 'filter_like', 'filter_prefix']
 
 describe.each(dialects)('inherited property names as list fields (%s)', (dialect) => {
-  let s: TestServer
   let userId: number
   let webhookExport: number
   let historyExport: number
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     userId = (await makeUser(s)).id
     const a = await call(s, 'POST', '/action_notification_exports', { key: s.adminKey, body: {} })
     const h = await call(s, 'POST', '/history_exports', { key: s.adminKey, body: {} })
@@ -24,7 +23,6 @@ describe.each(dialects)('inherited property names as list fields (%s)', (dialect
     webhookExport = a.body.id
     historyExport = h.body.id
   })
-  afterAll(async () => s?.close())
 
   const sortedLists = () => [
     '/users',

@@ -6,16 +6,15 @@ import { createLogger, redactUrl } from '../src/logger.js'
 import { beginUpload, partUrl, target, uploaded } from './helpers/files.js'
 import { readyHistoryExport } from './helpers/history-export-fixtures.js'
 import { captureLog } from './helpers/log-capture.js'
-import { call, dialects, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, useServer } from './helpers/server.js'
 
 describe.each(dialects)('signed links in the request log (%s)', (dialect) => {
-  let s: TestServer
   let app: FastifyInstance
   let origin: string
   const log = captureLog()
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     // A second front end on the same container, logging at info as `wharf serve` does.
     app = await buildApp(s.container, { logger: createLogger('info', log.stream) })
     await app.listen({ host: '127.0.0.1', port: 0 })
@@ -24,7 +23,6 @@ describe.each(dialects)('signed links in the request log (%s)', (dialect) => {
   })
   afterAll(async () => {
     await app?.close()
-    await s?.close()
   })
 
   /** The link, sent to the logging front end instead of the one that handed it out. */

@@ -16,9 +16,9 @@ import {
   expectError,
   makeKey,
   makeUser,
-  startServer,
   type TestServer,
   type TestUser,
+  useServer,
 } from './helpers/server.js'
 import {
   type ProcessSite,
@@ -89,28 +89,27 @@ const propfind = (s: TestServer, username: string, password: string) =>
 
 describe.each(dialects)('the login defender (%s)', (dialect) => {
   let w: World
-  let s: TestServer
   let offset = 0
   let user: TestUser
 
+  const s = useServer(
+    dialect,
+    {
+      LOGIN_DEFENDER_THRESHOLD: '6',
+      LOGIN_DEFENDER_SAFE_LIST: '127.0.0.2/32',
+      // The limit that counted successful logins: now ignored (it would refuse the scenario below).
+      LOGIN_MAX_ATTEMPTS_PER_IP: '30',
+      // Every WebDAV request is a login of its own.
+      DAV_AUTH_CACHE_SECONDS: '0',
+      SFTP_PORT: '0',
+      SFTP_HOST: '127.0.0.1',
+      FTP_ENABLED: 'true',
+      FTP_HOST: '127.0.0.1',
+      FTP_PORT: '0',
+    },
+    { now: () => Date.now() + offset },
+  )
   beforeAll(async () => {
-    s = await startServer(
-      dialect,
-      {
-        LOGIN_DEFENDER_THRESHOLD: '6',
-        LOGIN_DEFENDER_SAFE_LIST: '127.0.0.2/32',
-        // The limit that counted successful logins: now ignored (it would refuse the scenario below).
-        LOGIN_MAX_ATTEMPTS_PER_IP: '30',
-        // Every WebDAV request is a login of its own.
-        DAV_AUTH_CACHE_SECONDS: '0',
-        SFTP_PORT: '0',
-        SFTP_HOST: '127.0.0.1',
-        FTP_ENABLED: 'true',
-        FTP_HOST: '127.0.0.1',
-        FTP_PORT: '0',
-      },
-      { now: () => Date.now() + offset },
-    )
     const sftp = await startSftp(s.container, s.container.config.sftp, pino({ level: 'silent' }))
     const ftp = await FtpServer.start({
       config: s.container.config.ftp,
@@ -125,7 +124,6 @@ describe.each(dialects)('the login defender (%s)', (dialect) => {
   afterAll(async () => {
     await w?.ftp.close()
     await w?.sftp.close()
-    await s?.close()
   })
 
   beforeEach(async () => {

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import type { ListSpec } from '../src/api/list-spec.js'
 import { parseListQuery, toPage } from '../src/db/list-cursor.js'
 import { pageInMemory } from '../src/db/list-in-memory.js'
 import { applyListQuery } from '../src/db/list-sql.js'
 import { setCursorHeaders } from '../src/http/pagination.js'
-import { call, dialects, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, makeKey, makeUser, useServer } from './helpers/server.js'
 
 const DAY = 86_400_000
 
@@ -15,14 +15,13 @@ function tamper(cursor: string, at = 5): string {
 }
 
 describe.each(dialects)('pagination, sorting and filtering of GET /api_keys (%s)', (dialect) => {
-  let s: TestServer
   let owner: number
   /** Key ids in creation order, with their expiry (ms) or null. */
   let keys: { id: number; expires: number | null }[]
   const base = Date.UTC(2040, 0, 1)
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     owner = (await makeUser(s)).id
     keys = []
     // 25 keys: every fourth never expires; expiries repeat so that ties need the id to break them.
@@ -35,7 +34,6 @@ describe.each(dialects)('pagination, sorting and filtering of GET /api_keys (%s)
       keys.push({ id: k.id, expires })
     }
   })
-  afterAll(async () => s?.close())
 
   const list = (query: string) =>
     call(s, 'GET', `/api_keys?user_id=${owner}${query ? `&${query}` : ''}`, { key: s.adminKey })
@@ -338,7 +336,6 @@ describe.each(dialects)('pagination, sorting and filtering of GET /api_keys (%s)
 })
 
 describe.each(dialects)('filter_like and list helpers on a real database (%s)', (dialect) => {
-  let s: TestServer
   const prefix = `lk${Date.now().toString(36)}`
   const names = [
     `${prefix}_alpha`,
@@ -356,11 +353,10 @@ describe.each(dialects)('filter_like and list helpers on a real database (%s)', 
     filter: { username: { column: 'users.username', type: 'string' } },
   }
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     for (const n of names) ids[n] = (await makeUser(s, { username: n })).id
   })
-  afterAll(async () => s?.close())
 
   async function usernames(query: Record<string, unknown>) {
     const secret = s.container.site.signing_secret

@@ -1,18 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { adminFolders } from '../src/modules/permissions/permission-service.js'
-import {
-  call,
-  dialects,
-  login,
-  makeKey,
-  makeUser,
-  startServer,
-  type TestServer,
-  type TestUser,
-} from './helpers/server.js'
+import { call, dialects, login, makeKey, makeUser, type TestUser, useServer } from './helpers/server.js'
 
 describe.each(dialects)('permissions (%s)', (dialect) => {
-  let s: TestServer
   /** Folder admin of `projects` and of `shared/team`. */
   let alice: TestUser
   let aliceKey: string
@@ -32,8 +22,8 @@ describe.each(dialects)('permissions (%s)', (dialect) => {
       .orderBy('id', 'desc')
       .executeTakeFirstOrThrow()
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     alice = await makeUser(s, { username: 'alice' })
     bob = await makeUser(s, { username: 'bob' })
     carol = await makeUser(s, { username: 'carol' })
@@ -45,7 +35,6 @@ describe.each(dialects)('permissions (%s)', (dialect) => {
     }
     expect((await grant({ path: 'bob-home', user_id: bob.id, permission: 'full' })).status).toBe(201)
   })
-  afterAll(async () => s?.close())
 
   describe('POST /permissions', () => {
     it('lets a site admin grant a permission by username, normalizing the path', async () => {
@@ -211,11 +200,10 @@ describe.each(dialects)('permissions (%s)', (dialect) => {
   })
 
   describe('GET /permissions', () => {
-    let listed: TestServer
     let owners: Record<string, TestUser>
     let ownerKeys: Record<string, string>
+    const listed = useServer(dialect)
     beforeAll(async () => {
-      listed = await startServer(dialect)
       owners = {}
       ownerKeys = {}
       for (const name of ['dana', 'eve', 'fay']) {
@@ -240,7 +228,6 @@ describe.each(dialects)('permissions (%s)', (dialect) => {
         expect(r.status).toBe(201)
       }
     })
-    afterAll(async () => listed?.close())
 
     const paths = (r: { body: any[] }) => r.body.map((p) => `${p.username}:${p.path}:${p.permission}`)
 

@@ -10,9 +10,8 @@ import {
   login,
   makeKey,
   makeUser,
-  startServer,
-  type TestServer,
   type TestUser,
+  useServer,
 } from './helpers/server.js'
 
 /** A fresh key pair made by OpenSSH's ssh-keygen; returns the .pub line and its SHA-256 fingerprint. */
@@ -26,15 +25,14 @@ function sshKey(dir: string, name: string, type = 'ed25519'): { pub: string; sha
 }
 
 describe.each(dialects)('PublicKey API (%s)', (dialect) => {
-  let s: TestServer
   let dir: string
   let alice: TestUser
   let bob: TestUser
   let aliceSession: string
   let bobKey: string
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wharf-keys-'))
     alice = await makeUser(s, { username: 'alice' })
     bob = await makeUser(s, { username: 'bob' })
@@ -42,7 +40,6 @@ describe.each(dialects)('PublicKey API (%s)', (dialect) => {
     bobKey = (await makeKey(s, bob.id)).key
   })
   afterAll(async () => {
-    await s?.close()
     fs.rmSync(dir, { recursive: true, force: true })
   })
 

@@ -25,7 +25,7 @@ import {
 } from './helpers/files.js'
 import { countRequests, serverClient } from './helpers/s3-requests.js'
 import { S3_CREDENTIALS, type S3TestServer, startS3Server } from './helpers/s3-server.js'
-import { call, dialects, expectError, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, expectError, useServer } from './helpers/server.js'
 import { startTlsFront, type TlsFront } from './helpers/tls-front.js'
 import { type Recorder, resetSdk, startRecorder } from './sdk/sdk.js'
 
@@ -68,31 +68,30 @@ afterAll(async () => {
 })
 
 describe.each(dialects)('BLOB_STORE=s3 in direct mode (%s)', (dialect) => {
-  let s: TestServer
   let rec: Recorder
   let skew = 0
   let tmp: string
   const prefix = `direct-${dialect}/`
 
+  const s = useServer(
+    dialect,
+    // The S3 front is up only once the file's own set-up has run.
+    () => ({
+      BLOB_STORE: 's3',
+      S3_ENDPOINT: front.url,
+      S3_BUCKET: bucket,
+      S3_PREFIX: prefix,
+      S3_FORCE_PATH_STYLE: 'true',
+      UPLOAD_PART_SIZE: String(PART_SIZE),
+    }),
+    { now: () => Date.now() + skew },
+  )
   beforeAll(async () => {
-    s = await startServer(
-      dialect,
-      {
-        BLOB_STORE: 's3',
-        S3_ENDPOINT: front.url,
-        S3_BUCKET: bucket,
-        S3_PREFIX: prefix,
-        S3_FORCE_PATH_STYLE: 'true',
-        UPLOAD_PART_SIZE: String(PART_SIZE),
-      },
-      { now: () => Date.now() + skew },
-    )
     rec = await startRecorder(s.url)
     tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-s3-direct-'))
   })
   afterAll(async () => {
     await rec?.close()
-    await s?.close()
     if (tmp) await fs.rm(tmp, { recursive: true, force: true })
   })
   beforeEach(() => {

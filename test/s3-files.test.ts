@@ -24,7 +24,7 @@ import { fetchCsvRows, readyHistoryExport } from './helpers/history-export-fixtu
 import { captureLog } from './helpers/log-capture.js'
 import { countRequests, serverClient } from './helpers/s3-requests.js'
 import { S3_CREDENTIALS, type S3TestServer, startS3Server } from './helpers/s3-server.js'
-import { call, dialects, expectError, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, expectError, useServer } from './helpers/server.js'
 
 const MiB = 1024 * 1024
 const HOUR = 3600_000
@@ -46,28 +46,23 @@ afterAll(async () => {
 })
 
 describe.each(dialects)('Wharf with BLOB_STORE=s3 (%s)', (dialect) => {
-  let s: TestServer
   let skew = 0
   const prefix = `site-${dialect}/`
 
-  beforeAll(async () => {
-    s = await startServer(
-      dialect,
-      {
-        BLOB_STORE: 's3',
-        S3_ENDPOINT: s3.endpoint,
-        S3_BUCKET: bucket,
-        S3_PREFIX: prefix,
-        S3_FORCE_PATH_STYLE: 'true',
-        // Every byte through Wharf: the proxy mode's own behaviour.
-        S3_TRANSFER_MODE: 'proxy',
-      },
-      { now: () => Date.now() + skew },
-    )
-  })
-  afterAll(async () => {
-    await s?.close()
-  })
+  const s = useServer(
+    dialect,
+    // The S3 server is up only once the file's own set-up has run.
+    () => ({
+      BLOB_STORE: 's3',
+      S3_ENDPOINT: s3.endpoint,
+      S3_BUCKET: bucket,
+      S3_PREFIX: prefix,
+      S3_FORCE_PATH_STYLE: 'true',
+      // Every byte through Wharf: the proxy mode's own behaviour.
+      S3_TRANSFER_MODE: 'proxy',
+    }),
+    { now: () => Date.now() + skew },
+  )
 
   const keys = (under: string) => s3.keys(bucket, `${prefix}${under}`)
   const fileRow = (path: string) =>

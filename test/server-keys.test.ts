@@ -4,7 +4,7 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadFtpTls } from '../src/ftp/ftp-tls.js'
 import { HostKeys } from '../src/modules/ssh/host-keys.js'
-import { dialects, startServer, type TestServer } from './helpers/server.js'
+import { dialects, useServer } from './helpers/server.js'
 
 const HOST_KEY_FILES = ['ssh_host_ed25519_key', 'ssh_host_rsa_key']
 
@@ -13,15 +13,13 @@ const HOST_KEY_FILES = ['ssh_host_ed25519_key', 'ssh_host_rsa_key']
  * DATA_DIR, and all of them must present the keys stored once in the database.
  */
 describe.each(dialects)('server keys shared through the database (%s)', (dialect) => {
-  let s: TestServer
   let scratch: string
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-keys-'))
   })
   afterAll(async () => {
-    await s?.close()
     if (scratch) await fs.rm(scratch, { recursive: true, force: true })
   })
 

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { RateLimiter } from '../src/http/rate-limiter.js'
 import {
   call,
@@ -9,6 +9,7 @@ import {
   makeUser,
   startServer,
   type TestServer,
+  useServer,
 } from './helpers/server.js'
 
 const MINUTE = 60_000
@@ -39,11 +40,7 @@ async function ageFailedLogins(s: TestServer, username: string, ms: number) {
 }
 
 describe.each(dialects)('sessions (%s)', (dialect) => {
-  let s: TestServer
-  beforeAll(async () => {
-    s = await startServer(dialect)
-  })
-  afterAll(async () => s?.close())
+  const s = useServer(dialect)
 
   it('logs in, works with X-ServiceAPI-Auth, and logs out with an empty array', async () => {
     const u = await makeUser(s)
@@ -400,16 +397,12 @@ describe.each(dialects)('session limits (%s)', (dialect) => {
 })
 
 describe.each(dialects)('request rate limits (%s)', (dialect) => {
-  let s: TestServer
   let clock: number
-  beforeAll(async () => {
-    s = await startServer(dialect, {
-      RATE_LIMIT_PER_SECOND: '1',
-      RATE_LIMIT_BURST: '3',
-      RATE_LIMIT_CONCURRENT: '1',
-    })
+  const s = useServer(dialect, {
+    RATE_LIMIT_PER_SECOND: '1',
+    RATE_LIMIT_BURST: '3',
+    RATE_LIMIT_CONCURRENT: '1',
   })
-  afterAll(async () => s?.close())
 
   /** A fresh limiter on a frozen clock: "quick" requests are quick however slow the machine. */
   function freezeClock() {

@@ -1,7 +1,7 @@
 import http from 'node:http'
 import net from 'node:net'
 import pino from 'pino'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { basic } from './helpers/dav.js'
 import { beginUpload, bytes, download, endUpload, partUrl, target } from './helpers/files.js'
 import {
@@ -9,8 +9,8 @@ import {
   ADMIN_USERNAME,
   dialects,
   makeUser,
-  startServer,
   type TestServer,
+  useServer,
 } from './helpers/server.js'
 
 /** Short limits, so that a slow client is judged within a second and a steady one outlasts them. */
@@ -64,15 +64,12 @@ function trickle(s: TestServer, head: string, drip = 'a'): Promise<Trickle> {
 }
 
 describe.each(dialects)('slow clients (%s)', (dialect) => {
-  let s: TestServer
   /** The server's warnings, as logged. */
   const warnings: string[] = []
   const tooSlow = () => warnings.filter((w) => w.includes('request body too slow')).length
-  beforeAll(async () => {
-    const logger = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) })
-    s = await startServer(dialect, LIMITS, { logger })
+  const s = useServer(dialect, LIMITS, {
+    logger: pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) }),
   })
-  afterAll(async () => s?.close())
 
   it('closes a connection whose headers arrive a byte at a time, with 408', async () => {
     const r = await trickle(s, 'GET /api/rest/v1/api_key HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ')

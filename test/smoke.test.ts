@@ -1,12 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { call, dialects, startServer, type TestServer } from './helpers/server.js'
+import { describe, expect, it } from 'vitest'
+import { call, dialects, useServer } from './helpers/server.js'
 
 describe.each(dialects)('smoke (%s)', (dialect) => {
-  let s: TestServer
-  beforeAll(async () => {
-    s = await startServer(dialect)
-  })
-  afterAll(async () => s?.close())
+  const s = useServer(dialect)
 
   it('answers GET /api_key with the key of the request', async () => {
     const r = await call(s, 'GET', '/api_key', { key: s.adminKey })

@@ -12,7 +12,7 @@ import type { BlobStore } from '../src/blobs/blob-store.js'
 import { createLogger } from '../src/logger.js'
 import { beginUpload, partUrl, putBytes, target, uploaded } from './helpers/files.js'
 import { captureLog } from './helpers/log-capture.js'
-import { call, dialects, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, useServer } from './helpers/server.js'
 import { builtServer } from './helpers/server-process.js'
 
 const BODY_FIELDS = ['error', 'http-code', 'instance', 'title', 'type']
@@ -56,14 +56,13 @@ function fillableDisk(state: { full: boolean }) {
 }
 
 describe.each(dialects)('a full disk (%s)', (dialect) => {
-  let s: TestServer
   let app: FastifyInstance
   let api: string
   const disk = { full: false }
   const log = captureLog()
 
+  const s = useServer(dialect, {}, { wrapBlobStore: fillableDisk(disk) })
   beforeAll(async () => {
-    s = await startServer(dialect, {}, { wrapBlobStore: fillableDisk(disk) })
     // A second front end on the same container, logging as `wharf serve` does.
     app = await buildApp(s.container, { logger: createLogger('info', log.stream) })
     await app.listen({ host: '127.0.0.1', port: 0 })
@@ -75,7 +74,6 @@ describe.each(dialects)('a full disk (%s)', (dialect) => {
     const closing = app?.close()
     app?.server.closeAllConnections()
     await closing
-    await s?.close()
   })
 
   /** Fills the database for real: SQLite up to a page limit, PostgreSQL refusing as on a full disk. */

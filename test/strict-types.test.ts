@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
   ADMIN_PASSWORD,
   ADMIN_USERNAME,
@@ -6,17 +6,12 @@ import {
   dialects,
   expectError,
   makeUser,
-  startServer,
-  type TestServer,
+  useServer,
 } from './helpers/server.js'
 
 /** JSON values must have their schema's type; text (path, query, XML) converts only when exact. */
 describe.each(dialects)('Strict input types (%s)', (dialect) => {
-  let s: TestServer
-  beforeAll(async () => {
-    s = await startServer(dialect)
-  })
-  afterAll(async () => s?.close())
+  const s = useServer(dialect)
 
   const invalid = (r: Awaited<ReturnType<typeof call>>, field: string) => {
     expectError(r, 400, 'bad-request/request-params-invalid')

@@ -8,8 +8,8 @@ import {
   dialects,
   makeKey,
   makeUser,
-  startServer,
   type TestServer,
+  useServer,
 } from './helpers/server.js'
 import { sshKeyPair } from './helpers/sftp.js'
 import {
@@ -88,16 +88,15 @@ const RELATIONS = {
 }
 
 describe.each(dialects)('Requests built from the Swagger document (%s)', (dialect) => {
-  let s: TestServer
   let doc: any
   let hook: WebhookRecorder
   let adminId: number
   const exports: Refs = {}
 
+  // Webhook URLs the requests set point at the loopback recorder, which only this range allows.
+  const s = useServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
   beforeAll(async () => {
     hook = await startWebhookRecorder(() => ({ status: 200 }))
-    // Webhook URLs the requests set point at the loopback recorder, which only this range allows.
-    s = await startServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
     doc = (await call(s, 'GET', '/swagger_doc')).body
     adminId = await adminUserId(s)
     // Exports are never deleted: one of each serves every request.
@@ -115,7 +114,6 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     })
   })
   afterAll(async () => {
-    await s?.close()
     await hook?.close()
   })
 

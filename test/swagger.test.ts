@@ -1,10 +1,10 @@
 import SwaggerParser from '@apidevtools/swagger-parser'
 import { Type } from '@sinclair/typebox'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { API_PREFIX } from '../src/http/format.js'
 import { toSwagger2 } from '../src/http/routes/swagger.js'
 import { listQuery } from '../src/http/schemas.js'
-import { call, dialects, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, type TestServer, useServer } from './helpers/server.js'
 
 /** Every route Fastify serves, as registered, HEAD left out. */
 function fastifyRoutes(s: TestServer): { method: string; url: string }[] {
@@ -113,15 +113,13 @@ describe('toSwagger2 (unit)', () => {
 })
 
 describe.each(dialects)('Swagger document (%s)', (dialect) => {
-  let s: TestServer
   let doc: any
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     const r = await call(s, 'GET', '/swagger_doc')
     expect(r.status).toBe(200)
     doc = r.body
   })
-  afterAll(async () => s?.close())
 
   it('is served without credentials as Swagger 2.0 JSON, with the .json suffix too', async () => {
     expect(doc.swagger).toBe('2.0')

@@ -15,7 +15,7 @@ import {
   type Target,
   withChecksums,
 } from './helpers/files.js'
-import { dialects, expectError, startServer, type TestServer } from './helpers/server.js'
+import { dialects, expectError, useServer } from './helpers/server.js'
 import {
   type ProcessSite,
   processSite,
@@ -31,15 +31,13 @@ import { expectNoLeakedBlobs, stagedRefs, stalledPut } from './helpers/storage.j
 const PART = 64 * 1024
 
 describe.each(dialects)('upload consistency (%s)', (dialect) => {
-  let s: TestServer
   let t: Target
   let storage: string
+  const s = useServer(dialect, { UPLOAD_PART_SIZE: String(PART) })
   beforeAll(async () => {
-    s = await startServer(dialect, { UPLOAD_PART_SIZE: String(PART) })
     t = { api: s.api, key: s.adminKey }
     storage = path.join(s.container.config.dataDir, 'storage')
   })
-  afterAll(async () => s?.close())
 
   it('ends eight concurrent uploads of one path in one file holding exactly one of them', async () => {
     const p = `race-${crypto.randomBytes(3).toString('hex')}/same.bin`

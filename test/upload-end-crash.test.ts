@@ -1,8 +1,8 @@
 import crypto from 'node:crypto'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { download, endUpload, md5, req, stageUpload, type Target, withChecksums } from './helpers/files.js'
 import { s3ForTests, storeCases } from './helpers/s3-cases.js'
-import { expectError, startServer, type TestServer } from './helpers/server.js'
+import { expectError, useServerEach } from './helpers/server.js'
 import { watchStore } from './helpers/storage.js'
 
 /**
@@ -26,19 +26,18 @@ interface AfterAssemble {
 }
 
 describe.each(cases)('a crash in action=end ($dialect, $store)', ({ dialect, env }) => {
-  let s: TestServer
   let t: Target
   let clock: number
   const after: AfterAssemble = { run: null, keys: [] }
 
-  beforeEach(async () => {
-    clock = Date.now()
-    after.run = null
-    after.keys = []
-    s = await startServer(
-      dialect,
-      { ...env(), UPLOAD_PART_SIZE: String(PART) },
-      {
+  const s = useServerEach(
+    dialect,
+    () => ({ ...env(), UPLOAD_PART_SIZE: String(PART) }),
+    () => {
+      clock = Date.now()
+      after.run = null
+      after.keys = []
+      return {
         now: () => clock,
         // After the assembly wrote its blob (its key kept), `after.run`.
         wrapBlobStore: watchStore(['assemble'], {
@@ -47,12 +46,11 @@ describe.each(cases)('a crash in action=end ($dialect, $store)', ({ dialect, env
             await after.run?.(key)
           },
         }),
-      },
-    )
+      }
+    },
+  )
+  beforeEach(() => {
     t = { api: s.api, key: s.adminKey }
-  })
-  afterEach(async () => {
-    await s.close()
   })
 
   const blobs = () => s.container.blobs

@@ -6,7 +6,7 @@ import path from 'node:path'
 import { Readable } from 'node:stream'
 import zlib from 'node:zlib'
 import Files from 'files.com/lib/Files.js'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { beforeAll, describe, expect, it, vi } from 'vitest'
 import type { LocalBlobStore } from '../src/blobs/disk/local-blob-store.js'
 import {
   bytes,
@@ -19,16 +19,7 @@ import {
   uploadFile,
   withChecksums,
 } from './helpers/files.js'
-import {
-  call,
-  dialects,
-  expectError,
-  grant,
-  makeKey,
-  makeUser,
-  startServer,
-  type TestServer,
-} from './helpers/server.js'
+import { call, dialects, expectError, grant, makeKey, makeUser, useServer } from './helpers/server.js'
 import { startTlsFront } from './helpers/tls-front.js'
 import { resetSdk } from './sdk/sdk.js'
 
@@ -42,7 +33,6 @@ const PART = 1024
 const crc32 = (b: Buffer) => zlib.crc32(b).toString(16).padStart(8, '0')
 
 describe.each(dialects)('uploads (%s)', (dialect) => {
-  let s: TestServer
   /** Added to the server's clock, to make signed links expire; it only grows. */
   let skew = 0
   let readonlyKey: string
@@ -66,8 +56,8 @@ describe.each(dialects)('uploads (%s)', (dialect) => {
       .where('path_lower', '=', p.toLowerCase())
       .executeTakeFirst()
 
+  const s = useServer(dialect, { UPLOAD_PART_SIZE: String(PART) }, { now: () => Date.now() + skew })
   beforeAll(async () => {
-    s = await startServer(dialect, { UPLOAD_PART_SIZE: String(PART) }, { now: () => Date.now() + skew })
     const reader = await makeUser(s)
     await grant(s, reader.id, 'shared', 'readonly')
     readonlyKey = (await makeKey(s, reader.id)).key
@@ -80,7 +70,6 @@ describe.each(dialects)('uploads (%s)', (dialect) => {
     const admin = await makeUser(s, { site_admin: true })
     restrictedKey = (await makeKey(s, admin.id, { path: 'inbox' })).key
   })
-  afterAll(async () => s?.close())
 
   describe('POST /files/{path} action=put', () => {
     it('refuses a new name ending in whitespace, as new folders and destinations are', async () => {

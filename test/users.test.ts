@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import {
   ADMIN_PASSWORD,
   ADMIN_USERNAME,
@@ -8,26 +8,23 @@ import {
   login,
   makeKey,
   makeUser,
-  startServer,
-  type TestServer,
   type TestUser,
+  useServer,
 } from './helpers/server.js'
 
 const REAUTH = 'X-Service-Reauthentication'
 
 describe.each(dialects)('users (%s)', (dialect) => {
-  let s: TestServer
   let adminId: number
   let regular: TestUser
   let regularKey: string
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     adminId = await adminUserId(s)
     regular = await makeUser(s, { username: 'regular-user' })
     regularKey = (await makeKey(s, regular.id)).key
   })
-  afterAll(async () => s?.close())
 
   const lastAction = (action: string) =>
     s.container.db
@@ -271,9 +268,8 @@ describe.each(dialects)('users (%s)', (dialect) => {
   })
 
   describe('GET /users', () => {
-    let listed: TestServer
+    const listed = useServer(dialect)
     beforeAll(async () => {
-      listed = await startServer(dialect)
       for (const [username, email, site_admin] of [
         ['carol', 'carol@example.com', false],
         ['Dave', 'dave@example.org', true],
@@ -284,7 +280,6 @@ describe.each(dialects)('users (%s)', (dialect) => {
         await makeUser(listed, { username, site_admin, ...(email ? { email } : {}) })
       }
     })
-    afterAll(async () => listed?.close())
 
     const pages = async (query: string, key = listed.adminKey) => {
       const all: any[][] = []

@@ -2,13 +2,11 @@ import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startServer, type TestServer } from './helpers/server.js'
+import { useServer } from './helpers/server.js'
 
 /** How the server hands out the built web interface (a stand-in build here; no browser needed). */
 describe('web interface files', () => {
   let dir: string
-  let s: TestServer
-  let unbuilt: TestServer
   beforeAll(async () => {
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-web-fixture-'))
     await fs.mkdir(path.join(dir, 'assets'))
@@ -18,14 +16,12 @@ describe('web interface files', () => {
     )
     await fs.writeFile(path.join(dir, 'assets', 'index-abc123.js'), 'console.log("wharf")')
     await fs.writeFile(path.join(dir, 'favicon.svg'), '<svg xmlns="http://www.w3.org/2000/svg"/>')
-    s = await startServer('sqlite', { WEB_DIR: dir })
-    unbuilt = await startServer('sqlite', { WEB_DIR: path.join(dir, 'missing') })
   })
   afterAll(async () => {
-    await s?.close()
-    await unbuilt?.close()
     await fs.rm(dir, { recursive: true, force: true })
   })
+  const s = useServer('sqlite', () => ({ WEB_DIR: dir }))
+  const unbuilt = useServer('sqlite', () => ({ WEB_DIR: path.join(dir, 'missing') }))
 
   it('serves index.html at / uncached, with a policy that allows nothing from elsewhere', async () => {
     // A browser's Accept header prefers HTML and also names XML: the page is still HTML.

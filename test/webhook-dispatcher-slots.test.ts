@@ -3,7 +3,7 @@ import { RetryPolicy } from '../src/webhooks/retry-policy.js'
 import { WebhookDispatcher } from '../src/webhooks/webhook-dispatcher.js'
 import { enqueueNotification } from '../src/webhooks/webhook-outbox.js'
 import { startListener, type TestListener } from './helpers/listener.js'
-import { call, dialects, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, useServer } from './helpers/server.js'
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -12,7 +12,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
  * listener still gets one request at a time, and a stop gives back what was claimed ahead.
  */
 describe.each(dialects)('dispatcher slots (%s)', (dialect) => {
-  let s: TestServer
   let listener: TestListener
   /** Requests the listener holds unanswered, and how many it held as each one arrived. */
   let open = 0
@@ -20,8 +19,8 @@ describe.each(dialects)('dispatcher slots (%s)', (dialect) => {
   let status = 204
   let holdMs = 0
 
+  const s = useServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
   beforeAll(async () => {
-    s = await startServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
     // These tests run dispatchers of their own, with no competitor.
     await s.container.webhooks.dispatcher.stop()
     listener = await startListener(async () => {
@@ -36,7 +35,6 @@ describe.each(dialects)('dispatcher slots (%s)', (dialect) => {
   })
   afterAll(async () => {
     await listener?.close()
-    await s?.close()
   })
   beforeEach(async () => {
     await s.container.db.deleteFrom('webhook_attempts').execute()

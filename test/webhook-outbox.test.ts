@@ -1,10 +1,10 @@
 import crypto from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { recordAction } from '../src/modules/actions/action-recorder.js'
 import { RetryPolicy } from '../src/webhooks/retry-policy.js'
 import { webhookOperationOf } from '../src/webhooks/webhook-outbox.js'
 import { serviceSignature, signWebhook, standardSignature } from '../src/webhooks/webhook-signature.js'
-import { call, dialects, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, useServer } from './helpers/server.js'
 
 const file = [{ type: 'file' }]
 const folder = [{ type: 'folder' }]
@@ -119,10 +119,8 @@ describe('retry policy', () => {
 })
 
 describe.each(dialects)('the outbox (%s)', (dialect) => {
-  let s: TestServer
-
+  const s = useServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
   beforeAll(async () => {
-    s = await startServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
     const r = await call(s, 'PATCH', '/webhook_settings', {
       key: s.adminKey,
       // Nothing listens there: the dispatcher is stopped in these tests before anything is sent.
@@ -130,9 +128,6 @@ describe.each(dialects)('the outbox (%s)', (dialect) => {
     })
     expect(r.status, r.text).toBe(200)
     await s.container.webhooks.dispatcher.stop()
-  })
-  afterAll(async () => {
-    await s.close()
   })
 
   const ctx = () => ({

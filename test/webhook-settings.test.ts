@@ -1,5 +1,5 @@
 import { XMLParser } from 'fast-xml-parser'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { findWebhookSettings } from '../src/webhooks/listener-settings.js'
 import {
   ADMIN_PASSWORD,
@@ -12,8 +12,7 @@ import {
   login,
   makeKey,
   makeUser,
-  startServer,
-  type TestServer,
+  useServer,
 } from './helpers/server.js'
 
 const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: '@_', parseTagValue: false })
@@ -21,7 +20,6 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/
 const HOOK = 'https://hooks.example.com/wharf'
 
 describe.each(dialects)('webhook settings (%s)', (dialect) => {
-  let s: TestServer
   let adminSession: string
   let adminId: number
   let adminUserKey: string
@@ -46,8 +44,8 @@ describe.each(dialects)('webhook settings (%s)', (dialect) => {
       .orderBy('id')
       .execute()
 
+  const s = useServer(dialect)
   beforeAll(async () => {
-    s = await startServer(dialect)
     adminSession = await login(s, ADMIN_USERNAME, ADMIN_PASSWORD)
     const admin = await s.container.db
       .selectFrom('users')
@@ -61,7 +59,6 @@ describe.each(dialects)('webhook settings (%s)', (dialect) => {
     await grant(s, folderAdmin.id, 'teams', 'admin')
     folderAdminKey = (await makeKey(s, folderAdmin.id)).key
   })
-  afterAll(async () => s?.close())
   // Every test starts from a site that never saved settings.
   beforeEach(async () => {
     await s.container.db.deleteFrom('webhook_settings').execute()

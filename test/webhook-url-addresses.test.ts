@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { call, dialects, expectError, startServer, type TestServer } from './helpers/server.js'
+import { describe, expect, it } from 'vitest'
+import { call, dialects, expectError, useServer } from './helpers/server.js'
 
 /**
  * A listener URL whose host is a literal IP address is judged when it is saved, by the same guard
@@ -8,12 +8,7 @@ import { call, dialects, expectError, startServer, type TestServer } from './hel
  * never stored, and the accepted ones are saved with webhooks disabled.
  */
 describe.each(dialects)('listener addresses checked when saved (%s)', (dialect) => {
-  let s: TestServer
-
-  beforeAll(async () => {
-    s = await startServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
-  })
-  afterAll(async () => s?.close())
+  const s = useServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
 
   const patch = (body: unknown) => call(s, 'PATCH', '/webhook_settings', { key: s.adminKey, body })
   const settings = async () => (await call(s, 'GET', '/webhook_settings', { key: s.adminKey })).body

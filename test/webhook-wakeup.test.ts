@@ -5,7 +5,7 @@ import { RetryPolicy } from '../src/webhooks/retry-policy.js'
 import { WebhookDispatcher } from '../src/webhooks/webhook-dispatcher.js'
 import { enqueueNotification, outboxSignal } from '../src/webhooks/webhook-outbox.js'
 import { startListener, type TestListener } from './helpers/listener.js'
-import { call, dialects, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, useServer } from './helpers/server.js'
 
 /**
  * Holds the dispatcher's first look at the next due time (a SELECT of `next_attempt_at`, run after its
@@ -48,10 +48,9 @@ function gateFirstSelect() {
 }
 
 describe.each(dialects)('dispatcher wake-ups (%s)', (dialect) => {
-  let s: TestServer
   let listener: TestListener
+  const s = useServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
   beforeAll(async () => {
-    s = await startServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
     // This test runs a dispatcher of its own, with no competitor.
     await s.container.webhooks.dispatcher.stop()
     listener = await startListener(() => 204)
@@ -60,7 +59,6 @@ describe.each(dialects)('dispatcher wake-ups (%s)', (dialect) => {
   })
   afterAll(async () => {
     await listener?.close()
-    await s?.close()
   })
 
   it('sends a notification whose wake-up came while it read the next due time', async () => {

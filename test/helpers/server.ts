@@ -5,7 +5,7 @@ import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
 import type { Logger } from 'pino'
-import { expect } from 'vitest'
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest'
 import { buildApp } from '../../src/app.js'
 import type { BlobStore } from '../../src/blobs/blob-store.js'
 import { loadConfig } from '../../src/config.js'
@@ -36,6 +36,77 @@ export interface TestServer {
   close(): Promise<void>
 }
 
+/** What a test server is built with beside its environment. */
+export interface ServerOptions {
+  now?: () => number
+  resolver?: Resolver
+  /** Where exports read their records, by kind (a failing or slow fake). */
+  exportSources?: Partial<Record<ExportKind, ExportSource>>
+  /** Wraps the blob store (a disk that fills up). */
+  wrapBlobStore?: (store: BlobStore) => BlobStore
+  /** Bytes per upload part of a protocol writer (small: several parts staged at once). */
+  writerPartBytes?: number
+  /** The HTTP server's logger (none by default). */
+  logger?: Logger
+}
+
+/** A value, or a function that gives it when the server starts (after the file's own set-up). */
+type Deferred<T> = T | (() => T)
+
+/**
+ * The server of a `describe` block: started before its first test and closed after its last, by
+ * hooks this registers itself, so a test file never writes its own start and close. The handle is
+ * the TestServer once it is up; touching it earlier (while tests are collected) throws. Hooks the
+ * block registers afterwards run while the server is up: `beforeAll` after the start, `afterAll`
+ * before the close. Use `startServer` where a test needs the server's life in its own hands.
+ */
+export function useServer(
+  dialect: DialectName,
+  env: Deferred<Record<string, string>> = {},
+  opts: Deferred<ServerOptions> = {},
+): TestServer {
+  return serverFor(beforeAll, afterAll, dialect, env, opts)
+}
+
+/** As useServer, with a fresh server for every test (one a test may crash or leave in a mess). */
+export function useServerEach(
+  dialect: DialectName,
+  env: Deferred<Record<string, string>> = {},
+  opts: Deferred<ServerOptions> = {},
+): TestServer {
+  return serverFor(beforeEach, afterEach, dialect, env, opts)
+}
+
+function serverFor(
+  before: typeof beforeAll,
+  after: typeof afterAll,
+  dialect: DialectName,
+  env: Deferred<Record<string, string>>,
+  opts: Deferred<ServerOptions>,
+): TestServer {
+  let server: TestServer | null = null
+  before(async () => {
+    server = await startServer(
+      dialect,
+      typeof env === 'function' ? env() : env,
+      typeof opts === 'function' ? opts() : opts,
+    )
+  })
+  after(async () => {
+    const up = server
+    server = null
+    await up?.close()
+  })
+  return new Proxy({} as TestServer, {
+    get(_target, key) {
+      // Not a promise: `await` and vitest's printing look for `then` on anything.
+      if (key === 'then') return undefined
+      if (!server) throw new Error(`The ${dialect} test server is not up: use it in a test or a later hook`)
+      return Reflect.get(server, key)
+    },
+  })
+}
+
 /**
  * A real Wharf server on a real port, with its own database: a temporary SQLite folder, or a
  * fresh PostgreSQL schema that is dropped afterwards. Limits are generous unless `env` says so.
@@ -43,18 +114,7 @@ export interface TestServer {
 export async function startServer(
   dialect: DialectName,
   env: Record<string, string> = {},
-  opts: {
-    now?: () => number
-    resolver?: Resolver
-    /** Where exports read their records, by kind (a failing or slow fake). */
-    exportSources?: Partial<Record<ExportKind, ExportSource>>
-    /** Wraps the blob store (a disk that fills up). */
-    wrapBlobStore?: (store: BlobStore) => BlobStore
-    /** Bytes per upload part of a protocol writer (small: several parts staged at once). */
-    writerPartBytes?: number
-    /** The HTTP server's logger (none by default). */
-    logger?: Logger
-  } = {},
+  opts: ServerOptions = {},
 ): Promise<TestServer> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-test-'))
   const schema = dialect === 'postgres' ? `t_${crypto.randomBytes(6).toString('hex')}` : undefined
