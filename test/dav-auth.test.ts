@@ -1,17 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { hashPassword } from '../src/security/secrets.js'
 import { basic, dav, davType } from './helpers/dav.js'
-import { call, dialects, grant, makeKey, makeUser, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, grant, makeKey, makeUser, useServer } from './helpers/server.js'
 
 describe.each(dialects)('WebDAV authentication (%s)', (dialect) => {
-  let s: TestServer
-
-  beforeAll(async () => {
-    s = await startServer(dialect, { LOGIN_MAX_FAILURES: '3' })
-  })
-  afterAll(async () => {
-    await s?.close()
-  })
+  const s = useServer(dialect, { LOGIN_MAX_FAILURES: '3' })
 
   const actions = (username: string, action: string) =>
     s.container.db
@@ -41,7 +34,9 @@ describe.each(dialects)('WebDAV authentication (%s)', (dialect) => {
     const r = await look(basic('ola', key.key))
     expect(r.status).toBe(401)
     expect(r.headers.get('www-authenticate')).toMatch(/^Basic realm="Wharf"/)
-    expect(other.id).toBeGreaterThan(0)
+    // Checked as ola's password, and wrong: a failed login of ola's, while her own password works.
+    expect(await actions('ola', 'failedlogin')).toEqual([{ interface: 'dav' }])
+    expect((await look(basic('ola', other.password))).status).toBe(207)
   })
 
   it('counts every wrong password, and locks the user out as POST /sessions does', async () => {

@@ -1,5 +1,4 @@
 import fs from 'node:fs/promises'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { ExportBuilder } from '../src/exports/export-builder.js'
 import type { ExportSource } from '../src/exports/export-kind.js'
@@ -195,13 +194,22 @@ describe.each(dialects)('a build longer than the janitor’s hour (%s)', (dialec
     // A worker of its own, whose lease is renewed every 50 ms while the build's clock races on.
     await s.container.exports.worker.stop()
     const janitor = async () => (await s.container.janitor.runOnce()).garbageDeleted
+    /** Resolves once a lease renewal has restarted the janitor's hour of the file being written. */
+    const touchedNow = () =>
+      vi.waitUntil(
+        async () => {
+          const queued = await s.container.db.selectFrom('blob_garbage').select('created_at').execute()
+          return queued.length > 0 && queued.every((q) => q.created_at === clock)
+        },
+        { timeout: 20_000, interval: 10 },
+      )
     const slow: ExportSource = {
       async *pages(job) {
         for (let i = 0; i < 8; i++) {
-          // Ten minutes pass per page, the janitor runs, and the lease is renewed meanwhile.
+          // Ten minutes pass per page, the janitor runs, and a lease renewal touches the file.
           clock += 10 * 60_000
           expect(await janitor()).toBe(0)
-          await sleep(150)
+          await touchedNow()
           yield [[job.id, i]]
         }
       },

@@ -45,8 +45,18 @@ function answer(status: number, replyHeaders: Record<string, string> = {}, reply
 
 describe('WebhookSender: HTTP outcomes', () => {
   it('posts exactly the given headers and body, and counts a 200 as a success', async () => {
-    const listener = await httpServer(answer(200, { 'content-type': 'text/plain' }, 'thanks ✓'))
-    const out = await sender().send({ url: `${listener.origin}/hooks/in?x=1`, headers, body })
+    // The listener takes 1.234 s on the sender's clock to answer.
+    let clock = Date.parse('2025-03-01T12:00:00Z')
+    const thanks = answer(200, { 'content-type': 'text/plain' }, 'thanks ✓')
+    const listener = await httpServer((req, res) => {
+      clock += 1234
+      thanks(req, res)
+    })
+    const out = await sender({ now: () => clock }).send({
+      url: `${listener.origin}/hooks/in?x=1`,
+      headers,
+      body,
+    })
 
     expect(out).toMatchObject({
       success: true,
@@ -57,7 +67,7 @@ describe('WebhookSender: HTTP outcomes', () => {
       responseSize: Buffer.byteLength('thanks ✓'),
       retryAfterSeconds: null,
     })
-    expect(out.durationMs).toBeGreaterThanOrEqual(0)
+    expect(out.durationMs).toBe(1234)
     expect(listener.requests).toHaveLength(1)
     const req = listener.requests[0]!
     expect(req.method).toBe('POST')

@@ -9,8 +9,8 @@ import {
   expectError,
   makeKey,
   makeUser,
-  startServer,
   type TestServer,
+  useServer,
 } from './helpers/server.js'
 
 const ALL = ['Upload', 'Download', 'Delete', 'Create Folder', 'Rename', 'Move', 'Copy']
@@ -54,25 +54,22 @@ function standardSignature(secret: string, r: Received): string {
 }
 
 describe.each(dialects)('webhook delivery (%s)', (dialect) => {
-  let s: TestServer
   let listener: TestListener
+  /** The server's clock stands still while set: a retry is then due only once it moves on. */
+  let frozen: number | null = null
 
-  beforeAll(async () => {
-    s = await startServer(
-      dialect,
-      {
-        WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
-        WEBHOOK_RETRY_SCHEDULE: '0.1,0.1,0.1',
-        WEBHOOK_TIMEOUT_MS: '400',
-      },
-      // Listeners here are addressed by IP; a host name stands for one outside the allowed range.
-      { resolver: async () => [{ address: '127.0.0.2', family: 4 }] },
-    )
-  })
-  afterAll(async () => {
-    await s.close()
-  })
+  const s = useServer(
+    dialect,
+    {
+      WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
+      WEBHOOK_RETRY_SCHEDULE: '0.1,0.1,0.1',
+      WEBHOOK_TIMEOUT_MS: '400',
+    },
+    // Listeners here are addressed by IP; a host name stands for one outside the allowed range.
+    { resolver: async () => [{ address: '127.0.0.2', family: 4 }], now: () => frozen ?? Date.now() },
+  )
   afterEach(async () => {
+    frozen = null
     await listener?.close()
     await configure(s, null, [], false)
   })
@@ -283,6 +280,10 @@ describe.each(dialects)('webhook delivery (%s)', (dialect) => {
       return { status: 429, headers: { 'Retry-After': '30' } }
     })
     await configure(s, listener.url, ['Upload'])
+    // Until the clock moves on, the retry is not due: the refused attempt is seen alone, however
+    // slowly this machine runs.
+    const at = Date.now()
+    frozen = at
     await uploaded(s, 'later/a.txt', 'x')
     const n = await vi.waitFor(async () => {
       const r = await s.container.db
@@ -291,10 +292,14 @@ describe.each(dialects)('webhook delivery (%s)', (dialect) => {
         .where('path', '=', 'later/a.txt')
         .executeTakeFirstOrThrow()
       expect(r.attempts).toBe(1)
+      expect(r.next_attempt_at).not.toBeNull()
       return r
     }, WAIT)
     // Scheduled 0.1 s; Retry-After 30 s is honoured up to 2 × 0.1 s.
-    expect(n.next_attempt_at! - n.updated_at).toBe(200)
+    expect([n.updated_at, n.next_attempt_at]).toEqual([at, at + 200])
+    expect(listener.received.filter((r) => r.json?.path === 'later/a.txt')).toHaveLength(1)
+    frozen = at + 200
+    s.container.webhooks.dispatcher.kick()
     await vi.waitFor(async () => {
       const a = await attemptsOf(s, 'later/a.txt')
       expect(a).toHaveLength(2)
@@ -306,20 +311,18 @@ describe.each(dialects)('webhook delivery (%s)', (dialect) => {
 describe.each(dialects)(
   'POST /action_webhook_failures/{id}/retry and /webhook_settings/test (%s)',
   (dialect) => {
-    let s: TestServer
     let listener: TestListener
 
+    const s = useServer(
+      dialect,
+      { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32', WEBHOOK_RETRY_SCHEDULE: '' },
+      { resolver: async () => [{ address: '127.0.0.2', family: 4 }] },
+    )
     beforeAll(async () => {
-      s = await startServer(
-        dialect,
-        { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32', WEBHOOK_RETRY_SCHEDULE: '' },
-        { resolver: async () => [{ address: '127.0.0.2', family: 4 }] },
-      )
       listener = await startListener((_r, n) => (n === 0 ? 500 : 200))
     })
     afterAll(async () => {
       await listener.close()
-      await s.close()
     })
 
     it('sends a failed notification again now as attempt n+1, and refuses what cannot be retried', async () => {

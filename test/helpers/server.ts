@@ -195,6 +195,22 @@ export interface TestUser {
   password: string
 }
 
+/**
+ * One hash per password for factory users: scrypt is slow on purpose (a tenth of a second or
+ * more), and tests that make hundreds of users spent most of their time in it. A salt of its own
+ * per factory user proves nothing a test checks; users made through the API still get one.
+ */
+const factoryHashes = new Map<string, Promise<string>>()
+
+function factoryHash(password: string): Promise<string> {
+  let hash = factoryHashes.get(password)
+  if (!hash) {
+    hash = hashPassword(password)
+    factoryHashes.set(password, hash)
+  }
+  return hash
+}
+
 /** Factory: a user row straight in the database (not through the API under test). */
 export async function makeUser(
   s: TestServer,
@@ -215,7 +231,7 @@ export async function makeUser(
       site_id: s.container.site.id,
       username,
       username_lower: username.toLowerCase(),
-      password_hash: await hashPassword(password),
+      password_hash: await factoryHash(password),
       name: null,
       email: overrides.email ?? null,
       site_admin: overrides.site_admin ? 1 : 0,
