@@ -16,7 +16,7 @@ const FLOORS: { floor: number; name: string; match: (file: string) => boolean }[
       ['server.ts', 'cli.ts', 'app.ts', 'container.ts', 'config.ts', 'logger.ts'].includes(f) ||
       f.startsWith('cli/'),
   },
-  { floor: 5, name: 'front ends', match: (f) => /^(http|sftp|ftp|dav)\//.test(f) },
+  { floor: 5, name: 'front ends', match: (f) => /^(http|sftp|ftp|dav|connections)\//.test(f) },
   { floor: 4, name: 'modules', match: (f) => f.startsWith('modules/') },
   { floor: 3, name: 'background machinery', match: (f) => /^(webhooks|exports|checksums|jobs)\//.test(f) },
   { floor: 2, name: 'storage and identity', match: (f) => /^(blobs|db|security|identity)\//.test(f) },
