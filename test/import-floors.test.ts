@@ -23,7 +23,7 @@ const FLOORS: { floor: number; name: string; match: (file: string) => boolean }[
         'logger.ts',
       ].includes(f) || f.startsWith('cli/'),
   },
-  { floor: 5, name: 'front ends', match: (f) => /^(http|sftp|ftp|dav)\//.test(f) },
+  { floor: 5, name: 'front ends', match: (f) => /^(http|sftp|ftp|dav|connections)\//.test(f) },
   { floor: 4, name: 'modules', match: (f) => f.startsWith('modules/') },
   {
     floor: 3,

@@ -1,7 +1,7 @@
 import net from 'node:net'
 import type { Logger } from 'pino'
+import { SocketConnections } from '../connections/socket-connections.js'
 import type { ProtocolLogin } from '../modules/auth/protocol-login.js'
-import { SessionCounter } from '../modules/auth/session-counter.js'
 import type { FileSystem } from '../modules/files/vfs/file-system.js'
 import type { ServerKeys } from '../modules/server-keys/server-keys.js'
 import { COMMANDS } from './ftp-commands.js'
@@ -25,17 +25,15 @@ export interface FtpServerDeps {
 
 /**
  * The FTP and FTPS (explicit TLS) front end: a listener on its own port whose connections are
- * FtpSessions. It counts sessions per address and per user, and ends them all when it closes.
+ * FtpSessions (their caps, login deadline and idle timer are `SocketConnections`'). It ends
+ * them all when it closes.
  */
 export class FtpServer {
   private readonly sessions = new Set<FtpSession>()
-  private readonly perIp = new SessionCounter<string>()
-  private readonly perUser = new SessionCounter<number>()
-  /** Commands of closed sessions still finishing (an upload being aborted). */
-  private readonly closing = new Set<Promise<void>>()
 
   private constructor(
     private readonly server: net.Server,
+    private readonly connections: SocketConnections,
     /** SHA-256 fingerprint of the TLS certificate, printed at start-up for users to compare. */
     readonly fingerprint: string,
   ) {}
@@ -46,19 +44,24 @@ export class FtpServer {
     // Replies go out as they are written: with Nagle's algorithm a reply that follows another
     // (150, then 226) waited for the client's delayed acknowledgement of the first.
     const server = net.createServer({ noDelay: true })
-    const ftp = new FtpServer(server, tls.fingerprint)
+    const ftp = new FtpServer(server, new SocketConnections('FTP', config, deps.logger), tls.fingerprint)
     const now = deps.now ?? Date.now
     const passive = new PassiveShares(config.passivePorts)
     server.on('connection', (socket) => {
       socket.on('error', () => undefined)
-      const ip = plainAddress(socket.remoteAddress)
-      const releaseIp = ftp.perIp.claim(ip, config.maxSessionsPerIp)
-      if (!releaseIp) {
-        socket.end('421 Too many connections from your address; try again later\r\n')
-        setTimeout(() => socket.destroy(), 1000).unref()
-        return
-      }
-      const session = new FtpSession(
+      let session: FtpSession | undefined
+      const conn = ftp.connections.accept(socket, plainAddress(socket.remoteAddress), {
+        tooManyFromAddress: () => {
+          socket.end('421 Too many connections from your address; try again later\r\n')
+          setTimeout(() => socket.destroy(), 1000).unref()
+        },
+        loginTimedOut: () => session?.close('Login timed out'),
+        idle: () => session?.close('Idle timeout'),
+        // A long transfer is not idleness: the data connection has its own timeout.
+        busy: () => session?.transfer != null,
+      })
+      if (!conn) return
+      const opened = new FtpSession(
         {
           commands: COMMANDS,
           config,
@@ -66,22 +69,19 @@ export class FtpServer {
           fileSystem: deps.fileSystem,
           login: (username, password, from) =>
             deps.protocolLogin.password(deps.siteId, { username, password, ip: from, interface: 'ftp' }),
-          logger: deps.logger,
           now,
-          claimUser: (userId) => ftp.perUser.claim(userId, config.maxSessionsPerUser),
           claimPassive: (address, userId) => passive.claim(address, userId),
-          ended: (s) => {
-            if (!ftp.sessions.delete(s)) return
-            releaseIp()
-            const settled = s.settled()
-            ftp.closing.add(settled)
-            void settled.finally(() => ftp.closing.delete(settled))
-          },
         },
-        socket,
+        conn,
       )
-      ftp.sessions.add(session)
-      session.reply(220, 'Wharf FTP server ready')
+      session = opened
+      ftp.sessions.add(opened)
+      // The command running when the connection closed (an upload being aborted) is waited for.
+      conn.onClose(() => {
+        ftp.sessions.delete(opened)
+        return opened.settled()
+      })
+      opened.reply(220, 'Wharf FTP server ready')
     })
     await (deps.listen?.(server) ??
       new Promise<void>((resolve, reject) => {
@@ -101,12 +101,12 @@ export class FtpServer {
 
   /** Open control connections (tests wait for them to go). */
   get sessionCount(): number {
-    return this.sessions.size
+    return this.connections.size
   }
 
   /** Resolves once every closed session's last command has finished (tests wait for aborts). */
   async settled(): Promise<void> {
-    await Promise.all([...this.closing])
+    await this.connections.settled()
   }
 
   /** Stops listening and ends every session: transfers in progress are aborted, nothing half-written is kept. */

@@ -1,6 +1,6 @@
 import type net from 'node:net'
 import tls from 'node:tls'
-import type { Logger } from 'pino'
+import type { Connection } from '../connections/socket-connections.js'
 import { CheckedLogin } from '../modules/auth/checked-login.js'
 import type { ProtocolSession } from '../modules/auth/protocol-login.js'
 import type { FileSystem, UserFileSystem } from '../modules/files/vfs/file-system.js'
@@ -28,13 +28,9 @@ export interface FtpContext {
   tls: FtpTls
   fileSystem: FileSystem
   login: (username: string, password: string, ip: string) => Promise<ProtocolSession>
-  logger: Logger | undefined
   now: () => number
-  /** Counts a logged-in user: the release, or null when the user already has as many sessions as allowed. */
-  claimUser(userId: number): (() => void) | null
   /** Counts a passive listener of an address and user: the release, or null past their share of the ports. */
   claimPassive(address: string, userId: number): (() => void) | null
-  ended(session: FtpSession): void
 }
 
 /** The transfer running on the data connection, which ABOR (or a closing connection) stops. */
@@ -62,7 +58,6 @@ export class FtpSession {
   passive: PassiveListener | null = null
   transfer: Transfer | null = null
   private checked: CheckedLogin<UserFileSystem> | null = null
-  private releaseUser: (() => void) | null = null
   private buffer = Buffer.alloc(0)
   private discarding = false
   private upgrading = false
@@ -70,16 +65,15 @@ export class FtpSession {
   private running = false
   private idle: Promise<void> = Promise.resolve()
   private closed = false
-  private timer: NodeJS.Timeout | null = null
 
   constructor(
     readonly ctx: FtpContext,
-    socket: net.Socket,
+    /** The connection's caps, timers and log fields. */
+    readonly conn: Connection,
   ) {
-    this.socket = socket
-    this.ip = plainAddress(socket.remoteAddress)
-    this.listen(socket)
-    this.arm(ctx.config.loginTimeoutMs, 'Login timed out')
+    this.socket = conn.socket
+    this.ip = conn.ip
+    this.listen(conn.socket)
   }
 
   /** Sends a reply; several lines make a multi-line reply (RFC 959, 4.2). */
@@ -106,11 +100,10 @@ export class FtpSession {
 
   /** The user has logged in: the session counts against the user's limit. */
   loggedIn(login: ProtocolSession): boolean {
-    this.releaseUser = this.ctx.claimUser(login.principal.user?.id ?? 0)
-    if (!this.releaseUser) return false
+    const user = login.principal.user
+    if (!this.conn.login(String(user?.id ?? 0), user?.username)) return false
     this.login = login
     this.checked = new CheckedLogin(login, (p) => this.ctx.fileSystem.as(p, 'ftp'), this.ctx.now)
-    this.arm(this.ctx.config.idleTimeoutMs, 'Idle timeout')
     return true
   }
 
@@ -162,14 +155,11 @@ export class FtpSession {
     this.closed = true
     this.transfer?.abort('The control connection closed')
     this.passive?.close()
-    if (this.timer) clearTimeout(this.timer)
     this.socket.end()
     // A client that never reads its replies is not waited for.
     setTimeout(() => this.socket.destroy(), 2000).unref()
     void this.login?.end().catch(() => undefined)
-    this.releaseUser?.()
-    this.releaseUser = null
-    this.ctx.ended(this)
+    this.conn.close()
   }
 
   get isClosed(): boolean {
@@ -254,7 +244,7 @@ export class FtpSession {
       )
       return
     }
-    if (this.login) this.arm(this.ctx.config.idleTimeoutMs, 'Idle timeout')
+    this.conn.activity()
     if (command.login && !this.login) {
       this.reply(530, 'Please log in with USER and PASS first')
       return
@@ -267,11 +257,11 @@ export class FtpSession {
       await command.run(this, arg)
     } catch (err) {
       const r = replyOf(err, command.creating === true)
-      if (r.fault) this.ctx.logger?.error({ err, command: verb }, 'FTP command failed')
+      if (r.fault) this.conn.log.error({ err, command: verb }, 'FTP command failed')
       this.reply(r.code, r.text)
     } finally {
       if (TRANSFERS.has(verb)) this.restOffset = 0
-      if (this.login) this.arm(this.ctx.config.idleTimeoutMs, 'Idle timeout')
+      this.conn.activity()
     }
   }
 
@@ -285,16 +275,5 @@ export class FtpSession {
       this.close('Your login is no longer valid')
       return false
     }
-  }
-
-  /** (Re)starts the one timer: the login deadline before login, the idle timeout after. */
-  private arm(ms: number, why: string): void {
-    if (this.timer) clearTimeout(this.timer)
-    this.timer = setTimeout(() => {
-      // A long transfer is not idleness: the data connection has its own timeout.
-      if (this.transfer) this.arm(ms, why)
-      else this.close(why)
-    }, ms)
-    this.timer.unref()
   }
 }

@@ -60,7 +60,7 @@ async function onData(
     if (stopped) return s.reply(426, stopped)
     const r = replyOf(err)
     if (!r.fault) return s.reply(r.code, r.text)
-    s.ctx.logger?.debug({ err }, 'FTP transfer failed')
+    s.conn.log.debug({ err }, 'FTP transfer failed')
     return s.reply(426, 'Data connection closed; transfer aborted')
   } finally {
     s.transfer = null

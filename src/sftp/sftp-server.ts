@@ -1,9 +1,9 @@
 import net, { type AddressInfo } from 'node:net'
 import type { Logger } from 'pino'
 import ssh2, { type Connection } from 'ssh2'
+import { type Connection as SocketConnection, SocketConnections } from '../connections/socket-connections.js'
 import { CheckedLogin } from '../modules/auth/checked-login.js'
 import type { ProtocolSession } from '../modules/auth/protocol-login.js'
-import { SessionCounter } from '../modules/auth/session-counter.js'
 import type { FrontEndContext } from '../modules/services.js'
 import type { HostKey, HostKeys } from '../modules/ssh/host-keys.js'
 import { parseExec, runExec } from './sftp-exec.js'
@@ -35,48 +35,42 @@ export async function startSftp(
   listen?: (server: net.Server) => Promise<void>,
 ): Promise<SftpServer> {
   const hostKeys = await c.hostKeys.all()
-  const byIp = new SessionCounter<string>()
-  const byUser = new SessionCounter<string>()
+  const connections = new SocketConnections('SFTP', cfg, logger)
   const writeBudgets = new WriteBudgets(cfg.maxBufferedBytesPerConnection, cfg.maxBufferedBytesPerUser)
-  const connections = new Set<Connection>()
-  /** Sockets by `address:port`, from accept until close, with their login deadline. */
-  const sockets = new Map<string, { socket: net.Socket; loginTimer: NodeJS.Timeout }>()
-  /** Clean-ups of closed connections (aborted uploads, ended sessions) still running. */
-  const cleanups = new Set<Promise<unknown>>()
+  const clients = new Set<Connection>()
+  /** Connections by `address:port`, from accept until close, with how each is hung up. */
+  const accepted = new Map<string, { conn: SocketConnection; hangUp: () => void }>()
 
   const ssh = new ssh2.Server(
     { hostKeys: hostKeys.map((k) => k.privateKey), ident: 'Wharf' },
     (client, info) => {
       const ip = info.ip
-      connections.add(client)
-      const releases: (() => void)[] = []
-      const tcp = sockets.get(`${ip}:${info.port}`)
-      const log = logger.child({ sftp: { ip, port: info.port } })
+      const link = accepted.get(`${ip}:${info.port}`)
+      if (!link) {
+        client.end()
+        return
+      }
+      const { conn } = link
+      clients.add(client)
+      const log = conn.log
       let session: ProtocolSession | null = null
       let writeBudget: WriteBudget | null = null
       const readStreams = new ReadStreams()
       let channels = 0
       let closeChannels: (() => Promise<void>)[] = []
       let failures = 0
-      let closed = false
       const authState = sftpAuthState(c, ip)
       let banned = false
       announceBan(client, authState.bannedFor)
-      let idle: NodeJS.Timeout | undefined
       const end = () => {
         client.end()
         // A client that does not hang up when told to is cut off.
-        setTimeout(() => tcp?.socket.destroy(), 1000).unref()
+        setTimeout(() => conn.socket.destroy(), 1000).unref()
       }
+      link.hangUp = end
+      const activity = () => conn.activity()
 
       client.on('error', (err) => log.debug({ err }, 'SFTP connection error'))
-      const activity = () => {
-        clearTimeout(idle)
-        idle = setTimeout(() => {
-          log.info('SFTP connection idle for too long: closed')
-          end()
-        }, cfg.idleTimeoutMs)
-      }
 
       client.on('authentication', (ctx) => {
         void authenticate(c, ctx, ip, log, authState)
@@ -91,20 +85,17 @@ export async function startSftp(
                 if (ctx.method !== 'none' && ctx.method !== 'publickey' && ++failures >= MAX_AUTH_TRIES) end()
                 return
               }
-              if (closed) {
+              if (conn.closed) {
                 await s.end()
                 return
               }
               const userKey = `u${s.principal.user?.id ?? `k${s.principal.apiKey?.id}`}`
-              const release = byUser.claim(userKey, cfg.maxSessionsPerUser)
-              if (!release) {
-                log.warn({ user: s.principal.user?.username }, 'SFTP login refused: too many sessions')
+              if (!conn.login(userKey, s.principal.user?.username)) {
                 ctx.reject([])
                 end()
                 await s.end()
                 return
               }
-              releases.push(release)
               session = s
               writeBudget = writeBudgets.connection(userKey)
               ctx.accept()
@@ -119,8 +110,6 @@ export async function startSftp(
       })
 
       client.on('ready', () => {
-        clearTimeout(tcp?.loginTimer)
-        activity()
         // A user disabled meanwhile is disconnected at the next request after the re-check.
         const login = new CheckedLogin(session!, (p) => c.services.fileSystem.as(p, 'sftp'), c.now)
         const current = () =>
@@ -146,7 +135,7 @@ export async function startSftp(
               now: c.now,
               writeBudget: writeBudget!,
               readStreams,
-              socket: tcp?.socket,
+              socket: conn.socket,
             })
             closeChannels.push(served.close)
             // The client is done sending: the channel closes (half-written files are dropped).
@@ -174,10 +163,10 @@ export async function startSftp(
       })
 
       client.on('close', () => {
-        closed = true
-        connections.delete(client)
-        clearTimeout(idle)
-        for (const r of releases) r()
+        clients.delete(client)
+        conn.close()
+      })
+      conn.onClose(() => {
         const channels = closeChannels
         closeChannels = []
         // A connection that offered only refused keys is one failed login of its address.
@@ -185,11 +174,7 @@ export async function startSftp(
           !session && !banned && authState.keyRefused && !authState.passwordTried
             ? c.services.loginDefender.recordFailure(c.site.id, ip, 'publickey')
             : undefined
-        const cleanup = Promise.all([keyFailure, ...channels.map((f) => f())])
-          .then(() => session?.end())
-          .catch((err: unknown) => log.error({ err }, 'SFTP clean-up failed'))
-        cleanups.add(cleanup)
-        void cleanup.finally(() => cleanups.delete(cleanup))
+        return Promise.all([keyFailure, ...channels.map((f) => f())]).then(() => session?.end())
       })
     },
   )
@@ -197,21 +182,16 @@ export async function startSftp(
   // Sockets are accepted here, not by ssh2, so that the login deadline and the per-address cap
   // hold from the first byte: ssh2 tells of a connection only once the client has spoken.
   const server = net.createServer((socket) => {
-    const ip = socket.remoteAddress ?? ''
-    const key = `${ip}:${socket.remotePort}`
-    const release = byIp.add(ip)
-    const loginTimer = setTimeout(() => socket.destroy(), cfg.loginTimeoutMs)
-    sockets.set(key, { socket, loginTimer })
-    socket.once('close', () => {
-      release()
-      clearTimeout(loginTimer)
-      sockets.delete(key)
+    const key = `${socket.remoteAddress ?? ''}:${socket.remotePort}`
+    const link = { hangUp: () => socket.destroy() }
+    const conn = connections.accept(socket, socket.remoteAddress ?? '', {
+      tooManyFromAddress: () => socket.destroy(),
+      loginTimedOut: () => socket.destroy(),
+      idle: () => link.hangUp(),
     })
-    if (byIp.count(ip) > cfg.maxSessionsPerIp) {
-      logger.warn({ sftp: { ip } }, 'SFTP connection refused: too many connections from this address')
-      socket.destroy()
-      return
-    }
+    if (!conn) return
+    accepted.set(key, Object.assign(link, { conn }))
+    conn.onClose(() => accepted.delete(key))
     // Each WRITE is answered with a small status packet. With Nagle's algorithm on, the kernel
     // held each answer back until the client acknowledged the one before, and the client, busy
     // sending, delayed its acknowledgements: uploads ran at half their speed.
@@ -235,11 +215,11 @@ export async function startSftp(
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve())
-        for (const conn of connections) conn.end()
-        for (const { socket } of sockets.values()) if (!socket.destroyed) socket.end()
+        for (const client of clients) client.end()
+        for (const { socket } of connections.all()) if (!socket.destroyed) socket.end()
       })
       // Half-written files are dropped and sessions ended before the database closes.
-      await Promise.all([...cleanups])
+      await connections.settled()
     },
   }
 }
