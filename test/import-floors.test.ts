@@ -13,15 +13,8 @@ const FLOORS: { floor: number; name: string; match: (file: string) => boolean }[
     floor: 6,
     name: 'entry points',
     match: (f) =>
-      [
-        'server.ts',
-        'cli.ts',
-        'app.ts',
-        'container.ts',
-        'config.ts',
-        'config-schema.ts',
-        'logger.ts',
-      ].includes(f) || f.startsWith('cli/'),
+      ['server.ts', 'cli.ts', 'app.ts', 'container.ts', 'config.ts', 'logger.ts'].includes(f) ||
+      f.startsWith('cli/'),
   },
   { floor: 5, name: 'front ends', match: (f) => /^(http|sftp|ftp|dav|connections)\//.test(f) },
   { floor: 4, name: 'modules', match: (f) => f.startsWith('modules/') },

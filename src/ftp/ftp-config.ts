@@ -1,7 +1,7 @@
 import net from 'node:net'
 import path from 'node:path'
 import { type Static, type TObject, Type } from '@sinclair/typebox'
-import { bool, int, isTrue, text } from '../config-schema.js'
+import { bool, int, isTrue, text } from '../api/setting-kinds.js'
 
 /** The FTP/FTPS front end's settings (README, "Configuration"). */
 export interface FtpConfig {
