@@ -13,6 +13,7 @@ import {
 } from './helpers/server.js'
 import { sshKeyPair } from './helpers/sftp.js'
 import {
+  type BuiltRequest,
   build,
   type Draw,
   enumValues,
@@ -28,6 +29,9 @@ type Forced = { name: string; value: unknown } | undefined
 
 /** Requests per operation: required parameters only, every optional one, and random subsets. */
 const VARIANTS = 6
+
+/** How many fixtures are made, or reads sent, at once. */
+const BATCH = 8
 
 /**
  * Refusals about STATE, not form: the record a request names was not in a state to take it.
@@ -117,10 +121,13 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     await hook?.close()
   })
 
-  let n = 0
-  /** Fresh records for one request, so no request depends on what an earlier one changed. */
+  let count = 0
+  /**
+   * Fresh records for one request, so no request depends on what an earlier one changed. The
+   * number is taken before the first await: fixtures are made several at a time.
+   */
   async function fixtures(op: Operation): Promise<{ refs: Refs; key: string; top: string }> {
-    n++
+    const n = ++count
     const user = await makeUser(s, { username: `fx${letters(n)}` })
     const key = await makeKey(s, user.id)
     const top = `fx${letters(n)}`
@@ -189,20 +196,22 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       expect(saved.status).toBe(200)
     }
     if (op.path === '/banned_addresses/{address}') {
-      // A running ban for the delete to lift (again for each request).
+      // A running ban of its own for each request's delete to lift (fixtures are made before
+      // any of their requests is sent).
+      const address = `192.0.2.${(n % 254) + 1}`
       const now = Date.now()
       await s.container.db
         .insertInto('banned_addresses')
         .values({
           site_id: s.container.site.id,
-          address: '192.0.2.7',
+          address,
           banned_at: now,
           banned_until: now + 60_000,
           failures: 20,
         })
         .onConflict((oc) => oc.columns(['site_id', 'address']).doNothing())
         .execute()
-      refs['address'] = '192.0.2.7'
+      refs['address'] = address
     }
     if (op.path === '/export_files/{id}')
       Object.assign(refs, { expires: exports['expires'], signature: exports['signature'] })
@@ -229,22 +238,10 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     let sent = 0
     for (const op of ops) {
       const name = `${op.method} ${op.path}`
-      const sentValues = new Set<string>()
-      const requests = Array.from({ length: VARIANTS }, (_, v) => ({ v, only: undefined as Forced }))
-      for (let i = 0; i < requests.length; i++) {
-        const { v, only } = requests[i]!
-        const fx = await fixtures(op)
-        const d: Draw = { rng, refs: fx.refs, seq, patterns: samples(fx.top, seq, hook.url), ...RELATIONS }
-        const r = build(op, d, v, only)
-        for (const x of r.sent) sentValues.add(x)
-        // Then each enum value no variant sent, alone with the required parameters.
-        if (i === VARIANTS - 1) {
-          for (const e of enumValues(op)) {
-            if (!sentValues.has(`${e.name}=${JSON.stringify(e.value)}`)) requests.push({ v: 0, only: e })
-          }
-        }
-        // Operations whose security is [] take no credentials (a key would stop a login).
-        const auth = Array.isArray(op.security) && op.security.length === 0 ? {} : { key: fx.key }
+      // Operations whose security is [] take no credentials (a key would stop a login).
+      const open = Array.isArray(op.security) && op.security.length === 0
+      const send = async ({ fx, r }: { fx: { key: string }; r: BuiltRequest }): Promise<void> => {
+        const auth = open ? {} : { key: fx.key }
         const url = await withCursor(s, r.url, auth)
         const res = await call(s, r.method, url, {
           ...auth,
@@ -252,7 +249,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
           ...(r.body ? { body: r.body } : {}),
         })
         sent++
-        if (res.status < 400) continue
+        if (res.status < 400) return
         const type = res.body?.type
         // A state answer is fine, when it is exactly one the list names for this operation.
         const state = STATE_ANSWERS.find(
@@ -261,12 +258,40 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
         )
         if (state) {
           seen.add(`${state[0]} ${res.status} ${type}`)
-          continue
+          return
         }
         const errors = JSON.stringify(res.body?.model_errors ?? res.body?.errors ?? '')
         failures.push(
           `${name} -> ${res.status} ${type} ${res.body?.error ?? ''} ${errors} | ${url} ${JSON.stringify(r.body ?? '')}`,
         )
+      }
+      const sentValues = new Set<string>()
+      // The variants; then each enum value none of them sent, alone with the required parameters.
+      let round: { v: number; only: Forced }[] = Array.from({ length: VARIANTS }, (_, v) => ({
+        v,
+        only: undefined,
+      }))
+      for (let first = true; round.length > 0; first = false) {
+        // Fixtures are independent records: made a batch at a time. Requests are drawn one after
+        // another in a fixed order, so the seeded values are the same on every run.
+        const fxs = await inBatches(round, BATCH, () => fixtures(op))
+        const built = round.map(({ v, only }, i) => {
+          const fx = fxs[i]!
+          const d: Draw = { rng, refs: fx.refs, seq, patterns: samples(fx.top, seq, hook.url), ...RELATIONS }
+          const r = build(op, d, v, only)
+          for (const x of r.sent) sentValues.add(x)
+          return { fx, r }
+        })
+        // A read, or a change to the record its path names (each request's own fixture), changes
+        // nothing another request sees: those go a batch at a time. A change to the site or its
+        // collections (settings, a new record) may matter to the next request: one by one.
+        if (op.method === 'GET' || op.path.includes('{')) await inBatches(built, BATCH, send)
+        else for (const b of built) await send(b)
+        round = first
+          ? enumValues(op)
+              .filter((e) => !sentValues.has(`${e.name}=${JSON.stringify(e.value)}`))
+              .map((e) => ({ v: 0, only: e }))
+          : []
       }
     }
     expect(failures).toEqual([])
@@ -276,6 +301,15 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     expect(sent).toBeGreaterThan(ops.length * VARIANTS)
   })
 })
+
+/** `fn` for every item, at most `size` at a time; the results in the items' order. */
+async function inBatches<T, R>(items: T[], size: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = []
+  for (let i = 0; i < items.length; i += size) {
+    out.push(...(await Promise.all(items.slice(i, i + size).map(fn))))
+  }
+  return out
+}
 
 /**
  * A cursor is "from X-Service-Cursor-Next": the same query (per_page aside) without the cursor,
