@@ -4,27 +4,24 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type FtpWorld, ftpWorld, historyInterfaces, md5, run, uploadHook } from './helpers/ftp.js'
+import { historyInterfaces, md5, run, uploadHook, useFtpWorld } from './helpers/ftp.js'
 import { dialects } from './helpers/server.js'
 
 const FTPLIB_CLIENT = fileURLToPath(new URL('./fixtures/ftp/ftplib-client.py', import.meta.url))
 
 /** Python's ftplib and curl, in clear and with explicit TLS, against a real Wharf. */
 describe.each(dialects)('FTP with ftplib and curl (%s)', (dialect) => {
-  let w: FtpWorld
+  const w = useFtpWorld(dialect)
   let dir: string
   let local: string
   const data = crypto.randomBytes(300_001)
 
   beforeAll(async () => {
-    w = await ftpWorld(dialect)
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-ftp-clients-'))
     local = path.join(dir, 'upload.bin')
     await fs.writeFile(local, data)
   })
   afterAll(async () => {
-    await w?.listener.close()
-    await w?.s.close()
     if (dir) await fs.rm(dir, { recursive: true, force: true })
   })
 

@@ -3,7 +3,7 @@ import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { type FtpWorld, ftpWorld, historyInterfaces, md5, run, uploadHook } from './helpers/ftp.js'
+import { historyInterfaces, md5, run, uploadHook, useFtpWorld } from './helpers/ftp.js'
 import { call, dialects } from './helpers/server.js'
 
 /** How many files rclone -v says it copied. */
@@ -11,12 +11,11 @@ const transfers = (log: string) => log.match(/: Copied \(/g)?.length ?? 0
 
 /** lftp and rclone's ftp backend, in clear and with explicit TLS, against a real Wharf. */
 describe.each(dialects)('FTP with lftp and rclone (%s)', (dialect) => {
-  let w: FtpWorld
+  const w = useFtpWorld(dialect)
   let dir: string
   const data = crypto.randomBytes(250_003)
 
   beforeAll(async () => {
-    w = await ftpWorld(dialect)
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-ftp-tools-'))
     await fs.mkdir(path.join(dir, 'src'))
     await fs.writeFile(path.join(dir, 'src', 'a.bin'), data)
@@ -24,8 +23,6 @@ describe.each(dialects)('FTP with lftp and rclone (%s)', (dialect) => {
     await fs.writeFile(path.join(dir, 'rclone.conf'), '')
   })
   afterAll(async () => {
-    await w?.listener.close()
-    await w?.s.close()
     if (dir) await fs.rm(dir, { recursive: true, force: true })
   })
 

@@ -7,21 +7,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { loadConfig } from '../src/config.js'
 import { FtpServer, type FtpServerDeps } from '../src/ftp/ftp-server.js'
 import { loadFtpTls } from '../src/ftp/ftp-tls.js'
-import { FtpControl, type FtpWorld, ftpWorld, run } from './helpers/ftp.js'
+import { FtpControl, run, useFtpWorld } from './helpers/ftp.js'
 import { dialects, grant, makeUser, type TestUser } from './helpers/server.js'
 
 describe.each(dialects)('FTP_REQUIRE_TLS (%s)', (dialect) => {
-  let w: FtpWorld
+  const w = useFtpWorld(dialect, { FTP_REQUIRE_TLS: 'true' })
   let file: string
 
   beforeAll(async () => {
-    w = await ftpWorld(dialect, { FTP_REQUIRE_TLS: 'true' })
     file = path.join(await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-ftp-tls-')), 'a.txt')
     await fs.writeFile(file, 'secret\n')
   })
   afterAll(async () => {
-    await w?.listener.close()
-    await w?.s.close()
     if (file) await fs.rm(path.dirname(file), { recursive: true, force: true })
   })
 
@@ -70,20 +67,16 @@ for step in (f.prot_c, lambda: f.nlst('/partner')):
 })
 
 describe.each(dialects)('FTP limits (%s)', (dialect) => {
-  let w: FtpWorld
+  const w = useFtpWorld(dialect, {
+    FTP_MAX_SESSIONS_PER_IP: '3',
+    FTP_MAX_SESSIONS_PER_USER: '1',
+  })
   const open: FtpControl[] = []
   const connect = async () => {
     const c = await FtpControl.connect(w.s.ftpPort)
     open.push(c)
     return c
   }
-
-  beforeAll(async () => {
-    w = await ftpWorld(dialect, {
-      FTP_MAX_SESSIONS_PER_IP: '3',
-      FTP_MAX_SESSIONS_PER_USER: '1',
-    })
-  })
 
   /** Another FTP front end on the same site, with some settings changed. */
   const withServer = async (
@@ -106,10 +99,8 @@ describe.each(dialects)('FTP limits (%s)', (dialect) => {
       await ftp.close()
     }
   }
-  afterAll(async () => {
+  afterAll(() => {
     for (const c of open) c.close()
-    await w?.listener.close()
-    await w?.s.close()
   })
 
   it('closes a connection that does not log in in time, and one left idle', async () => {
@@ -239,19 +230,28 @@ describe.each(dialects)('FTP certificate from FTP_TLS_CERT and FTP_TLS_KEY (%s)'
     }
   })
 
-  it('serves the given certificate and generates none', async () => {
-    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-ftp-cert-'))
-    const pair = await selfsigned.generate([{ name: 'commonName', value: 'ftp.example.test' }], {
-      keySize: 2048,
+  describe('with a certificate of its own', () => {
+    let dir: string
+    let cert: string
+    beforeAll(async () => {
+      dir = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-ftp-cert-'))
+      const pair = await selfsigned.generate([{ name: 'commonName', value: 'ftp.example.test' }], {
+        keySize: 2048,
+      })
+      cert = pair.cert
+      await fs.writeFile(path.join(dir, 'cert.pem'), pair.cert)
+      await fs.writeFile(path.join(dir, 'key.pem'), pair.private)
     })
-    await fs.writeFile(path.join(dir, 'cert.pem'), pair.cert)
-    await fs.writeFile(path.join(dir, 'key.pem'), pair.private)
-    const w = await ftpWorld(dialect, {
+    afterAll(async () => {
+      if (dir) await fs.rm(dir, { recursive: true, force: true })
+    })
+    const w = useFtpWorld(dialect, () => ({
       FTP_TLS_CERT: path.join(dir, 'cert.pem'),
       FTP_TLS_KEY: path.join(dir, 'key.pem'),
-    })
-    try {
-      expect(w.s.ftp.fingerprint).toBe(new crypto.X509Certificate(pair.cert).fingerprint256)
+    }))
+
+    it('serves the given certificate and generates none', async () => {
+      expect(w.s.ftp.fingerprint).toBe(new crypto.X509Certificate(cert).fingerprint256)
       const u = `${w.user.username}:${w.user.password}`
       const r = await run('curl', [
         '-sS',
@@ -265,10 +265,6 @@ describe.each(dialects)('FTP certificate from FTP_TLS_CERT and FTP_TLS_KEY (%s)'
       expect(r.code).toBe(0)
       expect(r.stderr).toContain('subject: CN=ftp.example.test')
       await expect(fs.access(w.s.container.config.ftp.tlsDir)).rejects.toThrow()
-    } finally {
-      await w.listener.close()
-      await w.s.close()
-      await fs.rm(dir, { recursive: true, force: true })
-    }
+    })
   })
 })

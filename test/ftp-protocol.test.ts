@@ -1,15 +1,15 @@
 import crypto from 'node:crypto'
 import fs from 'node:fs/promises'
 import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { FtpServer } from '../src/ftp/ftp-server.js'
-import { FtpControl, type FtpWorld, ftpWorld, md5 } from './helpers/ftp.js'
+import { FtpControl, type FtpWorld, md5, useFtpWorld } from './helpers/ftp.js'
 import { dialects, makeKey } from './helpers/server.js'
 
 /** The FTP server at the level of commands and replies, with a bare socket as the client. */
 describe.each(dialects)('FTP protocol (%s)', (dialect) => {
-  let w: FtpWorld
   const base = 40_000 + Math.floor(Math.random() * 20_000)
+  const w = useFtpWorld(dialect, { FTP_PASV_PORTS: `${base}-${base + 20}` })
   const open: FtpControl[] = []
 
   const connect = async (localAddress?: string) => {
@@ -24,13 +24,8 @@ describe.each(dialects)('FTP protocol (%s)', (dialect) => {
   }
   const exists = (p: string) => w.s.container.services.fileSystem.as(adminOf(w), 'ftp').exists(p)
 
-  beforeAll(async () => {
-    w = await ftpWorld(dialect, { FTP_PASV_PORTS: `${base}-${base + 20}` })
-  })
-  afterAll(async () => {
+  afterAll(() => {
     for (const c of open) c.close()
-    await w?.listener.close()
-    await w?.s.close()
   })
 
   it('answers 530 before login, 502 to unknown commands and 5xx to garbage, and stays up', async () => {

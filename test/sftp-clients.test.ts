@@ -5,14 +5,7 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startListener, type TestListener } from './helpers/listener.js'
 import { call, dialects, grant, makeKey, makeUser, type TestUser } from './helpers/server.js'
-import {
-  run,
-  type SftpTestServer,
-  sftpBatch,
-  sftpBatchWithKey,
-  sshOptions,
-  startSftpServer,
-} from './helpers/sftp.js'
+import { run, sftpBatch, sftpBatchWithKey, sshOptions, useSftpServer } from './helpers/sftp.js'
 
 const md5 = (file: string) => crypto.createHash('md5').update(fs.readFileSync(file)).digest('hex')
 
@@ -24,14 +17,13 @@ function notified(listener: TestListener, path: string): Record<string, string> 
 }
 
 describe.each(dialects)('SFTP with real clients (%s)', (dialect) => {
-  let s: SftpTestServer
+  const s = useSftpServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
   let listener: TestListener
   let alice: TestUser
   let dir: string
   let local: string
 
   beforeAll(async () => {
-    s = await startSftpServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
     listener = await startListener()
     const hooks = await call(s, 'PATCH', '/webhook_settings', {
       key: s.adminKey,
@@ -54,7 +46,6 @@ describe.each(dialects)('SFTP with real clients (%s)', (dialect) => {
   })
   afterAll(async () => {
     await listener?.close()
-    await s?.close()
     fs.rmSync(dir, { recursive: true, force: true })
   })
 

@@ -1,17 +1,9 @@
 import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { HostKeys } from '../src/modules/ssh/host-keys.js'
-import {
-  call,
-  dialects,
-  expectError,
-  login,
-  makeUser,
-  startServer,
-  type TestServer,
-} from './helpers/server.js'
+import { call, dialects, expectError, login, makeUser, useServer } from './helpers/server.js'
 
 /** What OpenSSH's ssh-keygen says a private key file's fingerprint is (SHA256:… without the prefix). */
 function opensshFingerprint(file: string, hash: 'sha256' | 'md5'): string {
@@ -21,14 +13,7 @@ function opensshFingerprint(file: string, hash: 'sha256' | 'md5'): string {
 }
 
 describe.each(dialects)('SFTP host keys (%s)', (dialect) => {
-  let s: TestServer
-
-  beforeAll(async () => {
-    s = await startServer(dialect)
-  })
-  afterAll(async () => {
-    await s?.close()
-  })
+  const s = useServer(dialect)
 
   it('generates an ed25519 and an RSA key once, and shows their fingerprints to site admins', async () => {
     const r = await call(s, 'GET', '/sftp_host_keys', { key: s.adminKey })

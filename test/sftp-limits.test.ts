@@ -12,7 +12,7 @@ import {
   type ServerProcesses,
   serverProcesses,
 } from './helpers/server-process.js'
-import { run, type SftpTestServer, sftpBatch, sshOptions, startSftpServer } from './helpers/sftp.js'
+import { run, sftpBatch, sshOptions, useSftpServer } from './helpers/sftp.js'
 
 /** An ssh2 client logged in with a password, for what OpenSSH's sftp cannot be made to send. */
 async function connect(port: number, username: string, password: string, sock?: net.Socket) {
@@ -86,22 +86,18 @@ async function rawSftp(client: ssh2.Client) {
 }
 
 describe.each(dialects)('SFTP limits and refusals (%s)', (dialect) => {
-  let s: SftpTestServer
+  const s = useSftpServer(dialect, {
+    LOGIN_MAX_FAILURES: '3',
+    SFTP_MAX_SESSIONS_PER_USER: '2',
+    SFTP_LOGIN_TIMEOUT_MS: '3000',
+    SFTP_IDLE_TIMEOUT_MS: '3000',
+  })
   let alice: TestUser
 
   beforeAll(async () => {
-    s = await startSftpServer(dialect, {
-      LOGIN_MAX_FAILURES: '3',
-      SFTP_MAX_SESSIONS_PER_USER: '2',
-      SFTP_LOGIN_TIMEOUT_MS: '3000',
-      SFTP_IDLE_TIMEOUT_MS: '3000',
-    })
     alice = await makeUser(s, { username: 'alice' })
     expect((await call(s, 'POST', '/folders/inbox', { key: s.adminKey, body: {} })).status).toBe(201)
     await grant(s, alice.id, 'inbox', 'full')
-  })
-  afterAll(async () => {
-    await s?.close()
   })
 
   it('shows host keys whose fingerprints are those ssh-keyscan sees', async () => {
@@ -271,22 +267,23 @@ describe.each(dialects)('SFTP limits and refusals (%s)', (dialect) => {
     }
   })
 
-  it('caps connections per address, counting from the TCP connection', async () => {
-    const capped = await startSftpServer(dialect, { SFTP_MAX_SESSIONS_PER_IP: '2' })
-    /** A raw TCP client: what the server sent, and whether it closed the connection. */
-    const open = () => {
-      const socket = net.connect(capped.sftp.port, '127.0.0.1')
-      const seen = { banner: '', closed: false, socket }
-      socket.on('data', (d) => {
-        seen.banner += d.toString('latin1')
-      })
-      socket.on('close', () => {
-        seen.closed = true
-      })
-      socket.on('error', () => undefined)
-      return seen
-    }
-    try {
+  describe('with two connections per address', () => {
+    const capped = useSftpServer(dialect, { SFTP_MAX_SESSIONS_PER_IP: '2' })
+
+    it('caps connections per address, counting from the TCP connection', async () => {
+      /** A raw TCP client: what the server sent, and whether it closed the connection. */
+      const open = () => {
+        const socket = net.connect(capped.sftp.port, '127.0.0.1')
+        const seen = { banner: '', closed: false, socket }
+        socket.on('data', (d) => {
+          seen.banner += d.toString('latin1')
+        })
+        socket.on('close', () => {
+          seen.closed = true
+        })
+        socket.on('error', () => undefined)
+        return seen
+      }
       const first = open()
       const second = open()
       await expect.poll(() => first.banner, { timeout: 5000 }).toMatch(/^SSH-2\.0-Wharf/)
@@ -312,9 +309,7 @@ describe.each(dialects)('SFTP limits and refusals (%s)', (dialect) => {
         )
         .toBe(true)
       second.socket.destroy()
-    } finally {
-      await capped.close()
-    }
+    })
   })
 
   it('locks a user out after failed passwords, as POST /sessions does, and records them', async () => {
@@ -368,26 +363,27 @@ describe.each(dialects)('SFTP limits and refusals (%s)', (dialect) => {
 })
 
 describe.each(dialects)('SFTP login re-check (%s)', (dialect) => {
+  let clock = 0
+  // The server's clock starts at the real time, when the server does.
+  beforeAll(() => {
+    clock = Date.now()
+  })
+  const s = useSftpServer(dialect, {}, { now: () => clock })
+
   it('ends a connection once its user is disabled, when it reads the login again', async () => {
-    let clock = Date.now()
-    const s = await startSftpServer(dialect, {}, { now: () => clock })
-    try {
-      const user = await makeUser(s)
-      const { client, sftp } = await connect(s.sftp.port, user.username, user.password)
-      const closed = new Promise<void>((resolve) => client.once('close', () => resolve()))
-      await s.container.db.updateTable('users').set({ disabled: 1 }).where('id', '=', user.id).execute()
-      // Read again every 30 s, not on every request.
-      await new Promise<void>((resolve, reject) => sftp.stat('/', (err) => (err ? reject(err) : resolve())))
-      clock += 31_000
-      // The connection is closed before the request is answered.
-      expect(await failure((cb) => sftp.stat('/', cb))).toEqual({
-        code: undefined,
-        message: 'No response from server',
-      })
-      await closed
-    } finally {
-      await s.close()
-    }
+    const user = await makeUser(s)
+    const { client, sftp } = await connect(s.sftp.port, user.username, user.password)
+    const closed = new Promise<void>((resolve) => client.once('close', () => resolve()))
+    await s.container.db.updateTable('users').set({ disabled: 1 }).where('id', '=', user.id).execute()
+    // Read again every 30 s, not on every request.
+    await new Promise<void>((resolve, reject) => sftp.stat('/', (err) => (err ? reject(err) : resolve())))
+    clock += 31_000
+    // The connection is closed before the request is answered.
+    expect(await failure((cb) => sftp.stat('/', cb))).toEqual({
+      code: undefined,
+      message: 'No response from server',
+    })
+    await closed
   })
 })
 

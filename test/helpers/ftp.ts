@@ -7,12 +7,15 @@ import { operatorPrincipal } from '../../src/identity/principal.js'
 import { startListener, type TestListener } from './listener.js'
 import {
   call,
+  type Deferred,
   type DialectName,
   grant,
   makeUser,
+  settle,
   startServer,
   type TestServer,
   type TestUser,
+  useStarted,
 } from './server.js'
 
 export interface FtpTestServer extends TestServer {
@@ -54,6 +57,8 @@ export interface FtpWorld {
   listener: TestListener
   /** Has full permission on `partner` only; `private` exists but is not theirs. */
   user: TestUser
+  /** Closes the listener and the server. */
+  close(): Promise<void>
 }
 
 /** A server, a webhook listener for Upload/Rename/Move/Delete, and a user with one folder. */
@@ -70,7 +75,20 @@ export async function ftpWorld(dialect: DialectName, env: Record<string, string>
   await s.container.services.folders.mkdir(op, 'private', {})
   const user = await makeUser(s, { username: `partner-${crypto.randomBytes(3).toString('hex')}` })
   await grant(s, user.id, 'partner', 'full')
-  return { s, listener, user }
+  return {
+    s,
+    listener,
+    user,
+    async close() {
+      await listener.close()
+      await s.close()
+    },
+  }
+}
+
+/** An ftpWorld for the block: made before its first test, closed after its last. */
+export function useFtpWorld(dialect: DialectName, env: Deferred<Record<string, string>> = {}): FtpWorld {
+  return useStarted(`${dialect} FTP world`, () => ftpWorld(dialect, settle(env)))
 }
 
 /** The webhook an upload of `path` sent (waits for it). */

@@ -51,7 +51,11 @@ export interface ServerOptions {
 }
 
 /** A value, or a function that gives it when the server starts (after the file's own set-up). */
-type Deferred<T> = T | (() => T)
+export type Deferred<T> = T | (() => T)
+
+/** The value of a Deferred, taken now. */
+export const settle = <T>(value: Deferred<T>): T =>
+  typeof value === 'function' ? (value as () => T)() : value
 
 /**
  * The server of a `describe` block: started before its first test and closed after its last, by
@@ -84,25 +88,51 @@ function serverFor(
   env: Deferred<Record<string, string>>,
   opts: Deferred<ServerOptions>,
 ): TestServer {
-  let server: TestServer | null = null
+  return usedFor(before, after, `${dialect} test server`, () =>
+    startServer(dialect, settle(env), settle(opts)),
+  )
+}
+
+/** Something a test file starts and closes: a server with more beside it (SFTP, FTP, a listener). */
+export interface Closable {
+  close(): Promise<void>
+}
+
+/**
+ * As useServer, for whatever `start` starts: up before the block's first test, closed after its
+ * last, through hooks this registers. `start` runs in the hook, so it may read what the file set
+ * up before. Other helpers build on it (an SFTP or FTP server, a world of records around one).
+ */
+export function useStarted<T extends Closable>(what: string, start: () => Promise<T>): T {
+  return usedFor(beforeAll, afterAll, what, start)
+}
+
+/** As useStarted, with a fresh one for every test. */
+export function useStartedEach<T extends Closable>(what: string, start: () => Promise<T>): T {
+  return usedFor(beforeEach, afterEach, what, start)
+}
+
+function usedFor<T extends Closable>(
+  before: typeof beforeAll,
+  after: typeof afterAll,
+  what: string,
+  start: () => Promise<T>,
+): T {
+  let started: T | null = null
   before(async () => {
-    server = await startServer(
-      dialect,
-      typeof env === 'function' ? env() : env,
-      typeof opts === 'function' ? opts() : opts,
-    )
+    started = await start()
   })
   after(async () => {
-    const up = server
-    server = null
+    const up = started
+    started = null
     await up?.close()
   })
-  return new Proxy({} as TestServer, {
+  return new Proxy({} as T, {
     get(_target, key) {
       // Not a promise: `await` and vitest's printing look for `then` on anything.
       if (key === 'then') return undefined
-      if (!server) throw new Error(`The ${dialect} test server is not up: use it in a test or a later hook`)
-      return Reflect.get(server, key)
+      if (!started) throw new Error(`The ${what} is not up: use it in a test or a later hook`)
+      return Reflect.get(started, key)
     },
   })
 }

@@ -2,7 +2,15 @@ import { execFile } from 'node:child_process'
 import pino from 'pino'
 import ssh2 from 'ssh2'
 import { type SftpServer, startSftp } from '../../src/sftp/sftp-server.js'
-import { type DialectName, startServer, type TestServer } from './server.js'
+import {
+  type Deferred,
+  type DialectName,
+  type ServerOptions,
+  settle,
+  startServer,
+  type TestServer,
+  useStarted,
+} from './server.js'
 
 /**
  * A new ed25519 key pair that reads back. ssh2 writes about one ed25519 key in 256 a byte short
@@ -45,6 +53,15 @@ export async function startSftpServer(
       await close()
     },
   }
+}
+
+/** As useServer (one server for the block, closed after it), with the SFTP front end started. */
+export function useSftpServer(
+  dialect: DialectName,
+  env: Deferred<Record<string, string>> = {},
+  opts: Deferred<ServerOptions> = {},
+): SftpTestServer {
+  return useStarted(`${dialect} SFTP test server`, () => startSftpServer(dialect, settle(env), settle(opts)))
 }
 
 export interface RunResult {
