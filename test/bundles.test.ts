@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { makeFile, makeFolder } from './helpers/file-rows.js'
 import {
   call,
@@ -8,16 +8,15 @@ import {
   login,
   makeKey,
   makeUser,
-  startServer,
-  type TestServer,
   type TestUser,
+  useServer,
 } from './helpers/server.js'
 
 const FUTURE = '2099-01-01T00:00:00Z'
 const SAVE = 'processing-failure/model-save-error'
 
 describe.each(dialects)('Bundle API (%s)', (dialect) => {
-  let s: TestServer
+  const s = useServer(dialect)
   let alice: TestUser
   let bob: TestUser
   let aliceKey: string
@@ -29,7 +28,6 @@ describe.each(dialects)('Bundle API (%s)', (dialect) => {
     call(s, 'PATCH', `/users/${id}`, { key: s.adminKey, body: { attachments_permission: true } })
 
   beforeAll(async () => {
-    s = await startServer(dialect)
     alice = await makeUser(s, { username: 'alice' })
     bob = await makeUser(s, { username: 'bob' })
     const plain = await makeUser(s, { username: 'plain' })
@@ -47,7 +45,6 @@ describe.each(dialects)('Bundle API (%s)', (dialect) => {
     bobKey = (await makeKey(s, bob.id)).key
     plainKey = (await makeKey(s, plain.id)).key
   })
-  afterAll(async () => s?.close())
 
   it('creates, shows, lists, updates and deletes a share link, with every field of the SDK', async () => {
     const created = await call(s, 'POST', '/bundles', {

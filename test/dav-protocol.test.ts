@@ -5,7 +5,7 @@ import { loadConfig } from '../src/config.js'
 import { MAX_XML_TAGS } from '../src/dav/dav-xml.js'
 import { MAX_PROPERTIES } from '../src/dav/properties.js'
 import { basic, dav, davType, rawDav } from './helpers/dav.js'
-import { dialects, grant, makeKey, makeUser, startServer, useServer } from './helpers/server.js'
+import { dialects, grant, makeKey, makeUser, useServer } from './helpers/server.js'
 
 const PROPFIND_ETAG =
   '<?xml version="1.0"?><D:propfind xmlns:D="DAV:"><D:prop><D:getetag/><D:resourcetype/><x:nope xmlns:x="urn:x"/></D:prop></D:propfind>'
@@ -22,14 +22,13 @@ describe('WebDAV settings', () => {
     }
   })
 
-  it('is not served when turned off', async () => {
-    const off = await startServer('sqlite', { DAV_ENABLED: 'false' })
-    try {
+  describe('turned off', () => {
+    const off = useServer('sqlite', { DAV_ENABLED: 'false' })
+
+    it('is not served when turned off', async () => {
       expect((await dav(off, 'OPTIONS', '/', { auth: null })).headers.get('dav')).toBeNull()
       expect((await dav(off, 'GET', '/x', { auth: basic('admin', 'admin-password-1') })).status).toBe(404)
-    } finally {
-      await off.close()
-    }
+    })
   })
 })
 

@@ -5,7 +5,7 @@ import type { ExportSource } from '../src/exports/export-kind.js'
 import { EXPORT_KINDS } from '../src/exports/export-kinds.js'
 import { ExportWorker } from '../src/exports/export-worker.js'
 import { s3ForTests, storeSettings } from './helpers/s3-cases.js'
-import { call, dialects, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, useServerEach } from './helpers/server.js'
 import { queuedBlobKeys, storedBlobKeys, watchStore } from './helpers/storage.js'
 
 /**
@@ -66,30 +66,26 @@ interface AfterWrite {
 describe.each(
   dialects.flatMap((dialect) => stores.flatMap((s) => kinds.map((k) => ({ dialect, ...s, ...k })))),
 )('a crash in an export build ($dialect, $store, $kind)', ({ dialect, env, route, write }) => {
-  let s: TestServer
   let clock: number
   const after: AfterWrite = { run: null, keys: [], methods: [] }
 
-  beforeEach(async () => {
+  beforeEach(() => {
     clock = Date.now()
     after.run = null
     after.keys = []
     after.methods = []
-    s = await startServer(dialect, env(), {
-      now: () => clock,
-      exportSources: sources,
-      // Once the store wrote an export's file, `after.run`.
-      wrapBlobStore: watchStore(['putUnhashed', 'putSegments'], {
-        after: async (method, key) => {
-          after.keys.push(key)
-          after.methods.push(method)
-          await after.run?.(key)
-        },
-      }),
-    })
   })
-  afterEach(async () => {
-    await s.close()
+  const s = useServerEach(dialect, env, {
+    now: () => clock,
+    exportSources: sources,
+    // Once the store wrote an export's file, `after.run`.
+    wrapBlobStore: watchStore(['putUnhashed', 'putSegments'], {
+      after: async (method, key) => {
+        after.keys.push(key)
+        after.methods.push(method)
+        await after.run?.(key)
+      },
+    }),
   })
 
   const blobs = () => s.container.blobs
@@ -181,16 +177,17 @@ describe.each(
 })
 
 describe.each(dialects)('a build longer than the janitor’s hour (%s)', (dialect) => {
-  let s: TestServer
+  let clock = 0
+  beforeEach(() => {
+    clock = Date.now()
+  })
+  const s = useServerEach(dialect, {}, { now: () => clock })
   const workers: ExportWorker[] = []
   afterEach(async () => {
     for (const w of workers.splice(0)) await w.stop()
-    await s?.close()
   })
 
   it('keeps its queue row fresh, so the janitor never collects the file under it', async () => {
-    let clock = Date.now()
-    s = await startServer(dialect, {}, { now: () => clock })
     // A worker of its own, whose lease is renewed every 50 ms while the build's clock races on.
     await s.container.exports.worker.stop()
     const janitor = async () => (await s.container.janitor.runOnce()).garbageDeleted

@@ -1,6 +1,6 @@
 import { CompiledQuery } from 'kysely'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ADMIN_USERNAME, startServer, type TestServer } from './helpers/server.js'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { ADMIN_USERNAME, type TestServer, useServer } from './helpers/server.js'
 import { fetchCsv, insertNotification, readyExport } from './helpers/webhook-log-fixtures.js'
 
 /**
@@ -64,11 +64,11 @@ function records(siteId: number, notificationId: number) {
 }
 
 describe.skipIf(!process.env['TEST_DATABASE_URL'])('webhook-log CSV on SQLite and PostgreSQL', () => {
-  const servers: TestServer[] = []
+  const servers = (['sqlite', 'postgres'] as const).map((dialect) =>
+    useServer(dialect, { EXPORT_PAGE_SIZE: '300' }),
+  )
   beforeAll(async () => {
-    for (const dialect of ['sqlite', 'postgres'] as const) {
-      const s = await startServer(dialect, { EXPORT_PAGE_SIZE: '300' })
-      servers.push(s)
+    for (const s of servers) {
       const notification = await insertNotification(s, {
         message_id: 'msg-both-databases',
         username: ADMIN_USERNAME,
@@ -84,9 +84,6 @@ describe.skipIf(!process.env['TEST_DATABASE_URL'])('webhook-log CSV on SQLite an
       }
     }
   }, 60_000)
-  afterAll(async () => {
-    for (const s of servers) await s.close()
-  })
 
   async function csvOf(s: TestServer, body: Record<string, unknown>) {
     const e = await readyExport(s, body, { key: s.adminKey })

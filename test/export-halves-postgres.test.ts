@@ -4,11 +4,11 @@ import path from 'node:path'
 import { parse } from 'csv-parse/sync'
 import { CompiledQuery } from 'kysely'
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { copyCsvInOneSnapshot } from '../src/db/copy-csv.js'
 import type { ExportJob } from '../src/exports/export-kind.js'
 import { webhookLogSource } from '../src/exports/webhook-log-export.js'
-import { ADMIN_USERNAME, startServer, type TestServer } from './helpers/server.js'
+import { ADMIN_USERNAME, useServer } from './helpers/server.js'
 import { insertNotification, logJob } from './helpers/webhook-log-fixtures.js'
 
 /**
@@ -36,11 +36,10 @@ const RECORDS = 1200
 describe.skipIf(!process.env['TEST_DATABASE_URL'])(
   'webhook-log export built in two halves (postgres)',
   () => {
-    let s: TestServer
+    const s = useServer('postgres')
     let dir: string
     const header = Buffer.from('header\r\n')
     beforeAll(async () => {
-      s = await startServer('postgres')
       dir = await fs.mkdtemp(path.join(s.container.config.dataDir, 'halves-'))
       const notification = await insertNotification(s, {
         message_id: 'msg-halves',
@@ -81,7 +80,6 @@ describe.skipIf(!process.env['TEST_DATABASE_URL'])(
           .execute()
       }
     }, 60_000)
-    afterAll(async () => s?.close())
 
     const job = (query: Record<string, unknown>, range: Partial<ExportJob> = {}) => logJob(s, query, range)
 

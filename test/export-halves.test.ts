@@ -1,9 +1,9 @@
 import fs from 'node:fs/promises'
 import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import type { ExportJob } from '../src/exports/export-kind.js'
 import { webhookLogSource } from '../src/exports/webhook-log-export.js'
-import { startServer, type TestServer } from './helpers/server.js'
+import { useServer } from './helpers/server.js'
 import { logJob, seedMany } from './helpers/webhook-log-fixtures.js'
 
 /**
@@ -11,18 +11,16 @@ import { logJob, seedMany } from './helpers/webhook-log-fixtures.js'
  * thread): the same bytes, in the same order, as the one-connection build of the same records.
  */
 describe('webhook-log export built in two halves (sqlite)', () => {
-  let s: TestServer
+  const s = useServer('sqlite')
   let dir: string
   const header = Buffer.from('header\r\n')
   beforeAll(async () => {
-    s = await startServer('sqlite')
     dir = await fs.mkdtemp(path.join(s.container.config.dataDir, 'halves-'))
     const start = Date.UTC(2026, 0, 1)
     await seedMany(s, 'left', 700, start)
     await seedMany(s, 'right', 300, start + 10_000_000)
     await seedMany(s, 'left', 200, start + 20_000_000)
   })
-  afterAll(async () => s?.close())
 
   const job = (query: Record<string, unknown>, range: Partial<ExportJob> = {}) => logJob(s, query, range)
 

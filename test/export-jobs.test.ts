@@ -6,7 +6,7 @@ import { ExportFailure, type ExportJob, type ExportSource } from '../src/exports
 import { EXPORT_KINDS } from '../src/exports/export-kinds.js'
 import { ExportWorker } from '../src/exports/export-worker.js'
 import { JobLease } from '../src/jobs/job-lease.js'
-import { call, dialects, expectError, startServer, type TestServer } from './helpers/server.js'
+import { call, dialects, expectError, type TestServer, useServersPerTest } from './helpers/server.js'
 
 /**
  * The export job machinery with fake record sources: a build that throws ends `failed` with a
@@ -60,17 +60,12 @@ const untilBuilt = (s: TestServer, id: number): Promise<any> =>
   )
 
 describe.each(dialects)('export jobs (%s)', (dialect) => {
-  const servers: TestServer[] = []
+  // Registered first, so that its close comes after the workers below are stopped.
+  const serve = useServersPerTest(dialect)
   const workers: ExportWorker[] = []
   afterEach(async () => {
     for (const w of workers.splice(0)) await w.stop()
-    for (const s of servers.splice(0)) await s.close()
   })
-  const serve = async (env: Record<string, string>, opts: Parameters<typeof startServer>[2] = {}) => {
-    const s = await startServer(dialect, env, opts)
-    servers.push(s)
-    return s
-  }
 
   it('writes the webhook log’s CSV byte for byte as csv-stringify would, whatever the fields hold', async () => {
     const s = await serve({ EXPORT_PAGE_SIZE: '2' })

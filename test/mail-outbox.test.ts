@@ -1,9 +1,9 @@
 import net from 'node:net'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { queueMail, wakeMailWorkers } from '../src/mail/mail-queue.js'
 import { MailWorker, type MailWorkerOptions } from '../src/mail/mail-worker.js'
-import { dialects, startServer, type TestServer } from './helpers/server.js'
-import { startSmtp, type TestSmtp } from './helpers/smtp.js'
+import { dialects, useServer, useStarted } from './helpers/server.js'
+import { startSmtp } from './helpers/smtp.js'
 
 const FROM = 'Wharf <wharf@files.example>'
 
@@ -17,19 +17,11 @@ async function closedPort(): Promise<number> {
 }
 
 describe.each(dialects)('the mail outbox (%s)', (dialect) => {
-  let s: TestServer
-  let smtp: TestSmtp
+  const s = useServer(dialect)
+  const smtp = useStarted('SMTP server', startSmtp)
   let clock = 1_800_000_000_000
   const workers: MailWorker[] = []
 
-  beforeAll(async () => {
-    s = await startServer(dialect)
-    smtp = await startSmtp()
-  })
-  afterAll(async () => {
-    await smtp?.close()
-    await s?.close()
-  })
   afterEach(async () => {
     await Promise.all(workers.splice(0).map((w) => w.stop()))
     await s.container.db.deleteFrom('mail_outbox').execute()

@@ -5,8 +5,8 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FtpServer } from '../src/ftp/ftp-server.js'
 import { NOTHING_LEFT, remains, stagedUpload, startClient } from './helpers/abandoned-uploads.js'
-import { call, dialects, grant, makeUser, type TestUser } from './helpers/server.js'
-import { type SftpTestServer, sshOptions, startSftpServer } from './helpers/sftp.js'
+import { call, dialects, grant, makeUser, type TestUser, useStarted } from './helpers/server.js'
+import { sshOptions, useSftpServer } from './helpers/sftp.js'
 
 /** Small writer parts, so that an upload cut off has parts staged as well as one arriving. */
 const PART = 64 * 1024
@@ -19,25 +19,26 @@ const PART = 64 * 1024
  * discard can empty them.
  */
 describe.each(dialects)('uploads abandoned by a killed client (%s)', (dialect) => {
-  let s: SftpTestServer
-  let ftp: FtpServer
+  const s = useSftpServer(
+    dialect,
+    { FTP_ENABLED: 'true', FTP_HOST: '127.0.0.1', FTP_PORT: '0' },
+    { writerPartBytes: PART },
+  )
+  // The FTP front end on the same site.
+  const ftp = useStarted(`${dialect} FTP server`, () =>
+    FtpServer.start({
+      config: s.container.config.ftp,
+      siteId: s.container.site.id,
+      fileSystem: s.container.services.fileSystem,
+      protocolLogin: s.container.services.protocolLogin,
+    }),
+  )
   let alice: TestUser
   let dir: string
   let source: string
   const storage = () => path.join(s.container.config.dataDir, 'storage')
 
   beforeAll(async () => {
-    s = await startSftpServer(
-      dialect,
-      { FTP_ENABLED: 'true', FTP_HOST: '127.0.0.1', FTP_PORT: '0' },
-      { writerPartBytes: PART },
-    )
-    ftp = await FtpServer.start({
-      config: s.container.config.ftp,
-      siteId: s.container.site.id,
-      fileSystem: s.container.services.fileSystem,
-      protocolLogin: s.container.services.protocolLogin,
-    })
     alice = await makeUser(s, { username: 'alice' })
     expect((await call(s, 'POST', '/folders/inbox', { key: s.adminKey, body: {} })).status).toBe(201)
     await grant(s, alice.id, 'inbox', 'full')
@@ -47,8 +48,6 @@ describe.each(dialects)('uploads abandoned by a killed client (%s)', (dialect) =
     await fs.writeFile(source, crypto.randomBytes(8 * 1024 * 1024))
   })
   afterAll(async () => {
-    await ftp?.close()
-    await s?.close()
     if (dir) await fs.rm(dir, { recursive: true, force: true })
   })
 

@@ -7,9 +7,9 @@ import {
   login,
   makeKey,
   makeUser,
-  startServer,
   type TestServer,
   useServer,
+  useServerEach,
 } from './helpers/server.js'
 
 const MINUTE = 60_000
@@ -335,64 +335,51 @@ describe.each(dialects)('sessions (%s)', (dialect) => {
 })
 
 describe.each(dialects)('session limits (%s)', (dialect) => {
+  const s = useServerEach(dialect, { SESSION_IDLE_MINUTES: '5' })
+
   it('ends a session idle for longer than SESSION_IDLE_MINUTES', async () => {
-    const s = await startServer(dialect, { SESSION_IDLE_MINUTES: '5' })
-    try {
-      const u = await makeUser(s)
-      const session = await login(s, u.username, u.password)
-      const setIdle = (ms: number) =>
-        s.container.db
-          .updateTable('sessions')
-          .set({ last_active_at: Date.now() - ms })
-          .where('user_id', '=', u.id)
-          .execute()
-      const row = () =>
-        s.container.db.selectFrom('sessions').selectAll().where('user_id', '=', u.id).executeTakeFirst()
+    const u = await makeUser(s)
+    const session = await login(s, u.username, u.password)
+    const setIdle = (ms: number) =>
+      s.container.db
+        .updateTable('sessions')
+        .set({ last_active_at: Date.now() - ms })
+        .where('user_id', '=', u.id)
+        .execute()
+    const row = () =>
+      s.container.db.selectFrom('sessions').selectAll().where('user_id', '=', u.id).executeTakeFirst()
 
-      await setIdle(4 * MINUTE)
-      const before = Date.now()
-      expect((await call(s, 'GET', '/api_keys', { session })).status).toBe(200)
-      expect((await row())!.last_active_at).toBeGreaterThanOrEqual(before)
+    await setIdle(4 * MINUTE)
+    const before = Date.now()
+    expect((await call(s, 'GET', '/api_keys', { session })).status).toBe(200)
+    expect((await row())!.last_active_at).toBeGreaterThanOrEqual(before)
 
-      await setIdle(5 * MINUTE + 5000)
-      expectError(
-        await call(s, 'GET', '/api_keys', { session }),
-        401,
-        'not-authenticated/authentication-required',
-      )
-      expect(await row()).toBeUndefined()
-    } finally {
-      await s.close()
-    }
+    await setIdle(5 * MINUTE + 5000)
+    expectError(
+      await call(s, 'GET', '/api_keys', { session }),
+      401,
+      'not-authenticated/authentication-required',
+    )
+    expect(await row()).toBeUndefined()
   })
 
   it('clears sessions nobody came back to when anyone logs in', async () => {
-    const s = await startServer(dialect, { SESSION_IDLE_MINUTES: '5' })
-    try {
-      const gone = await makeUser(s)
-      const kept = await makeUser(s)
-      await login(s, gone.username, gone.password)
-      await login(s, kept.username, kept.password)
-      await s.container.db
-        .updateTable('sessions')
-        .set({ last_active_at: Date.now() - 6 * MINUTE })
-        .where('user_id', '=', gone.id)
-        .execute()
-      const count = async (userId: number) =>
-        (
-          await s.container.db
-            .selectFrom('sessions')
-            .select('id_hash')
-            .where('user_id', '=', userId)
-            .execute()
-        ).length
-      expect(await count(gone.id)).toBe(1)
-      await login(s, kept.username, kept.password)
-      expect(await count(gone.id)).toBe(0)
-      expect(await count(kept.id)).toBe(2)
-    } finally {
-      await s.close()
-    }
+    const gone = await makeUser(s)
+    const kept = await makeUser(s)
+    await login(s, gone.username, gone.password)
+    await login(s, kept.username, kept.password)
+    await s.container.db
+      .updateTable('sessions')
+      .set({ last_active_at: Date.now() - 6 * MINUTE })
+      .where('user_id', '=', gone.id)
+      .execute()
+    const count = async (userId: number) =>
+      (await s.container.db.selectFrom('sessions').select('id_hash').where('user_id', '=', userId).execute())
+        .length
+    expect(await count(gone.id)).toBe(1)
+    await login(s, kept.username, kept.password)
+    expect(await count(gone.id)).toBe(0)
+    expect(await count(kept.id)).toBe(2)
   })
 })
 

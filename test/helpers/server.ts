@@ -93,6 +93,25 @@ function serverFor(
   )
 }
 
+/**
+ * For tests that each start servers of their own, with settings (or a clock) only the test knows:
+ * the function this returns starts one, and every server a test started is closed after that
+ * test, by a hook this registers (an `afterEach` registered later runs before the close).
+ */
+export function useServersPerTest(
+  dialect: DialectName,
+): (env?: Record<string, string>, opts?: ServerOptions) => Promise<TestServer> {
+  const started: TestServer[] = []
+  afterEach(async () => {
+    for (const s of started.splice(0)) await s.close()
+  })
+  return async (env = {}, opts = {}) => {
+    const s = await startServer(dialect, env, opts)
+    started.push(s)
+    return s
+  }
+}
+
 /** Something a test file starts and closes: a server with more beside it (SFTP, FTP, a listener). */
 export interface Closable {
   close(): Promise<void>
@@ -132,7 +151,9 @@ function usedFor<T extends Closable>(
       // Not a promise: `await` and vitest's printing look for `then` on anything.
       if (key === 'then') return undefined
       if (!started) throw new Error(`The ${what} is not up: use it in a test or a later hook`)
-      return Reflect.get(started, key)
+      const value = Reflect.get(started, key)
+      // A method runs on the object itself (a class's private fields are not seen through a proxy).
+      return typeof value === 'function' ? value.bind(started) : value
     },
   })
 }

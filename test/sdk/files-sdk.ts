@@ -7,8 +7,8 @@ import zlib from 'node:zlib'
 import Files from 'files.com/lib/Files.js'
 import File from 'files.com/lib/models/File.js'
 import { afterAll, beforeAll, beforeEach, vi } from 'vitest'
-import { type DialectName, startServer, type TestServer } from '../helpers/server.js'
-import { startTlsFront, type TlsFront } from '../helpers/tls-front.js'
+import { type DialectName, type TestServer, useServer, useStarted } from '../helpers/server.js'
+import { startTlsFront } from '../helpers/tls-front.js'
 import { type Recorder, resetSdk, startRecorder } from './sdk.js'
 
 /**
@@ -31,32 +31,27 @@ export interface FilesSdkContext {
  * `download_uri` lead there too. The SDK is reset before each test and holds the site-wide key.
  */
 export function filesSdkServer(dialect: DialectName, use: (ctx: FilesSdkContext) => void): void {
-  let s: TestServer | undefined
-  let rec: Recorder | undefined
-  let tls: TlsFront | undefined
+  const s = useServer(dialect, { UPLOAD_PART_SIZE: String(PART_SIZE) })
+  const rec = useStarted(`${dialect} SDK recorder`, () => startRecorder(s.url))
+  const tls = useStarted(`${dialect} SDK HTTPS front`, () => startTlsFront(rec.url))
   let tmp: string | undefined
   const defaultCa = https.globalAgent.options.ca
   beforeAll(async () => {
-    s = await startServer(dialect, { UPLOAD_PART_SIZE: String(PART_SIZE) })
-    rec = await startRecorder(s.url)
-    tls = await startTlsFront(rec.url)
     s.container.config.baseUrl = tls.url
     // The SDK's fetches and https.get use the global agent: trust the front's certificate there.
     https.globalAgent.options.ca = tls.cert
     tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-sdk-files-'))
     use({ s, rec, tmp })
   })
+  // Before the front, the proxy and the server are closed.
   afterAll(async () => {
     https.globalAgent.options.ca = defaultCa
-    await tls?.close()
-    await rec?.close()
-    await s?.close()
     if (tmp) await fs.rm(tmp, { recursive: true, force: true })
   })
   beforeEach(() => {
-    resetSdk(tls!.url)
-    Files.setApiKey(s!.adminKey)
-    rec!.requests.length = 0
+    resetSdk(tls.url)
+    Files.setApiKey(s.adminKey)
+    rec.requests.length = 0
   })
 }
 

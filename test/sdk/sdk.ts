@@ -2,9 +2,9 @@ import http from 'node:http'
 import type { FilesApiError } from 'files.com/lib/Errors.js'
 import Files from 'files.com/lib/Files.js'
 import { LogLevel } from 'files.com/lib/Logger.js'
-import { afterAll, beforeAll, beforeEach } from 'vitest'
+import { beforeAll, beforeEach } from 'vitest'
 import { forward, listenLoopback } from '../helpers/forward.js'
-import { type DialectName, startServer, type TestServer } from '../helpers/server.js'
+import { type DialectName, type TestServer, useServer, useStarted } from '../helpers/server.js'
 
 /**
  * The official SDK keeps its configuration in module globals (base URL, key, session): every test
@@ -79,19 +79,11 @@ export async function startRecorder(target: string): Promise<Recorder> {
  * each test. `use` receives both once they are up.
  */
 export function sdkServer(dialect: DialectName, use: (s: TestServer, rec: Recorder) => void): void {
-  let s: TestServer | undefined
-  let rec: Recorder | undefined
-  beforeAll(async () => {
-    s = await startServer(dialect)
-    rec = await startRecorder(s.url)
-    use(s, rec)
-  })
-  afterAll(async () => {
-    await rec?.close()
-    await s?.close()
-  })
+  const s = useServer(dialect)
+  const rec = useStarted(`${dialect} SDK recorder`, () => startRecorder(s.url))
+  beforeAll(() => use(s, rec))
   beforeEach(() => {
-    resetSdk(rec!.url)
-    rec!.requests.length = 0
+    resetSdk(rec.url)
+    rec.requests.length = 0
   })
 }
