@@ -1,13 +1,12 @@
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import pino from 'pino'
 import ssh2 from 'ssh2'
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
-import { FtpServer } from '../src/ftp/ftp-server.js'
-import { type SftpServer, startSftp } from '../src/sftp/sftp-server.js'
+import type { FtpServer } from '../src/ftp/ftp-server.js'
+import type { SftpServer } from '../src/sftp/sftp-server.js'
 import { basic, dav } from './helpers/dav.js'
-import { FtpControl } from './helpers/ftp.js'
+import { FtpControl, startFtpFront } from './helpers/ftp.js'
 import {
   ADMIN_PASSWORD,
   ADMIN_USERNAME,
@@ -19,6 +18,7 @@ import {
   type TestServer,
   type TestUser,
   useServer,
+  useStarted,
 } from './helpers/server.js'
 import {
   type ProcessSite,
@@ -26,7 +26,7 @@ import {
   type ServerProcesses,
   serverProcesses,
 } from './helpers/server-process.js'
-import { run, sshKeyPair } from './helpers/sftp.js'
+import { run, sshKeyPair, startSftpFront } from './helpers/sftp.js'
 
 const MINUTE = 60_000
 const BANNED = 'too many failed logins, try again in 15 minutes'
@@ -109,21 +109,11 @@ describe.each(dialects)('the login defender (%s)', (dialect) => {
     },
     { now: () => Date.now() + offset },
   )
+  const sftp = useStarted(`${dialect} SFTP front end`, () => startSftpFront(s))
+  const ftp = useStarted(`${dialect} FTP front end`, () => startFtpFront(s))
   beforeAll(async () => {
-    const sftp = await startSftp(s.container, s.container.config.sftp, pino({ level: 'silent' }))
-    const ftp = await FtpServer.start({
-      config: s.container.config.ftp,
-      siteId: s.container.site.id,
-      fileSystem: s.container.services.fileSystem,
-      protocolLogin: s.container.services.protocolLogin,
-    })
     w = { s, sftp, sftpPort: sftp.port, ftp, ftpPort: ftp.address().port }
     user = await makeUser(s)
-  })
-
-  afterAll(async () => {
-    await w?.ftp.close()
-    await w?.sftp.close()
   })
 
   beforeEach(async () => {

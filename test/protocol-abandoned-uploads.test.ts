@@ -3,8 +3,8 @@ import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { FtpServer } from '../src/ftp/ftp-server.js'
 import { NOTHING_LEFT, remains, stagedUpload, startClient } from './helpers/abandoned-uploads.js'
+import { startFtpFront } from './helpers/ftp.js'
 import { call, dialects, grant, makeUser, type TestUser, useStarted } from './helpers/server.js'
 import { sshOptions, useSftpServer } from './helpers/sftp.js'
 
@@ -25,14 +25,7 @@ describe.each(dialects)('uploads abandoned by a killed client (%s)', (dialect) =
     { writerPartBytes: PART },
   )
   // The FTP front end on the same site.
-  const ftp = useStarted(`${dialect} FTP server`, () =>
-    FtpServer.start({
-      config: s.container.config.ftp,
-      siteId: s.container.site.id,
-      fileSystem: s.container.services.fileSystem,
-      protocolLogin: s.container.services.protocolLogin,
-    }),
-  )
+  const ftp = useStarted(`${dialect} FTP front end`, () => startFtpFront(s))
   let alice: TestUser
   let dir: string
   let source: string

@@ -35,12 +35,7 @@ export async function startFtpServer(
     WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
     ...env,
   })
-  const ftp = await FtpServer.start({
-    config: s.container.config.ftp,
-    siteId: s.container.site.id,
-    fileSystem: s.container.services.fileSystem,
-    protocolLogin: s.container.services.protocolLogin,
-  })
+  const ftp = await startFtpFront(s)
   return {
     ...s,
     ftp,
@@ -50,6 +45,16 @@ export async function startFtpServer(
       await s.close()
     },
   }
+}
+
+/** The FTP front end of a test server's site, with the server's FTP settings. */
+export function startFtpFront(s: TestServer): Promise<FtpServer> {
+  return FtpServer.start({
+    config: s.container.config.ftp,
+    siteId: s.container.site.id,
+    fileSystem: s.container.services.fileSystem,
+    protocolLogin: s.container.services.protocolLogin,
+  })
 }
 
 export interface FtpWorld {

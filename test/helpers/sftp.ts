@@ -32,6 +32,15 @@ export interface SftpTestServer extends TestServer {
   sftp: SftpServer
 }
 
+/** The SFTP front end of a test server's site, with the server's SFTP settings. */
+export function startSftpFront(s: TestServer): Promise<SftpServer> {
+  return startSftp(
+    s.container,
+    s.container.config.sftp,
+    pino({ level: process.env['SFTP_TEST_LOG'] ?? 'silent' }, process.stderr),
+  )
+}
+
 /** A test server with its SFTP front end on a free loopback port. */
 export async function startSftpServer(
   dialect: DialectName,
@@ -39,11 +48,7 @@ export async function startSftpServer(
   opts: Parameters<typeof startServer>[2] = {},
 ): Promise<SftpTestServer> {
   const s = await startServer(dialect, { SFTP_PORT: '0', SFTP_HOST: '127.0.0.1', ...env }, opts)
-  const sftp = await startSftp(
-    s.container,
-    s.container.config.sftp,
-    pino({ level: process.env['SFTP_TEST_LOG'] ?? 'silent' }, process.stderr),
-  )
+  const sftp = await startSftpFront(s)
   const close = s.close
   return {
     ...s,
