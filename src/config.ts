@@ -426,7 +426,9 @@ const MAIL_FROM = /^(?:[^<>]*<\s*([^<>\s@]+@([^<>\s@]+))\s*>|([^<>\s@]+@([^<>\s@
 function mailSettings(s: Settings, problems: string[]): Pick<Config, 'smtpUrl' | 'mail'> {
   const smtpUrl = s.SMTP_URL
   if (smtpUrl !== undefined && !URL.canParse(smtpUrl)) {
-    problems.push('SMTP_URL must be an smtp:// or smtps:// URL, e.g. smtp://user:password@mail.example.com:587')
+    problems.push(
+      'SMTP_URL must be an smtp:// or smtps:// URL, e.g. smtp://user:password@mail.example.com:587',
+    )
   }
   const from = s.MAIL_FROM?.trim()
   const m = from === undefined ? null : MAIL_FROM.exec(from)

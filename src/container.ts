@@ -29,6 +29,7 @@ import { AuthService } from './modules/auth/auth-service.js'
 import { ProtocolLogin } from './modules/auth/protocol-login.js'
 import { BillingLedger } from './modules/billing/billing-ledger.js'
 import { BillingService } from './modules/billing/billing-service.js'
+import { BundleMailService } from './modules/bundles/bundle-mail-service.js'
 import { BundleService } from './modules/bundles/bundle-service.js'
 import { ExportService } from './modules/exports/export-service.js'
 import { DownloadService } from './modules/files/download-service.js'
@@ -283,6 +284,14 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       new AddressGuard(hooks.allowedCidrs),
       now,
     )
+    const bundles = new BundleService(
+      repos.bundles,
+      repos.users,
+      fileAccess,
+      secrets,
+      () => config.baseUrl,
+      now,
+    )
     const services: Services = {
       auth,
       apiKeys: new ApiKeyService(repos.apiKeys, repos.users, config, secrets, now, identities),
@@ -307,7 +316,15 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       }),
       protocolLogin: new ProtocolLogin(repos.users, auth, sessions, loginDefender, now),
       publicKeys: new PublicKeyService(repos.publicKeys, repos.users, secrets, now),
-      bundles: new BundleService(repos.bundles, repos.users, fileAccess, secrets, () => config.baseUrl, now),
+      bundles,
+      bundleMail: new BundleMailService(
+        repos.bundleMail,
+        bundles,
+        repos.users,
+        secrets,
+        () => ({ mail: config.mail, siteName: config.siteName, baseUrl: config.baseUrl }),
+        now,
+      ),
       hostKeys: new HostKeyService(hostKeys),
       history: new HistoryService(repos.history, fileAccess, secrets, now),
       webhookSettings,
