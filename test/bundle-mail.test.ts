@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ConfigError, loadConfig } from '../src/config.js'
-import { queueMail } from '../src/mail/mail-queue.js'
+import { queueMail, wakeMailWorkers } from '../src/mail/mail-queue.js'
 import { MailWorker } from '../src/mail/mail-worker.js'
 import { makeFile, makeFolder } from './helpers/file-rows.js'
 import {
@@ -86,6 +86,12 @@ describe.each(dialects)('share links by e-mail (%s)', (dialect) => {
     return r.body as { id: number; url: string }
   }
 
+  /** Lets the running worker send everything queued so far. */
+  async function settle(): Promise<void> {
+    wakeMailWorkers()
+    await s.container.mail.worker!.idle()
+  }
+
   const outbox = () => s.container.db.selectFrom('mail_outbox').selectAll().orderBy('id').execute()
 
   beforeAll(async () => {
@@ -132,7 +138,7 @@ describe.each(dialects)('share links by e-mail (%s)', (dialect) => {
       expect(body).toContain(`<a href="${bundleUrl}">`)
     }
     // The server's acceptance comes a moment before the row says so.
-    await s.container.mail.worker!.idle()
+    await settle()
     const rows = await outbox()
     expect(rows.map((o) => [o.kind, o.state, Number(o.sender_user_id)])).toEqual([
       ['bundle_share', 'sent', alice.id],
@@ -210,6 +216,7 @@ describe.each(dialects)('share links by e-mail (%s)', (dialect) => {
 
   it('adds a recipient without mailing, refuses the same address again, and mails with share_after_create', async () => {
     const b = await newBundle(bob.key, 'bob-files')
+    await settle()
     const received = smtp.received.length
     const quiet = await call(s, 'POST', '/bundle_recipients', {
       key: bob.key,
@@ -378,6 +385,7 @@ describe.each(dialects)('share links by e-mail (%s)', (dialect) => {
     expect(xml.text).toContain('<notify_on_upload type="boolean">true</notify_on_upload>')
 
     // The visitor side's call, in its transaction: an upload tells alice only.
+    await settle()
     const received = smtp.received.length
     const bundle = await s.container.services.bundles.visible({ ...(await principalOf(alice.id)) }, bundleId)
     const ids = await s.container.db.transaction().execute((trx) =>
@@ -389,6 +397,8 @@ describe.each(dialects)('share links by e-mail (%s)', (dialect) => {
       }),
     )
     expect(ids).toHaveLength(1)
+    // The caller wakes the workers once its transaction has committed.
+    wakeMailWorkers()
     const [m] = (await smtp.waitFor(received + 1)).slice(received)
     expect(m!.to).toEqual(['alice@corp.example'])
     expect(m!.header('Subject')).toBe(`New upload to share link ${bundle.code}`)
@@ -398,16 +408,15 @@ describe.each(dialects)('share links by e-mail (%s)', (dialect) => {
     expect(body).toContain('&lt;new&gt;.txt')
     expect(body).not.toContain('<li>alice-files/in/<new>')
     // A registration tells alice and bob (the user without an address is skipped).
-    const reg = await s.container.db
-      .transaction()
-      .execute((trx) =>
-        s.container.services.bundleMail.queueNotifications(trx, {
-          bundle,
-          event: 'registration',
-          visitor: { name: 'V' },
-        }),
-      )
+    const reg = await s.container.db.transaction().execute((trx) =>
+      s.container.services.bundleMail.queueNotifications(trx, {
+        bundle,
+        event: 'registration',
+        visitor: { name: 'V' },
+      }),
+    )
     expect(reg).toHaveLength(2)
+    wakeMailWorkers()
     const regs = (await smtp.waitFor(received + 3)).slice(received + 1)
     expect(regs.map((r) => r.to[0]).sort()).toEqual(['alice@corp.example', 'bob@corp.example'])
 
@@ -416,6 +425,7 @@ describe.each(dialects)('share links by e-mail (%s)', (dialect) => {
   })
 
   it('loses no share on a crash: a message committed while no worker ran is sent once by the next one', async () => {
+    await settle()
     await s.container.mail.worker!.stop()
     const before = smtp.received.length
     const b = await newBundle(alice.key, 'alice-files')
