@@ -78,11 +78,16 @@ export async function startRecorder(target: string): Promise<Recorder> {
  * One Wharf server per test file, reached through a recording proxy, with the SDK reset before
  * each test. `use` receives both once they are up.
  */
-export function sdkServer(dialect: DialectName, use: (s: TestServer, rec: Recorder) => void): void {
+export function sdkServer(
+  dialect: DialectName,
+  use: (s: TestServer, rec: Recorder) => void,
+  /** The server's settings, read when it starts. */
+  env: () => Record<string, string> = () => ({}),
+): void {
   let s: TestServer | undefined
   let rec: Recorder | undefined
   beforeAll(async () => {
-    s = await startServer(dialect)
+    s = await startServer(dialect, env())
     rec = await startRecorder(s.url)
     use(s, rec)
   })

@@ -1,6 +1,11 @@
 import { Type } from '@sinclair/typebox'
-import { NOTIFICATION_LIST, RECIPIENT_LIST } from '../../modules/bundles/bundle-mail-service.js'
+import {
+  ADDRESS_PATTERN,
+  NOTIFICATION_LIST,
+  RECIPIENT_LIST,
+} from '../../modules/bundles/bundle-mail-service.js'
 import { deleteById } from '../delete-by-id.js'
+import { checked } from '../field-checks.js'
 import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
@@ -40,7 +45,12 @@ export const BundleNotificationSchema = Type.Object(
   { $id: 'BundleNotification', title: 'BundleNotification' },
 )
 
-const Address = Type.String({ maxLength: 254, description: 'An e-mail address' })
+const Address = Type.String({
+  maxLength: 254,
+  pattern: ADDRESS_PATTERN,
+  description: 'An e-mail address, without a display name',
+  ...checked('email'),
+})
 const Note = Type.Optional(Nullable(FreeText(4096, 'lines', 'Note included in the message')))
 const Line = (description: string) => Type.Optional(Nullable(FreeText(255, 'line', description)))
 const Ignored = Type.Optional(Type.Unknown({ description: 'Accepted and ignored by Wharf' }))
@@ -133,7 +143,7 @@ export function bundleMailRoutes(c: HttpContext): Routes {
         config: { access: 'files' },
         schema: {
           summary: 'Mail a share link to people',
-          description: `One message per address; each becomes a BundleRecipient. ${NO_MAIL}; beyond SHARE_MAIL_LIMIT_PER_HOUR recipients an hour, 429 rate-limited/too-many-shares`,
+          description: `to, recipients or both (at least one address; else 400 bad-request/request-params-required). One message per address; each becomes a BundleRecipient. ${NO_MAIL}; beyond SHARE_MAIL_LIMIT_PER_HOUR recipients an hour, 429 rate-limited/too-many-shares`,
           tags,
           params: IdParams,
           body: ShareBody,

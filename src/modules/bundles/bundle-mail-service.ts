@@ -66,6 +66,8 @@ const HOUR = 3_600_000
 
 // One address, without display name or anything a header could be bent with; 254 is SMTP's limit.
 const ADDRESS = /^[^\s@<>,;:"()[\]\\]+@[^\s@<>,;:"()[\]\\]+$/
+/** The address rule as the Swagger document states it (checked here: 422 on the field). */
+export const ADDRESS_PATTERN = ADDRESS.source
 
 /** What the mail of share links needs from the settings. */
 export type MailSettings = Pick<ModuleSettings, 'mail' | 'siteName'> & { baseUrl: string }
