@@ -6,7 +6,7 @@ import type { BlobStore } from './blobs/blob-store.js'
 import { LocalBlobStore } from './blobs/disk/local-blob-store.js'
 import { guardStorageFull } from './blobs/storage-full-guard.js'
 import { ChecksumWorker } from './checksums/checksum-worker.js'
-import type { Config } from './config.js'
+import { type Config, DEFAULT_RETRY_SCHEDULE } from './config.js'
 import { type DatabaseHandle, openDatabase } from './db/database.js'
 import type { Database, ExportKind } from './db/schema.js'
 import { ExportBuilder } from './exports/export-builder.js'
@@ -242,7 +242,8 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
           // Well past the longest nodemailer waits on a server (its socket timeout is 10 min).
           leaseMs: 15 * 60_000,
           pollMs: 30_000,
-          retrySchedule: hooks.retrySchedule,
+          // The webhooks' default: 8 attempts over about 33 hours.
+          retrySchedule: DEFAULT_RETRY_SCHEDULE,
           releaseClaimsOnStart: database.dialect.singleProcess,
           logger: opts.logger,
           now,
