@@ -1,8 +1,11 @@
+import net from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ConfigError, loadConfig } from '../src/config.js'
+import { createLogger } from '../src/logger.js'
 import { queueMail, wakeMailWorkers } from '../src/mail/mail-queue.js'
 import { MailWorker } from '../src/mail/mail-worker.js'
 import { makeFile, makeFolder } from './helpers/file-rows.js'
+import { captureLog } from './helpers/log-capture.js'
 import {
   call,
   dialects,
@@ -468,6 +471,49 @@ describe.each(dialects)('share links by e-mail (%s)', (dialect) => {
     } finally {
       await w.stop()
     }
+  })
+
+  it('never logs the SMTP password, whatever the server answers', async () => {
+    const log = captureLog()
+    const closed = net.createServer()
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+    const { port } = closed.address() as net.AddressInfo
+    await new Promise<void>((resolve) => closed.close(() => resolve()))
+    const [id] = await queueMail(
+      s.container.db,
+      [{ siteId: s.container.site.id, kind: 'test', to: 'x@client.example', subject: 's', text: 't' }],
+      s.container.now(),
+    )
+    for (const url of [
+      `smtp://wharf:s3cret-word@127.0.0.1:${port}`,
+      smtp.url.replace('//', '//wharf:s3cret-word@'),
+    ]) {
+      const w = new MailWorker(s.container.db, {
+        smtpUrl: url,
+        from: FROM,
+        concurrency: 1,
+        leaseMs: 60_000,
+        pollMs: 3_600_000,
+        retrySchedule: [0, 0],
+        logger: createLogger('debug', log.stream),
+      })
+      try {
+        await w.start()
+        wakeMailWorkers()
+        await w.idle()
+      } finally {
+        await w.stop()
+      }
+    }
+    const row = await s.container.db
+      .selectFrom('mail_outbox')
+      .selectAll()
+      .where('id', '=', id!)
+      .executeTakeFirstOrThrow()
+    expect(row.attempts).toBeGreaterThanOrEqual(2)
+    expect(log.lines.length).toBeGreaterThanOrEqual(2)
+    expect(log.lines.join('\n')).not.toContain('s3cret-word')
+    expect(row.last_error ?? '').not.toContain('s3cret-word')
   })
 
   async function principalOf(userId: number) {
