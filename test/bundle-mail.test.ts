@@ -516,6 +516,32 @@ describe.each(dialects)('share links by e-mail (%s)', (dialect) => {
     expect(row.last_error ?? '').not.toContain('s3cret-word')
   })
 
+  it('forgets a link’s recipients and notifications with the link', async () => {
+    const b = await newBundle(alice.key, 'alice-files')
+    const add = await call(s, 'POST', '/bundle_recipients', {
+      key: alice.key,
+      body: { bundle_id: b.id, recipient: 'gone@client.example' },
+    })
+    expect(add.status).toBe(201)
+    const n = await call(s, 'POST', '/bundle_notifications', { key: alice.key, body: { bundle_id: b.id } })
+    expect(n.status).toBe(201)
+    expect((await call(s, 'DELETE', `/bundles/${b.id}`, { key: alice.key })).status).toBe(204)
+    const db = s.container.db
+    expect(
+      await db.selectFrom('bundle_recipients').select('id').where('bundle_id', '=', b.id).execute(),
+    ).toEqual([])
+    expectError(
+      await call(s, 'GET', `/bundle_notifications/${n.body.id}`, { key: alice.key }),
+      404,
+      'not-found',
+    )
+    expectError(
+      await call(s, 'GET', `/bundle_recipients?bundle_id=${b.id}`, { key: alice.key }),
+      404,
+      'not-found',
+    )
+  })
+
   async function principalOf(userId: number) {
     const user = await s.container.db
       .selectFrom('users')
