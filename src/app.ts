@@ -15,6 +15,7 @@ import { apiKeyRoutes } from './http/routes/api-keys.js'
 import { appRoutes } from './http/routes/apps.js'
 import { bannedAddressRoutes } from './http/routes/banned-addresses.js'
 import { billingRoutes } from './http/routes/billing.js'
+import { bundleMailRoutes } from './http/routes/bundle-mail.js'
 import { bundleRoutes } from './http/routes/bundles.js'
 import { exportFileRoutes } from './http/routes/export-files.js'
 import { fileOperationRoutes } from './http/routes/file-operations.js'
@@ -231,6 +232,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       await api.register(appRoutes(container))
       await api.register(publicKeyRoutes(container))
       await api.register(bundleRoutes(container))
+      await api.register(bundleMailRoutes(container))
       await api.register(sftpHostKeyRoutes(container))
       await api.register(bannedAddressRoutes(container))
       await api.register(swaggerRoutes())

@@ -79,6 +79,8 @@ export interface Config extends ModuleSettings {
   }
   /** The FTP/FTPS front end (docs/decisions.md, "FTP and FTPS"). */
   ftp: FtpConfig
+  /** The operator's SMTP server (nodemailer's URL form, credentials included); undefined: no mail. */
+  smtpUrl: string | undefined
 }
 
 export interface S3Config {
@@ -218,6 +220,17 @@ const SETTINGS = Type.Object({
   CHECKSUM_CONCURRENCY: int(2, 1, 64),
   CHECKSUM_POLL_MS: int(5000, 10, 3_600_000),
   CHECKSUM_LEASE_SECONDS: int(60, 1, 86400),
+  // The URL's password must never be echoed: the message leaves the value out.
+  SMTP_URL: Type.Optional(
+    text(
+      undefined,
+      `^${anyCase('smtp')}s?://[^\\s/?#]`,
+      'SMTP_URL must be an smtp:// or smtps:// URL, e.g. smtp://user:password@mail.example.com:587',
+    ),
+  ),
+  MAIL_FROM: Type.Optional(text()),
+  MAIL_RETENTION_DAYS: int(30, 1, 36500),
+  SHARE_MAIL_LIMIT_PER_HOUR: int(100, 1, 1_000_000),
   ...FTP_SETTINGS,
 })
 
@@ -365,6 +378,7 @@ export function loadConfig(env: Env = process.env): Config {
       leaseSeconds: s.CHECKSUM_LEASE_SECONDS,
     },
     ftp: ftpConfig(s, { host, dataDir }, problems),
+    ...mailSettings(s, problems),
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config
@@ -399,6 +413,38 @@ function blobStore(s: Settings, env: Env, problems: string[]): Config['blobs'] {
       prefix,
       forcePathStyle: isTrue(s.S3_FORCE_PATH_STYLE),
       transferMode: s.S3_TRANSFER_MODE,
+    },
+  }
+}
+
+/**
+ * MAIL_FROM is `address` or `Name <address>`; its domain names the Message-IDs. Required with
+ * SMTP_URL: mail needs a sender the operator chose.
+ */
+const MAIL_FROM = /^(?:[^<>]*<\s*([^<>\s@]+@([^<>\s@]+))\s*>|([^<>\s@]+@([^<>\s@]+)))$/
+
+function mailSettings(s: Settings, problems: string[]): Pick<Config, 'smtpUrl' | 'mail'> {
+  const smtpUrl = s.SMTP_URL
+  if (smtpUrl !== undefined && !URL.canParse(smtpUrl)) {
+    problems.push(
+      'SMTP_URL must be an smtp:// or smtps:// URL, e.g. smtp://user:password@mail.example.com:587',
+    )
+  }
+  const from = s.MAIL_FROM?.trim()
+  const m = from === undefined ? null : MAIL_FROM.exec(from)
+  if (from !== undefined && !m) {
+    problems.push(`MAIL_FROM must be an address or "Name <address>" (got "${from}")`)
+  } else if (smtpUrl !== undefined && from === undefined) {
+    problems.push('MAIL_FROM is required when SMTP_URL is set')
+  }
+  return {
+    smtpUrl,
+    mail: {
+      enabled: smtpUrl !== undefined,
+      from: from ?? '',
+      domain: (m?.[2] ?? m?.[4] ?? 'wharf.invalid').toLowerCase(),
+      retentionDays: s.MAIL_RETENTION_DAYS,
+      shareLimitPerHour: s.SHARE_MAIL_LIMIT_PER_HOUR,
     },
   }
 }

@@ -6,7 +6,7 @@ import type { BlobStore } from './blobs/blob-store.js'
 import { LocalBlobStore } from './blobs/disk/local-blob-store.js'
 import { guardStorageFull } from './blobs/storage-full-guard.js'
 import { ChecksumWorker } from './checksums/checksum-worker.js'
-import type { Config } from './config.js'
+import { type Config, DEFAULT_RETRY_SCHEDULE } from './config.js'
 import { type DatabaseHandle, openDatabase } from './db/database.js'
 import type { Database, ExportKind } from './db/schema.js'
 import { ExportBuilder } from './exports/export-builder.js'
@@ -19,6 +19,8 @@ import { webhookLogSource } from './exports/webhook-log-export.js'
 import { RateLimiter } from './http/rate-limiter.js'
 import { IdentityCache } from './identity/identity-cache.js'
 import { JobLease } from './jobs/job-lease.js'
+import { MailRetention } from './mail/mail-retention.js'
+import { MailWorker } from './mail/mail-worker.js'
 import { HeldActions } from './modules/actions/held-actions.js'
 import { ApiKeyService } from './modules/api-keys/api-key-service.js'
 import { loadAppCatalog } from './modules/apps/app-catalog.js'
@@ -27,6 +29,7 @@ import { AuthService } from './modules/auth/auth-service.js'
 import { ProtocolLogin } from './modules/auth/protocol-login.js'
 import { BillingLedger } from './modules/billing/billing-ledger.js'
 import { BillingService } from './modules/billing/billing-service.js'
+import { BundleMailService } from './modules/bundles/bundle-mail-service.js'
 import { BundleService } from './modules/bundles/bundle-service.js'
 import { ExportService } from './modules/exports/export-service.js'
 import { DownloadService } from './modules/files/download-service.js'
@@ -80,8 +83,10 @@ export interface Container {
   exports: { worker: ExportWorker; retention: ExportRetention }
   /** Computes the md5 and CRC-32 of uploads after they commit. */
   checksums: ChecksumWorker
+  /** The mail outbox's sender (null without SMTP_URL) and the deletion of old messages. */
+  mail: { worker: MailWorker | null; retention: MailRetention }
   now: () => number
-  /** Starts the background work (janitor, webhook delivery, export builds, checksums, retention) once the server listens. */
+  /** Starts the background work (janitor, webhook delivery, export builds, checksums, mail, retention) once the server listens. */
   startBackground(): Promise<void>
   close(): Promise<void>
 }
@@ -229,6 +234,24 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       releaseClaimsOnStart: database.dialect.singleProcess,
       logger: opts.logger,
     })
+    const mailWorker = config.smtpUrl
+      ? new MailWorker(db, {
+          smtpUrl: config.smtpUrl,
+          from: config.mail.from,
+          concurrency: 4,
+          // Well past the longest nodemailer waits on a server (its socket timeout is 10 min).
+          leaseMs: 15 * 60_000,
+          pollMs: 30_000,
+          // The webhooks' default: 8 attempts over about 33 hours.
+          retrySchedule: DEFAULT_RETRY_SCHEDULE,
+          releaseClaimsOnStart: database.dialect.singleProcess,
+          logger: opts.logger,
+          now,
+        })
+      : null
+    const mailRetention = new MailRetention(db, config.mail.retentionDays, now, opts.logger).takeTurns(
+      turns('mail-retention'),
+    )
     const auth = new AuthService(repos.apiKeys, repos.users, repos.sessions, config, now, identities)
     const fileRepos = { files: repos.files, folders: repos.folders }
     const uploads = new UploadService(
@@ -262,6 +285,14 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       new AddressGuard(hooks.allowedCidrs),
       now,
     )
+    const bundles = new BundleService(
+      repos.bundles,
+      repos.users,
+      fileAccess,
+      secrets,
+      () => config.baseUrl,
+      now,
+    )
     const services: Services = {
       auth,
       apiKeys: new ApiKeyService(repos.apiKeys, repos.users, config, secrets, now, identities),
@@ -286,7 +317,15 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       }),
       protocolLogin: new ProtocolLogin(repos.users, auth, sessions, loginDefender, now),
       publicKeys: new PublicKeyService(repos.publicKeys, repos.users, secrets, now),
-      bundles: new BundleService(repos.bundles, repos.users, fileAccess, secrets, () => config.baseUrl, now),
+      bundles,
+      bundleMail: new BundleMailService(
+        repos.bundleMail,
+        bundles,
+        repos.users,
+        secrets,
+        () => ({ mail: config.mail, siteName: config.siteName, baseUrl: config.baseUrl }),
+        now,
+      ),
       hostKeys: new HostKeyService(hostKeys),
       history: new HistoryService(repos.history, fileAccess, secrets, now),
       webhookSettings,
@@ -312,6 +351,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       webhooks: { dispatcher, retention, sender },
       exports: { worker: exportWorker, retention: exportRetention },
       checksums,
+      mail: { worker: mailWorker, retention: mailRetention },
       now,
       startBackground: async () => {
         janitor.start(config.files.janitorIntervalSeconds * 1000)
@@ -320,9 +360,17 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
         await dispatcher.start()
         await exportWorker.start()
         await checksums.start()
+        if (mailWorker) {
+          const smtp = new URL(config.smtpUrl!)
+          opts.logger?.info({ smtpHost: smtp.host, from: config.mail.from }, 'mail is sent through SMTP')
+          mailRetention.start(HOUR)
+          await mailWorker.start()
+        }
       },
       close: async () => {
         // Background work first: what is in progress finishes before the database closes under it.
+        await mailWorker?.stop()
+        await mailRetention.stop()
         await checksums.stop()
         await exportWorker.stop()
         await exportRetention.stop()

@@ -79,6 +79,10 @@ const STATE_ANSWERS: [ops: string | string[], status: number, type: string, mess
     'processing-failure/model-save-error',
     /^Start access on date must not be after expires_at$/,
   ],
+  // The server under test has no SMTP_URL: what would send mail says so (after the form is checked).
+  [['POST /bundles/{id}/share', 'POST /bundle_recipients'], 422, 'processing-failure/mail-not-configured'],
+  // "at least one address" between to and recipients (the description of the share).
+  ['POST /bundles/{id}/share', 400, 'bad-request/request-params-required', /^to or recipients is required$/],
   // A folder with files in it is deleted only with recursive=true.
   ['DELETE /resource/{id}', 422, 'processing-failure/folder-not-empty'],
 ]
@@ -151,6 +155,10 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       paths: [folder],
       user_id: user.id,
     })
+    const notification = await s.container.services.bundleMail.createNotification(
+      operatorPrincipal(s.container.site.id),
+      { bundle_id: bundle.id, notify_user_id: user.id },
+    )
     const upload = `${folder}/up.txt`
     const ids: Record<string, number | string> = {
       api_keys: key.id,
@@ -163,6 +171,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       export_files: exports['export_file_id']!,
       public_keys: publicKey.id,
       bundles: bundle.id,
+      bundle_notifications: notification.id,
     }
     const first = op.path.split('/')[1]!
     const refs: Refs = {
@@ -172,6 +181,8 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       history_export_id: exports['history_export_id']!,
       action_notification_export_id: exports['action_notification_export_id']!,
       public_key: sshKey(),
+      bundle_id: bundle.id,
+      notify_user_id: user.id,
     }
     // Folders for the folder routes, copies and moves (so structure=true has one to copy) and
     // the records that name a folder; the file for the others; a new path for creations.
@@ -297,7 +308,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     expect(failures).toEqual([])
     // The state answers did occur (which ones depends on the values drawn).
     expect(seen.size).toBeGreaterThanOrEqual(5)
-    expect(ops.length).toBe(68)
+    expect(ops.length).toBe(76)
     expect(sent).toBeGreaterThan(ops.length * VARIANTS)
   })
 })

@@ -164,5 +164,6 @@ export const ERRORS = {
   trialLocked: of('site-configuration/trial-locked'),
   userRequestsEnabledRequired: of('site-configuration/user-requests-enabled-required'),
   storageFull: of('service-unavailable/storage-full'),
+  mailNotConfigured: of('processing-failure/mail-not-configured'),
   internalServerError: of('internal-server-error'),
 } as const satisfies Record<string, ErrorFactory>

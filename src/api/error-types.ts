@@ -148,7 +148,10 @@ export const ERROR_TYPES = [
 ] as const
 
 /** Wharf's own types beyond the spec's list (decisions.md). */
-export const WHARF_ERROR_TYPES = ['service-unavailable/storage-full'] as const
+export const WHARF_ERROR_TYPES = [
+  'service-unavailable/storage-full',
+  'processing-failure/mail-not-configured',
+] as const
 
 export type ErrorType =
   | (typeof ERROR_TYPES)[number]

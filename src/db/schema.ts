@@ -299,6 +299,8 @@ export interface Database {
   mail_outbox: MailOutboxTable
   bundles: BundlesTable
   bundle_paths: BundlePathsTable
+  bundle_recipients: BundleRecipientsTable
+  bundle_notifications: BundleNotificationsTable
 }
 
 /** Share links: a code, its settings, and (in bundle_paths) the paths it shares. */
@@ -336,6 +338,34 @@ export interface BundlePathsTable {
   bundle_id: number
   path: string
   recursive: number
+}
+
+/** The people a bundle was shared with by e-mail, one row per address (migration 016). */
+export interface BundleRecipientsTable {
+  id: Generated<number>
+  site_id: number
+  bundle_id: number
+  /** Who added the recipient; null for a site-wide key. */
+  user_id: number | null
+  recipient: string
+  recipient_lower: string
+  name: string | null
+  company: string | null
+  note: string | null
+  /** The last time the link was mailed to them; null if it never was. */
+  sent_at: number | null
+  created_at: number
+}
+
+/** Users told by e-mail of registrations on, or uploads to, a bundle (migration 016). */
+export interface BundleNotificationsTable {
+  id: Generated<number>
+  site_id: number
+  bundle_id: number
+  notify_user_id: number
+  notify_on_registration: number
+  notify_on_upload: number
+  created_at: number
 }
 
 /** Failed logins by address, inside the login defender's window. */
@@ -376,6 +406,8 @@ export interface MailOutboxTable {
   lease_owner: string | null
   lease_until: number | null
   created_at: number
+  /** The user whose action queued it (null: a site-wide key's, or none); counts shared mail. */
+  sender_user_id: number | null
 }
 
 export interface ChecksumJobsTable {

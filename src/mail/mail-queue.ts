@@ -20,6 +20,8 @@ export interface NewMail {
   /** Plain text, always sent; `html` is its alternative part when given. */
   text: string
   html?: string | undefined
+  /** The user whose action queues it (null or absent: a site-wide key's, or none). */
+  senderUserId?: number | null | undefined
 }
 
 /**
@@ -47,6 +49,7 @@ export async function queueMail(
         message_id: `<${crypto.randomUUID()}@${domain}>`,
         next_attempt_at: now,
         created_at: now,
+        sender_user_id: m.senderUserId ?? null,
       })),
     )
     .returning('id')

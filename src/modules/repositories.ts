@@ -3,6 +3,7 @@ import type { SqlDialect } from '../db/dialects/dialect.js'
 import type { Database } from '../db/schema.js'
 import { ApiKeyRepository } from './api-keys/api-key-repository.js'
 import { BillingRepository } from './billing/billing-repository.js'
+import { BundleMailRepository } from './bundles/bundle-mail-repository.js'
 import { BundleRepository } from './bundles/bundle-repository.js'
 import { ExportRepository } from './exports/export-repository.js'
 import { FileRepository } from './files/file-repository.js'
@@ -29,6 +30,7 @@ export interface Repositories {
   history: HistoryRepository
   publicKeys: PublicKeyRepository
   bundles: BundleRepository
+  bundleMail: BundleMailRepository
   exports: ExportRepository
   serverKeys: ServerKeyRepository
   webhookSettings: WebhookSettingsRepository
@@ -49,6 +51,7 @@ export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): R
     history: new HistoryRepository(db, dialect),
     publicKeys: new PublicKeyRepository(db, dialect),
     bundles: new BundleRepository(db, dialect),
+    bundleMail: new BundleMailRepository(db, dialect),
     exports: new ExportRepository(db, dialect),
     serverKeys: new ServerKeyRepository(db, dialect),
     webhookSettings: new WebhookSettingsRepository(db, dialect),

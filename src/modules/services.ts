@@ -4,6 +4,7 @@ import type { AuthService } from './auth/auth-service.js'
 import type { ProtocolLogin } from './auth/protocol-login.js'
 import type { BillingLedger } from './billing/billing-ledger.js'
 import type { BillingService } from './billing/billing-service.js'
+import type { BundleMailService } from './bundles/bundle-mail-service.js'
 import type { BundleService } from './bundles/bundle-service.js'
 import type { ExportService } from './exports/export-service.js'
 import type { DownloadService } from './files/download-service.js'
@@ -48,6 +49,8 @@ export interface Services {
   publicKeys: PublicKeyService
   /** Share links, their owners' side (GET/POST/PATCH/DELETE /bundles). */
   bundles: BundleService
+  /** Share links sent by e-mail (share, BundleRecipient) and BundleNotification. */
+  bundleMail: BundleMailService
   /** The SFTP server's host keys, generated on first use (GET /sftp_host_keys). */
   hostKeys: HostKeyService
   /** The /history endpoints: recent actions. */

@@ -26,6 +26,19 @@ export interface ModuleSettings {
     windowMinutes: number
     banMinutes: number
   }
+  /** Mail Wharf sends (docs/decisions.md, "Mail"). */
+  mail: {
+    /** SMTP_URL is set: share links go out by e-mail, notifications are sent. */
+    enabled: boolean
+    /** The From header (MAIL_FROM). */
+    from: string
+    /** MAIL_FROM's domain: the right-hand side of every Message-ID. */
+    domain: string
+    /** Sent and given-up messages are deleted this long after they were queued. */
+    retentionDays: number
+    /** Recipients one user may mail a share link to in an hour. */
+    shareLimitPerHour: number
+  }
   files: {
     /** Size of each upload part the server asks for (FileUploadPart.partsize). */
     partSize: number

@@ -200,6 +200,8 @@ export async function startServer(
   await container.webhooks.dispatcher.start()
   await container.exports.worker.start()
   await container.checksums.start()
+  // With SMTP_URL, queued mail goes out as in production.
+  await container.mail.worker?.start()
   const addr = app.server.address()
   const port = typeof addr === 'object' && addr ? addr.port : 0
   const url = `http://127.0.0.1:${port}`

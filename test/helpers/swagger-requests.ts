@@ -121,6 +121,13 @@ export function draw(d: Draw, name: string, schema: any): unknown {
       while (v.length < (schema.minLength ?? 0)) v += 'a'
       return v
     }
+    case 'object':
+      // An object in an array (a share's recipients): each of its fields drawn.
+      return Object.fromEntries(
+        Object.entries((schema.properties ?? {}) as Record<string, unknown>)
+          .map(([k, p]) => [k, draw(d, k, p)])
+          .filter(([, v]) => v !== undefined),
+      )
     default:
       // A field without a type (a read-only echo, an ignored field): the document says nothing
       // to draw a value from.

@@ -27,8 +27,38 @@ declare module 'files.com/lib/models/Bundle.js' {
     update(params?: Record<string, unknown>): Promise<Bundle>
     delete(params?: Record<string, unknown>): Promise<void>
     save(): Promise<boolean>
+    share(params?: Record<string, unknown>): Promise<void>
     static list(params?: Record<string, unknown>, options?: RequestOptions): Promise<Bundle[]>
     static find(id: number, params?: Record<string, unknown>, options?: RequestOptions): Promise<Bundle>
     static create(params: Record<string, unknown>, options?: RequestOptions): Promise<Bundle>
+  }
+}
+
+declare module 'files.com/lib/models/BundleRecipient.js' {
+  export default class BundleRecipient {
+    readonly recipient: string
+    readonly name: string | null
+    readonly company: string | null
+    readonly note: string | null
+    readonly sent_at: string | null
+    readonly attributes: Record<string, unknown>
+    static list(params: Record<string, unknown>): Promise<BundleRecipient[]>
+    static create(params: Record<string, unknown>): Promise<BundleRecipient>
+  }
+}
+
+declare module 'files.com/lib/models/BundleNotification.js' {
+  export default class BundleNotification {
+    readonly id: number
+    readonly bundle_id: number
+    readonly notify_user_id: number
+    readonly notify_on_registration: boolean
+    readonly notify_on_upload: boolean
+    readonly attributes: Record<string, unknown>
+    update(params?: Record<string, unknown>): Promise<BundleNotification>
+    delete(params?: Record<string, unknown>): Promise<void>
+    static list(params?: Record<string, unknown>): Promise<BundleNotification[]>
+    static find(id: number, params?: Record<string, unknown>): Promise<BundleNotification>
+    static create(params: Record<string, unknown>): Promise<BundleNotification>
   }
 }

@@ -78,8 +78,13 @@ export async function startRecorder(target: string): Promise<Recorder> {
  * One Wharf server per test file, reached through a recording proxy, with the SDK reset before
  * each test. `use` receives both once they are up.
  */
-export function sdkServer(dialect: DialectName, use: (s: TestServer, rec: Recorder) => void): void {
-  const s = useServer(dialect)
+export function sdkServer(
+  dialect: DialectName,
+  use: (s: TestServer, rec: Recorder) => void,
+  /** The server's settings, read when it starts. */
+  env: () => Record<string, string> = () => ({}),
+): void {
+  const s = useServer(dialect, env)
   const rec = useStarted(`${dialect} SDK recorder`, () => startRecorder(s.url))
   beforeAll(() => use(s, rec))
   beforeEach(() => {

@@ -186,7 +186,7 @@ export class BundleService {
   }
 
   /** The bundle if the caller may see it: site admins see all, others only their own. */
-  private async visible(p: Principal, id: number): Promise<BundleWithOwner> {
+  async visible(p: Principal, id: number): Promise<BundleWithOwner> {
     const row = await this.repo.find(p.siteId, id)
     // Another user's bundle is not shown to exist.
     if (!row || (!isSiteAdmin(p) && row.user_id !== p.user?.id)) throw notFound(id)
@@ -247,7 +247,7 @@ export class BundleService {
 }
 
 /** App keys other than the desktop, sync and mobile apps' cannot manage share links. */
-function refuseAppKeys(p: Principal): void {
+export function refuseAppKeys(p: Principal): void {
   if (p.permissionSet === 'office_integration') {
     throw ERRORS.apiKeyOnlyForOfficeIntegration(
       'This API key (permission set office_integration) cannot manage share links',
