@@ -3,6 +3,8 @@ import { Command, InvalidArgumentError } from 'commander'
 import { ERRORS } from './api/error-factories.js'
 import { ApiError } from './api/errors.js'
 import { registerApiKeyCommands } from './cli/api-key-commands.js'
+import { registerBackupCommands } from './cli/backup-commands.js'
+import { BackupError } from './cli/backup-files.js'
 import { registerBannedAddressCommands } from './cli/banned-address-commands.js'
 import { registerBillingCommands } from './cli/billing-commands.js'
 import { PortUnavailableError } from './cli/bound-ports.js'
@@ -142,6 +144,7 @@ keys
 registerApiKeyCommands(keys, withContainer)
 registerBillingCommands(program, withContainer)
 registerBannedAddressCommands(program, withContainer)
+registerBackupCommands(program, config)
 for (const c of program.commands.find((c) => c.name() === 'billing')?.commands ?? [])
   c.addHelpText('after', URL_NOTE)
 
@@ -150,7 +153,12 @@ const isStoreCheck = (err: unknown): err is Error => err instanceof Error && err
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   // Said in a line, like the configuration: the operator's move is to change a setting.
-  if (err instanceof ConfigError || err instanceof PortUnavailableError || isStoreCheck(err))
+  if (
+    err instanceof ConfigError ||
+    err instanceof PortUnavailableError ||
+    err instanceof BackupError ||
+    isStoreCheck(err)
+  )
     console.error(err.message)
   else if (isStorageFull(err)) {
     // Said plainly, without a stack trace: the operator's move is to free space, not to debug.

@@ -110,7 +110,7 @@ const HOUR = 3600_000
  * The store BLOB_STORE names; start-up says which, and where (never with credentials). The S3
  * store's modules, and the AWS SDK with them (about 35 MiB resident), load only when it is chosen.
  */
-async function openBlobStore(
+export async function openBlobStore(
   config: Config,
   logger: Logger | undefined,
   now: () => number,
