@@ -385,6 +385,8 @@ describe.each(dialects)('backup, restore and verify (%s)', (dialect) => {
       orphans: 1,
       ok: false,
     })
+    expect((await verifyBlobs(c.database, c.blobs, { repair: true })).removed).toBe(1)
+    expect(await c.blobs.size(orphan.key)).toBeNull()
 
     const dir = path.join(await tmp('backup'), 'site')
     const { manifest } = await backupSite({ config: c.config, databaseSchema: schemaOf(s) }, dir)
