@@ -62,11 +62,17 @@ program
 program
   .command('migrate')
   .description('apply database migrations, then exit')
-  .action(async () => {
+  .option('--dry-run', 'list the migrations that would be applied, and apply none', false)
+  .action(async (o: { dryRun: boolean }) => {
     const cfg = config()
     const { openDatabase } = await import('./db/database.js')
     const db = openDatabase({ url: cfg.databaseUrl, dataDir: cfg.dataDir })
     try {
+      if (o.dryRun) {
+        const pending = await db.pendingMigrations()
+        console.log(pending.length ? `would apply: ${pending.join(', ')}` : 'database is up to date')
+        return
+      }
       const applied = await db.migrate()
       console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date')
     } finally {
@@ -157,6 +163,7 @@ program.parseAsync(process.argv).catch((err: unknown) => {
     err instanceof ConfigError ||
     err instanceof PortUnavailableError ||
     err instanceof BackupError ||
+    (err instanceof Error && err.name === 'DatabaseNewerError') ||
     isStoreCheck(err)
   )
     console.error(err.message)
