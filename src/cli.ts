@@ -7,6 +7,8 @@ import { registerBackupCommands } from './cli/backup-commands.js'
 import { BackupError } from './cli/backup-files.js'
 import { registerBannedAddressCommands } from './cli/banned-address-commands.js'
 import { registerBillingCommands } from './cli/billing-commands.js'
+import { registerConfigCommands } from './cli/config-commands.js'
+import { settingsEnvironment } from './cli/config-file.js'
 import { PortUnavailableError } from './cli/bound-ports.js'
 import { registerUserCommands } from './cli/user-commands.js'
 import { wharfVersion } from './cli/version.js'
@@ -33,7 +35,7 @@ const program = new Command()
   .addHelpText('after', URL_NOTE)
 
 function config(): Config {
-  return loadConfig(process.env)
+  return loadConfig(settingsEnvironment(process.env))
 }
 
 async function withContainer<T>(
@@ -151,6 +153,7 @@ registerApiKeyCommands(keys, withContainer)
 registerBillingCommands(program, withContainer)
 registerBannedAddressCommands(program, withContainer)
 registerBackupCommands(program, config)
+registerConfigCommands(program, config)
 for (const c of program.commands.find((c) => c.name() === 'billing')?.commands ?? [])
   c.addHelpText('after', URL_NOTE)
 
