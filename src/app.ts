@@ -20,6 +20,7 @@ import { exportFileRoutes } from './http/routes/export-files.js'
 import { fileOperationRoutes } from './http/routes/file-operations.js'
 import { fileRoutes } from './http/routes/files.js'
 import { folderRoutes } from './http/routes/folders.js'
+import { registerHealthRoutes } from './http/routes/health.js'
 import { historyRoutes } from './http/routes/history.js'
 import { historyExportRoutes } from './http/routes/history-exports.js'
 import { permissionRoutes } from './http/routes/permissions.js'
@@ -238,6 +239,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     { prefix: API_PREFIX },
   )
 
+  registerHealthRoutes(app, container.readiness)
   if (config.dav.enabled) await registerDav(app, container, config)
   // Where the blob store has clients send parts itself, the interface's uploads go there too.
   await registerWebUi(app, config.webDir, (await container.blobs.directOrigins?.()) ?? [])

@@ -1,5 +1,5 @@
 import path from 'node:path'
-import type { Kysely } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import type { Logger } from 'pino'
 import { BlobJanitor } from './blobs/blob-janitor.js'
 import type { BlobStore } from './blobs/blob-store.js'
@@ -17,6 +17,7 @@ import { ExportWorker } from './exports/export-worker.js'
 import { historySource } from './exports/history-export.js'
 import { webhookLogSource } from './exports/webhook-log-export.js'
 import { RateLimiter } from './http/rate-limiter.js'
+import { Readiness } from './http/readiness.js'
 import { IdentityCache } from './identity/identity-cache.js'
 import { JobLease } from './jobs/job-lease.js'
 import { HeldActions } from './modules/actions/held-actions.js'
@@ -57,6 +58,42 @@ import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js'
 import { WebhookLogRetention } from './webhooks/webhook-log-retention.js'
 import { WebhookSender } from './webhooks/webhook-sender.js'
 
+/** A worker's readiness: running, and its last look for work did not fail. */
+const workerPart = (name: string, worker: { health: { running: boolean; lastLookFailed: boolean } }) => ({
+  name,
+  check: () => {
+    const { running, lastLookFailed } = worker.health
+    if (!running) return 'not running'
+    return lastLookFailed ? 'its last look for work failed (see the log)' : null
+  },
+})
+
+/** What `GET /readyz` asks of the database, the blob store and the outboxes' workers. */
+function readinessOf(
+  database: DatabaseHandle,
+  blobs: BlobStore,
+  workers: Record<string, { health: { running: boolean; lastLookFailed: boolean } }>,
+): Readiness {
+  const readiness = new Readiness()
+    .add({
+      name: 'database',
+      check: async () => {
+        await sql`select 1`.execute(database.db)
+        return null
+      },
+    })
+    .add({
+      name: 'blob_store',
+      // The size of a key no blob has: one stat or HEAD, the store's cheapest question.
+      check: async () => {
+        await blobs.size('00000000000000000000000000000000')
+        return null
+      },
+    })
+  for (const [name, worker] of Object.entries(workers)) readiness.add(workerPart(name, worker))
+  return readiness
+}
+
 /** The composition root: one database, the services on it, and how to close them. */
 export interface Container {
   config: Config
@@ -80,6 +117,8 @@ export interface Container {
   exports: { worker: ExportWorker; retention: ExportRetention }
   /** Computes the md5 and CRC-32 of uploads after they commit. */
   checksums: ChecksumWorker
+  /** What `GET /readyz` asks: the database, the blob store, the workers, the front ends. */
+  readiness: Readiness
   now: () => number
   /** Starts the background work (janitor, webhook delivery, export builds, checksums, retention) once the server listens. */
   startBackground(): Promise<void>
@@ -312,6 +351,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       webhooks: { dispatcher, retention, sender },
       exports: { worker: exportWorker, retention: exportRetention },
       checksums,
+      readiness: readinessOf(database, blobs, { webhooks: dispatcher, exports: exportWorker, checksums }),
       now,
       startBackground: async () => {
         janitor.start(config.files.janitorIntervalSeconds * 1000)

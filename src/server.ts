@@ -42,6 +42,10 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     }
   }
   const app = await buildApp(container, { logger })
+  const { readiness } = container
+  readiness.expectFrontEnd('http')
+  if (config.sftp.enabled) readiness.expectFrontEnd('sftp')
+  if (config.ftp.enabled) readiness.expectFrontEnd('ftp')
   let sftp: SftpServer | null = null
   let ftp: FtpServer | null = null
   let stopping = false
@@ -49,6 +53,8 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     if (stopping) return
     stopping = true
     logger.info({ signal }, 'shutting down: finishing in-flight requests')
+    // A load balancer asking /readyz sends no new work here while the rest finishes.
+    readiness.listening('http', false)
     // Fastify closes the keep-alive connections that are idle when closing starts; one whose last
     // response is still finishing goes idle a moment later and would hold the close open for the
     // whole keep-alive timeout (72 s). Sweeping idle connections until closed ends those too.
@@ -74,6 +80,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   if (config.sftp.enabled) {
     const { startSftp } = await import('./sftp/sftp-server.js')
     sftp = await startSftp(container, config.sftp, logger, (server) => bound('SFTP_PORT').handTo(server))
+    readiness.listening('sftp')
     const hostKeys = sftp.hostKeys.map((k) => `${k.type} SHA256:${k.fingerprintSha256}`)
     logger.info({ address: `${sftp.host}:${sftp.port}`, hostKeys }, 'SFTP is listening')
   }
@@ -88,6 +95,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
       logger,
       listen: (server) => bound('FTP_PORT').handTo(server),
     })
+    readiness.listening('ftp')
     const { host, port } = ftp.address()
     logger.info(
       { address: `${host}:${port}`, tls: 'explicit (AUTH TLS)', certificateSha256: ftp.fingerprint },
@@ -96,6 +104,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   }
   await app.ready()
   await bound('PORT').handTo(app.server)
+  readiness.listening('http')
   await container.startBackground()
   logger.info(
     { url: config.baseUrl, database: container.database.dialect.name, dataDir: config.dataDir },

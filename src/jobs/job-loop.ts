@@ -11,6 +11,7 @@ export abstract class JobLoop {
   private pumping: Promise<void> | null = null
   private again = false
   private timer: NodeJS.Timeout | null = null
+  private lastLookFailed = false
 
   constructor(
     /** Longest wait between looks when nothing kicks the worker. */
@@ -61,6 +62,14 @@ export abstract class JobLoop {
     await this.pumping
   }
 
+  /**
+   * Whether the worker runs, and whether its last look for work failed (readiness: an outbox
+   * nobody works is a server that is not ready).
+   */
+  get health(): { running: boolean; lastLookFailed: boolean } {
+    return { running: !this.stopped, lastLookFailed: this.lastLookFailed }
+  }
+
   /** The look in progress, if any (tests wait for it). */
   protected get looking(): Promise<void> | null {
     return this.pumping
@@ -75,7 +84,9 @@ export abstract class JobLoop {
         drained = await this.look()
       } while (this.again && !this.stopped)
       if (drained) wait = await this.nextLookIn()
+      this.lastLookFailed = false
     } catch (err) {
+      this.lastLookFailed = true
       this.logger?.error({ err }, this.lookFailed)
     }
     if (!this.stopped) {
