@@ -37,6 +37,7 @@ import { connectionOptions, guardBodyRate } from './http/slow-clients.js'
 import { prepareBody } from './http/text-values.js'
 import { registerWebUi } from './http/web-ui.js'
 import { redactUrl } from './logger.js'
+import { metrics } from './metrics/metrics.js'
 import './http/request-context.js'
 import { ERRORS } from './api/error-factories.js'
 import { registerDav } from './dav/dav-plugin.js'
@@ -104,6 +105,13 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
   app.decorateRequest('format', 'json' as Format)
   app.setErrorHandler(handleError)
   guardBodyRate(app, config.http)
+  app.addHook('onResponse', (request, reply, done) => {
+    // The route's pattern, not the path: one series per route, whatever the paths asked.
+    const route = request.routeOptions.url ?? '(none)'
+    metrics.httpRequests.inc({ method: request.method, route, status: reply.statusCode })
+    metrics.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000)
+    done()
+  })
   if (opts.logger?.isLevelEnabled('info')) {
     const log = opts.logger
     app.addHook('onResponse', (request, reply, done) => {

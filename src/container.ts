@@ -20,6 +20,7 @@ import { RateLimiter } from './http/rate-limiter.js'
 import { Readiness } from './http/readiness.js'
 import { IdentityCache } from './identity/identity-cache.js'
 import { JobLease } from './jobs/job-lease.js'
+import { metrics } from './metrics/metrics.js'
 import { HeldActions } from './modules/actions/held-actions.js'
 import { ApiKeyService } from './modules/api-keys/api-key-service.js'
 import { loadAppCatalog } from './modules/apps/app-catalog.js'
@@ -67,6 +68,43 @@ const workerPart = (name: string, worker: { health: { running: boolean; lastLook
     return lastLookFailed ? 'its last look for work failed (see the log)' : null
   },
 })
+
+/** The outboxes' depths and the database pool, read when metrics are scraped; the remover. */
+function measureQueues(database: DatabaseHandle): () => void {
+  const { db } = database
+  const oldest = (row: { depth: number | string | bigint; oldest: number | string | null } | undefined) => ({
+    depth: Number(row?.depth ?? 0),
+    oldest: row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest),
+  })
+  const removers = [
+    metrics.webhookQueueSources.add(async () => [
+      {
+        endpoint: 'site',
+        ...oldest(
+          await db
+            .selectFrom('webhook_notifications')
+            .select((eb) => [eb.fn.countAll().as('depth'), eb.fn.min('created_at').as('oldest')])
+            .where('state', '=', 'pending')
+            .executeTakeFirst(),
+        ),
+      },
+    ]),
+    metrics.mailQueueSources.add(async () =>
+      oldest(
+        await db
+          .selectFrom('mail_outbox')
+          .select((eb) => [eb.fn.countAll().as('depth'), eb.fn.min('created_at').as('oldest')])
+          .where('state', '=', 'queued')
+          .executeTakeFirst(),
+      ),
+    ),
+  ]
+  const pool = database.poolStats
+  if (pool) removers.push(metrics.poolSources.add(pool))
+  return () => {
+    for (const remove of removers) remove()
+  }
+}
 
 /** What `GET /readyz` asks of the database, the blob store and the outboxes' workers. */
 function readinessOf(
@@ -336,6 +374,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       exports: new ExportService(repos.exports, repos.users, blobs, secrets, () => config.baseUrl, now),
       loginDefender,
     }
+    const unmeasure = measureQueues(database)
     return {
       config,
       database,
@@ -362,6 +401,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
         await checksums.start()
       },
       close: async () => {
+        unmeasure()
         // Background work first: what is in progress finishes before the database closes under it.
         await checksums.stop()
         await exportWorker.stop()

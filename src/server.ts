@@ -1,3 +1,4 @@
+import type http from 'node:http'
 import type { Logger } from 'pino'
 import { buildApp } from './app.js'
 import { bindPorts } from './cli/bound-ports.js'
@@ -19,6 +20,16 @@ export async function serve(config: Config, logger: Logger = createLogger(config
       : []),
     ...(config.ftp.enabled
       ? [{ setting: 'FTP_PORT', hostSetting: 'FTP_HOST', host: config.ftp.host, port: config.ftp.port }]
+      : []),
+    ...(config.metrics.enabled
+      ? [
+          {
+            setting: 'METRICS_PORT',
+            hostSetting: 'METRICS_HOST',
+            host: config.metrics.host,
+            port: config.metrics.port,
+          },
+        ]
       : []),
   ])
   const bound = (setting: string) => {
@@ -48,6 +59,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   if (config.ftp.enabled) readiness.expectFrontEnd('ftp')
   let sftp: SftpServer | null = null
   let ftp: FtpServer | null = null
+  let metricsListener: http.Server | null = null
   let stopping = false
   const stop = async (signal: string) => {
     if (stopping) return
@@ -60,6 +72,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     // whole keep-alive timeout (72 s). Sweeping idle connections until closed ends those too.
     const sweep = setInterval(() => app.server.closeIdleConnections(), 100)
     try {
+      metricsListener?.close()
       await Promise.all([app.close(), sftp?.close(), ftp?.close()])
       clearInterval(sweep)
       logger.info('HTTP server closed; closing the database')
@@ -100,6 +113,16 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     logger.info(
       { address: `${host}:${port}`, tls: 'explicit (AUTH TLS)', certificateSha256: ftp.fingerprint },
       'FTP is listening',
+    )
+  }
+  if (config.metrics.enabled) {
+    const { metricsServer } = await import('./http/metrics-listener.js')
+    metricsListener = metricsServer(config.metrics.token)
+    const port = bound('METRICS_PORT')
+    await port.handTo(metricsListener)
+    logger.info(
+      { address: `${config.metrics.host}:${port.port}`, token: config.metrics.token ? 'required' : 'none' },
+      'metrics are served at /metrics',
     )
   }
   await app.ready()

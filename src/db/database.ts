@@ -55,6 +55,8 @@ export interface DatabaseHandle {
     signal: AbortSignal,
     read: (blocks: AsyncIterable<CsvBlock>[]) => Promise<T>,
   ) => Promise<T>
+  /** PostgreSQL only: the connection pool now (metrics). */
+  poolStats?: () => { total: number; idle: number; waiting: number }
   /** SQLite on a file only: its path, for a second (read-only) connection in another thread. */
   sqliteFile?: string
   close(): Promise<void>
@@ -245,6 +247,7 @@ function openPostgres(url: string, schema: string | undefined): DatabaseHandle {
     ) => copyCsvInOneSnapshot(pool, selects.map(copyText), signal, read),
     listen: (channel: (schema: string) => string, onNotify: () => void) =>
       listenPostgres(pg, url, schema, channel, onNotify),
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
   }
   if (!schema) return h
   return {

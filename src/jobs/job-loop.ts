@@ -1,4 +1,5 @@
 import type { Logger } from 'pino'
+import { metrics } from '../metrics/metrics.js'
 
 /**
  * When a worker looks for work: at once when kicked (work was created, a slot came free), again
@@ -85,8 +86,10 @@ export abstract class JobLoop {
       } while (this.again && !this.stopped)
       if (drained) wait = await this.nextLookIn()
       this.lastLookFailed = false
+      metrics.jobLooks.inc({ worker: this.constructor.name, result: 'ok' })
     } catch (err) {
       this.lastLookFailed = true
+      metrics.jobLooks.inc({ worker: this.constructor.name, result: 'failed' })
       this.logger?.error({ err }, this.lookFailed)
     }
     if (!this.stopped) {
