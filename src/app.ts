@@ -21,6 +21,7 @@ import { exportFileRoutes } from './http/routes/export-files.js'
 import { fileOperationRoutes } from './http/routes/file-operations.js'
 import { fileRoutes } from './http/routes/files.js'
 import { folderRoutes } from './http/routes/folders.js'
+import { registerHealthRoutes } from './http/routes/health.js'
 import { historyRoutes } from './http/routes/history.js'
 import { historyExportRoutes } from './http/routes/history-exports.js'
 import { permissionRoutes } from './http/routes/permissions.js'
@@ -37,6 +38,7 @@ import { connectionOptions, guardBodyRate } from './http/slow-clients.js'
 import { prepareBody } from './http/text-values.js'
 import { registerWebUi } from './http/web-ui.js'
 import { redactUrl } from './logger.js'
+import { metrics } from './metrics/metrics.js'
 import './http/request-context.js'
 import { ERRORS } from './api/error-factories.js'
 import { registerDav } from './dav/dav-plugin.js'
@@ -104,6 +106,13 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
   app.decorateRequest('format', 'json' as Format)
   app.setErrorHandler(handleError)
   guardBodyRate(app, config.http)
+  app.addHook('onResponse', (request, reply, done) => {
+    // The route's pattern, not the path: one series per route, whatever the paths asked.
+    const route = request.routeOptions.url ?? '(none)'
+    metrics.httpRequests.inc({ method: request.method, route, status: reply.statusCode })
+    metrics.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000)
+    done()
+  })
   if (opts.logger?.isLevelEnabled('info')) {
     const log = opts.logger
     app.addHook('onResponse', (request, reply, done) => {
@@ -240,6 +249,7 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     { prefix: API_PREFIX },
   )
 
+  registerHealthRoutes(app, container.readiness)
   if (config.dav.enabled) await registerDav(app, container, config)
   // Where the blob store has clients send parts itself, the interface's uploads go there too.
   await registerWebUi(app, config.webDir, (await container.blobs.directOrigins?.()) ?? [])

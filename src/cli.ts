@@ -3,9 +3,13 @@ import { Command, InvalidArgumentError } from 'commander'
 import { ERRORS } from './api/error-factories.js'
 import { ApiError } from './api/errors.js'
 import { registerApiKeyCommands } from './cli/api-key-commands.js'
+import { registerBackupCommands } from './cli/backup-commands.js'
+import { BackupError } from './cli/backup-files.js'
 import { registerBannedAddressCommands } from './cli/banned-address-commands.js'
 import { registerBillingCommands } from './cli/billing-commands.js'
 import { PortUnavailableError } from './cli/bound-ports.js'
+import { registerConfigCommands } from './cli/config-commands.js'
+import { settingsEnvironment } from './cli/config-file.js'
 import { registerUserCommands } from './cli/user-commands.js'
 import { wharfVersion } from './cli/version.js'
 import { type Config, ConfigError, loadConfig } from './config.js'
@@ -31,7 +35,7 @@ const program = new Command()
   .addHelpText('after', URL_NOTE)
 
 function config(): Config {
-  return loadConfig(process.env)
+  return loadConfig(settingsEnvironment(process.env))
 }
 
 async function withContainer<T>(
@@ -60,11 +64,17 @@ program
 program
   .command('migrate')
   .description('apply database migrations, then exit')
-  .action(async () => {
+  .option('--dry-run', 'list the migrations that would be applied, and apply none', false)
+  .action(async (o: { dryRun: boolean }) => {
     const cfg = config()
     const { openDatabase } = await import('./db/database.js')
     const db = openDatabase({ url: cfg.databaseUrl, dataDir: cfg.dataDir })
     try {
+      if (o.dryRun) {
+        const pending = await db.pendingMigrations()
+        console.log(pending.length ? `would apply: ${pending.join(', ')}` : 'database is up to date')
+        return
+      }
       const applied = await db.migrate()
       console.log(applied.length ? `applied: ${applied.join(', ')}` : 'database is up to date')
     } finally {
@@ -142,6 +152,8 @@ keys
 registerApiKeyCommands(keys, withContainer)
 registerBillingCommands(program, withContainer)
 registerBannedAddressCommands(program, withContainer)
+registerBackupCommands(program, config)
+registerConfigCommands(program, config)
 for (const c of program.commands.find((c) => c.name() === 'billing')?.commands ?? [])
   c.addHelpText('after', URL_NOTE)
 
@@ -150,7 +162,13 @@ const isStoreCheck = (err: unknown): err is Error => err instanceof Error && err
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   // Said in a line, like the configuration: the operator's move is to change a setting.
-  if (err instanceof ConfigError || err instanceof PortUnavailableError || isStoreCheck(err))
+  if (
+    err instanceof ConfigError ||
+    err instanceof PortUnavailableError ||
+    err instanceof BackupError ||
+    (err instanceof Error && err.name === 'DatabaseNewerError') ||
+    isStoreCheck(err)
+  )
     console.error(err.message)
   else if (isStorageFull(err)) {
     // Said plainly, without a stack trace: the operator's move is to free space, not to debug.

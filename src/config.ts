@@ -51,6 +51,8 @@ export interface Config extends ModuleSettings {
   dav: DavSettings
   /** The SFTP front end (docs/decisions.md, "SFTP"). */
   sftp: SftpSettings
+  /** Prometheus metrics on a listener of their own (docs/operations.md, "Metrics"). */
+  metrics: { enabled: boolean; host: string; port: number; token: string | undefined }
   /** Where file bytes live (docs/decisions.md, "Blob stores"). */
   blobs: {
     /** `disk`: under DATA_DIR/storage. `s3`: in an S3-compatible bucket. */
@@ -183,6 +185,10 @@ const SETTINGS = Type.Object({
   DAV_ENABLED: bool(true),
   DAV_PREFIX: Type.Optional(text()),
   DAV_AUTH_CACHE_SECONDS: int(300, 0, 3600),
+  METRICS_ENABLED: bool(false),
+  METRICS_HOST: text('127.0.0.1'),
+  METRICS_PORT: int(9464, 0, 65535),
+  METRICS_TOKEN: Type.Optional(text()),
   SFTP_ENABLED: bool(true),
   SFTP_HOST: Type.Optional(text()),
   SFTP_PORT: int(2022, 0, 65535),
@@ -349,6 +355,12 @@ export function loadConfig(env: Env = process.env): Config {
       enabled: isTrue(s.DAV_ENABLED),
       prefix: parseDavPrefix(s.DAV_PREFIX, problems),
       authCacheSeconds: s.DAV_AUTH_CACHE_SECONDS,
+    },
+    metrics: {
+      enabled: isTrue(s.METRICS_ENABLED),
+      host: s.METRICS_HOST,
+      port: s.METRICS_PORT,
+      token: s.METRICS_TOKEN === '' ? undefined : s.METRICS_TOKEN,
     },
     sftp: {
       enabled: isTrue(s.SFTP_ENABLED),

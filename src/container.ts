@@ -1,5 +1,5 @@
 import path from 'node:path'
-import type { Kysely } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import type { Logger } from 'pino'
 import { BlobJanitor } from './blobs/blob-janitor.js'
 import type { BlobStore } from './blobs/blob-store.js'
@@ -17,10 +17,12 @@ import { ExportWorker } from './exports/export-worker.js'
 import { historySource } from './exports/history-export.js'
 import { webhookLogSource } from './exports/webhook-log-export.js'
 import { RateLimiter } from './http/rate-limiter.js'
+import { Readiness } from './http/readiness.js'
 import { IdentityCache } from './identity/identity-cache.js'
 import { JobLease } from './jobs/job-lease.js'
 import { MailRetention } from './mail/mail-retention.js'
 import { MailWorker } from './mail/mail-worker.js'
+import { metrics } from './metrics/metrics.js'
 import { HeldActions } from './modules/actions/held-actions.js'
 import { ApiKeyService } from './modules/api-keys/api-key-service.js'
 import { loadAppCatalog } from './modules/apps/app-catalog.js'
@@ -60,6 +62,79 @@ import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js'
 import { WebhookLogRetention } from './webhooks/webhook-log-retention.js'
 import { WebhookSender } from './webhooks/webhook-sender.js'
 
+/** A worker's readiness: running, and its last look for work did not fail. */
+const workerPart = (name: string, worker: { health: { running: boolean; lastLookFailed: boolean } }) => ({
+  name,
+  check: () => {
+    const { running, lastLookFailed } = worker.health
+    if (!running) return 'not running'
+    return lastLookFailed ? 'its last look for work failed (see the log)' : null
+  },
+})
+
+/** The outboxes' depths and the database pool, read when metrics are scraped; the remover. */
+function measureQueues(database: DatabaseHandle): () => void {
+  const { db } = database
+  const oldest = (row: { depth: number | string | bigint; oldest: number | string | null } | undefined) => ({
+    depth: Number(row?.depth ?? 0),
+    oldest: row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest),
+  })
+  const removers = [
+    metrics.webhookQueueSources.add(async () => [
+      {
+        endpoint: 'site',
+        ...oldest(
+          await db
+            .selectFrom('webhook_notifications')
+            .select((eb) => [eb.fn.countAll().as('depth'), eb.fn.min('created_at').as('oldest')])
+            .where('state', '=', 'pending')
+            .executeTakeFirst(),
+        ),
+      },
+    ]),
+    metrics.mailQueueSources.add(async () =>
+      oldest(
+        await db
+          .selectFrom('mail_outbox')
+          .select((eb) => [eb.fn.countAll().as('depth'), eb.fn.min('created_at').as('oldest')])
+          .where('state', '=', 'queued')
+          .executeTakeFirst(),
+      ),
+    ),
+  ]
+  const pool = database.poolStats
+  if (pool) removers.push(metrics.poolSources.add(pool))
+  return () => {
+    for (const remove of removers) remove()
+  }
+}
+
+/** What `GET /readyz` asks of the database, the blob store and the outboxes' workers. */
+function readinessOf(
+  database: DatabaseHandle,
+  blobs: BlobStore,
+  workers: Record<string, { health: { running: boolean; lastLookFailed: boolean } }>,
+): Readiness {
+  const readiness = new Readiness()
+    .add({
+      name: 'database',
+      check: async () => {
+        await sql`select 1`.execute(database.db)
+        return null
+      },
+    })
+    .add({
+      name: 'blob_store',
+      // The size of a key no blob has: one stat or HEAD, the store's cheapest question.
+      check: async () => {
+        await blobs.size('00000000000000000000000000000000')
+        return null
+      },
+    })
+  for (const [name, worker] of Object.entries(workers)) readiness.add(workerPart(name, worker))
+  return readiness
+}
+
 /** The composition root: one database, the services on it, and how to close them. */
 export interface Container {
   config: Config
@@ -85,6 +160,8 @@ export interface Container {
   checksums: ChecksumWorker
   /** The mail outbox's sender (null without SMTP_URL) and the deletion of old messages. */
   mail: { worker: MailWorker | null; retention: MailRetention }
+  /** What `GET /readyz` asks: the database, the blob store, the workers, the front ends. */
+  readiness: Readiness
   now: () => number
   /** Starts the background work (janitor, webhook delivery, export builds, checksums, mail, retention) once the server listens. */
   startBackground(): Promise<void>
@@ -115,7 +192,7 @@ const HOUR = 3600_000
  * The store BLOB_STORE names; start-up says which, and where (never with credentials). The S3
  * store's modules, and the AWS SDK with them (about 35 MiB resident), load only when it is chosen.
  */
-async function openBlobStore(
+export async function openBlobStore(
   config: Config,
   logger: Logger | undefined,
   now: () => number,
@@ -336,6 +413,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       exports: new ExportService(repos.exports, repos.users, blobs, secrets, () => config.baseUrl, now),
       loginDefender,
     }
+    const unmeasure = measureQueues(database)
     return {
       config,
       database,
@@ -352,6 +430,12 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       exports: { worker: exportWorker, retention: exportRetention },
       checksums,
       mail: { worker: mailWorker, retention: mailRetention },
+      readiness: readinessOf(database, blobs, {
+        webhooks: dispatcher,
+        exports: exportWorker,
+        checksums,
+        ...(mailWorker ? { mail: mailWorker } : {}),
+      }),
       now,
       startBackground: async () => {
         janitor.start(config.files.janitorIntervalSeconds * 1000)
@@ -368,6 +452,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
         }
       },
       close: async () => {
+        unmeasure()
         // Background work first: what is in progress finishes before the database closes under it.
         await mailWorker?.stop()
         await mailRetention.stop()

@@ -1,3 +1,4 @@
+import type http from 'node:http'
 import type { Logger } from 'pino'
 import { buildApp } from './app.js'
 import { bindPorts } from './cli/bound-ports.js'
@@ -19,6 +20,16 @@ export async function serve(config: Config, logger: Logger = createLogger(config
       : []),
     ...(config.ftp.enabled
       ? [{ setting: 'FTP_PORT', hostSetting: 'FTP_HOST', host: config.ftp.host, port: config.ftp.port }]
+      : []),
+    ...(config.metrics.enabled
+      ? [
+          {
+            setting: 'METRICS_PORT',
+            hostSetting: 'METRICS_HOST',
+            host: config.metrics.host,
+            port: config.metrics.port,
+          },
+        ]
       : []),
   ])
   const bound = (setting: string) => {
@@ -42,18 +53,26 @@ export async function serve(config: Config, logger: Logger = createLogger(config
     }
   }
   const app = await buildApp(container, { logger })
+  const { readiness } = container
+  readiness.expectFrontEnd('http')
+  if (config.sftp.enabled) readiness.expectFrontEnd('sftp')
+  if (config.ftp.enabled) readiness.expectFrontEnd('ftp')
   let sftp: SftpServer | null = null
   let ftp: FtpServer | null = null
+  let metricsListener: http.Server | null = null
   let stopping = false
   const stop = async (signal: string) => {
     if (stopping) return
     stopping = true
     logger.info({ signal }, 'shutting down: finishing in-flight requests')
+    // A load balancer asking /readyz sends no new work here while the rest finishes.
+    readiness.listening('http', false)
     // Fastify closes the keep-alive connections that are idle when closing starts; one whose last
     // response is still finishing goes idle a moment later and would hold the close open for the
     // whole keep-alive timeout (72 s). Sweeping idle connections until closed ends those too.
     const sweep = setInterval(() => app.server.closeIdleConnections(), 100)
     try {
+      metricsListener?.close()
       await Promise.all([app.close(), sftp?.close(), ftp?.close()])
       clearInterval(sweep)
       logger.info('HTTP server closed; closing the database')
@@ -74,6 +93,7 @@ export async function serve(config: Config, logger: Logger = createLogger(config
   if (config.sftp.enabled) {
     const { startSftp } = await import('./sftp/sftp-server.js')
     sftp = await startSftp(container, config.sftp, logger, (server) => bound('SFTP_PORT').handTo(server))
+    readiness.listening('sftp')
     const hostKeys = sftp.hostKeys.map((k) => `${k.type} SHA256:${k.fingerprintSha256}`)
     logger.info({ address: `${sftp.host}:${sftp.port}`, hostKeys }, 'SFTP is listening')
   }
@@ -88,14 +108,26 @@ export async function serve(config: Config, logger: Logger = createLogger(config
       logger,
       listen: (server) => bound('FTP_PORT').handTo(server),
     })
+    readiness.listening('ftp')
     const { host, port } = ftp.address()
     logger.info(
       { address: `${host}:${port}`, tls: 'explicit (AUTH TLS)', certificateSha256: ftp.fingerprint },
       'FTP is listening',
     )
   }
+  if (config.metrics.enabled) {
+    const { metricsServer } = await import('./http/metrics-listener.js')
+    metricsListener = metricsServer(config.metrics.token)
+    const port = bound('METRICS_PORT')
+    await port.handTo(metricsListener)
+    logger.info(
+      { address: `${config.metrics.host}:${port.port}`, token: config.metrics.token ? 'required' : 'none' },
+      'metrics are served at /metrics',
+    )
+  }
   await app.ready()
   await bound('PORT').handTo(app.server)
+  readiness.listening('http')
   await container.startBackground()
   logger.info(
     { url: config.baseUrl, database: container.database.dialect.name, dataDir: config.dataDir },

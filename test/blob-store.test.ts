@@ -263,6 +263,23 @@ describe.each(stores)('blob store on $name', (storeCase) => {
     expect(await read(b)).toBe('shared bytes')
   })
 
+  it('lists the key of every blob, put, copied or assembled, and not staged parts', async () => {
+    const allKeys = async () => {
+      const keys: string[] = []
+      for await (const key of store.keys()) keys.push(key)
+      return keys
+    }
+    expect(await allKeys()).toEqual([])
+    const a = await store.put(from('one'))
+    const b = await store.copy(a.key)
+    await store.putPart('ref-keys', 1, from('part'))
+    const c = await store.assemble('ref-keys', [1])
+    await store.putPart('ref-staged', 1, from('staged only'))
+    expect((await allKeys()).sort()).toEqual([a.key, b, c.key].sort())
+    await store.delete(b)
+    expect((await allKeys()).sort()).toEqual([a.key, c.key].sort())
+  })
+
   it('deletes idempotently', async () => {
     const { key } = await store.put(from('x'))
     await store.delete(key)

@@ -24,7 +24,7 @@ const FLOORS: { floor: number; name: string; match: (file: string) => boolean }[
     match: (f) => /^(webhooks|exports|checksums|jobs|mail)\//.test(f),
   },
   { floor: 2, name: 'storage and identity', match: (f) => /^(blobs|db|security|identity)\//.test(f) },
-  { floor: 1, name: 'api', match: (f) => f.startsWith('api/') },
+  { floor: 1, name: 'api and metrics', match: (f) => /^(api|metrics)\//.test(f) },
 ]
 
 /**

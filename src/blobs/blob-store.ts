@@ -204,4 +204,9 @@ export interface BlobStore {
   delete(key: string): Promise<void>
   /** Deletes temporary files older than the given age left by a crash mid-write. */
   sweepTemporary(olderThanMs: number): Promise<number>
+  /**
+   * The key of every blob the store holds, in no set order (`wharf verify` compares them with the
+   * database's). Staged parts and temporary files are not blobs.
+   */
+  keys(): AsyncIterable<string>
 }

@@ -1,5 +1,6 @@
 import type net from 'node:net'
 import pino, { type Logger } from 'pino'
+import { metrics } from '../metrics/metrics.js'
 import { SessionCounter } from '../modules/auth/session-counter.js'
 
 /** The limits of one socket front end, from its settings (`SFTP_*`, `FTP_*`). */
@@ -50,6 +51,14 @@ export class SocketConnections {
     logger?: Logger,
   ) {
     this.logger = logger ?? pino({ level: 'silent' })
+    // Counted when scraped; a front end that is gone stops counting (and is forgotten).
+    const self = new WeakRef(this)
+    const iface = protocol.toLowerCase()
+    const remove = metrics.sessionSources.add(() => {
+      const open = self.deref()?.size
+      if (open === undefined) remove()
+      return { interface: iface, open: open ?? 0 }
+    })
   }
 
   /**

@@ -16,6 +16,8 @@ export interface DatabaseHandle {
   db: Kysely<Database>
   dialect: SqlDialect
   migrate(): Promise<string[]>
+  /** The migrations `migrate` would apply, in order (`wharf migrate --dry-run`); applies none. */
+  pendingMigrations(): Promise<string[]>
   /**
    * Calls `onNotify` whenever a transaction that ran `pg_notify(channel)` commits, in any process
    * (LISTEN on a connection of its own, re-established if it drops). SQLite: undefined, one
@@ -53,6 +55,8 @@ export interface DatabaseHandle {
     signal: AbortSignal,
     read: (blocks: AsyncIterable<CsvBlock>[]) => Promise<T>,
   ) => Promise<T>
+  /** PostgreSQL only: the connection pool now (metrics). */
+  poolStats?: () => { total: number; idle: number; waiting: number }
   /** SQLite on a file only: its path, for a second (read-only) connection in another thread. */
   sqliteFile?: string
   close(): Promise<void>
@@ -243,6 +247,7 @@ function openPostgres(url: string, schema: string | undefined): DatabaseHandle {
     ) => copyCsvInOneSnapshot(pool, selects.map(copyText), signal, read),
     listen: (channel: (schema: string) => string, onNotify: () => void) =>
       listenPostgres(pg, url, schema, channel, onNotify),
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
   }
   if (!schema) return h
   return {
@@ -288,6 +293,44 @@ export function inlineParameters(
   })
 }
 
+async function migratorFor(db: Kysely<Database>, dialect: SqlDialect, schema: string | undefined) {
+  // Without the schema, Kysely looks for its migration tables in every schema of the database,
+  // finds another schema's, skips creating its own and fails (test runs share one database,
+  // and a DATABASE_URL may choose a schema with `options=-c search_path=…`).
+  let tableSchema = schema
+  if (tableSchema === undefined && dialect.name === 'postgres') {
+    const { rows } = await sql<{ s: string }>`select current_schema() as s`.execute(db)
+    tableSchema = rows[0]?.s
+  }
+  return new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+    ...(tableSchema ? { migrationTableSchema: tableSchema } : {}),
+  })
+}
+
+/** A database that a newer Wharf has migrated: said plainly at start-up, nothing changed. */
+export class DatabaseNewerError extends Error {
+  constructor(readonly unknown: string[]) {
+    super(
+      `The database was upgraded by a newer version of Wharf: it has migration${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')}, which this version does not know. Run that newer version, or restore a backup taken before the upgrade.`,
+    )
+    this.name = 'DatabaseNewerError'
+  }
+}
+
+async function refuseNewer(db: Kysely<Database>): Promise<void> {
+  let applied: string[]
+  try {
+    const { rows } = await sql<{ name: string }>`select name from kysely_migration`.execute(db)
+    applied = rows.map((r) => r.name)
+  } catch {
+    return // no migration table yet: a new database
+  }
+  const unknown = applied.filter((name) => !(name in migrations)).sort()
+  if (unknown.length > 0) throw new DatabaseNewerError(unknown)
+}
+
 function handle(
   db: Kysely<Database>,
   dialect: SqlDialect,
@@ -299,23 +342,17 @@ function handle(
     dialect,
     queryArrays,
     async migrate() {
-      // Without the schema, Kysely looks for its migration tables in every schema of the database,
-      // finds another schema's, skips creating its own and fails (test runs share one database,
-      // and a DATABASE_URL may choose a schema with `options=-c search_path=…`).
-      let tableSchema = schema
-      if (tableSchema === undefined && dialect.name === 'postgres') {
-        const { rows } = await sql<{ s: string }>`select current_schema() as s`.execute(db)
-        tableSchema = rows[0]?.s
-      }
-      const migrator = new Migrator({
-        db,
-        provider: { getMigrations: async () => migrations },
-        ...(tableSchema ? { migrationTableSchema: tableSchema } : {}),
-      })
+      const migrator = await migratorFor(db, dialect, schema)
+      await refuseNewer(db)
       // On PostgreSQL the migrator's introspection reads only this schema (own-schema-introspector.ts).
       const { error, results } = await migrator.migrateToLatest()
       if (error) throw error
       return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
+    },
+    async pendingMigrations() {
+      const migrator = await migratorFor(db, dialect, schema)
+      await refuseNewer(db)
+      return (await migrator.getMigrations()).filter((m) => m.executedAt === undefined).map((m) => m.name)
     },
     close: () => db.destroy(),
   }

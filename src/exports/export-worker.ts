@@ -8,6 +8,7 @@ import { dialectOf } from '../db/dialects/dialect-of.js'
 import type { Database, ExportsTable } from '../db/schema.js'
 import { type ClaimShape, LeasedJobs } from '../jobs/leased-jobs.js'
 import { LeasedWorker, Stopping } from '../jobs/leased-worker.js'
+import { metrics } from '../metrics/metrics.js'
 import type { ExportBuilder } from './export-builder.js'
 import { ExportFailure, type ExportJob } from './export-kind.js'
 
@@ -179,6 +180,7 @@ export class ExportWorker extends LeasedWorker<ExportRow> {
         await this.jobs.release(row.id, { attempts: sql<number>`attempts - 1` })
         return
       }
+      metrics.exportBuilds.inc({ kind: row.kind, result: 'failed' })
       if (err instanceof ExportFailure) {
         await this.fail(row.id, err.message)
         return
@@ -217,6 +219,7 @@ export class ExportWorker extends LeasedWorker<ExportRow> {
       await this.jobs.release(row.id)
       return
     }
+    if (recorded) metrics.exportBuilds.inc({ kind: row.kind, result: 'ready' })
     // Deleted, or taken over after a lease ran out: this copy of the results belongs to no one.
     // Its key stays queued, so a failure to delete it here is the janitor's to mend.
     if (!recorded) await this.blobs.delete(built.blobKey)

@@ -72,7 +72,7 @@ export async function sendFileBytes(
   // clean error response.
   let stream: Readable | undefined
   if (request.method !== 'HEAD') {
-    stream = await downloads.open(row, range ?? undefined)
+    stream = await downloads.open(row, range ?? undefined, undefined, d.reader.interface)
     if (!range || range.start === 0) {
       try {
         await downloads.recordRead(d, request.ip)

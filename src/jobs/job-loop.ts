@@ -1,4 +1,5 @@
 import type { Logger } from 'pino'
+import { metrics } from '../metrics/metrics.js'
 
 /**
  * When a worker looks for work: at once when kicked (work was created, a slot came free), again
@@ -11,6 +12,7 @@ export abstract class JobLoop {
   private pumping: Promise<void> | null = null
   private again = false
   private timer: NodeJS.Timeout | null = null
+  private lastLookFailed = false
 
   constructor(
     /** Longest wait between looks when nothing kicks the worker. */
@@ -61,6 +63,14 @@ export abstract class JobLoop {
     await this.pumping
   }
 
+  /**
+   * Whether the worker runs, and whether its last look for work failed (readiness: an outbox
+   * nobody works is a server that is not ready).
+   */
+  get health(): { running: boolean; lastLookFailed: boolean } {
+    return { running: !this.stopped, lastLookFailed: this.lastLookFailed }
+  }
+
   /** The look in progress, if any (tests wait for it). */
   protected get looking(): Promise<void> | null {
     return this.pumping
@@ -75,7 +85,11 @@ export abstract class JobLoop {
         drained = await this.look()
       } while (this.again && !this.stopped)
       if (drained) wait = await this.nextLookIn()
+      this.lastLookFailed = false
+      metrics.jobLooks.inc({ worker: this.constructor.name, result: 'ok' })
     } catch (err) {
+      this.lastLookFailed = true
+      metrics.jobLooks.inc({ worker: this.constructor.name, result: 'failed' })
       this.logger?.error({ err }, this.lookFailed)
     }
     if (!this.stopped) {

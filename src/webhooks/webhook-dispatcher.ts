@@ -5,6 +5,7 @@ import { dialectOf } from '../db/dialects/dialect-of.js'
 import type { Database } from '../db/schema.js'
 import { JobLoop } from '../jobs/job-loop.js'
 import { LeasedJobs } from '../jobs/leased-jobs.js'
+import { metrics } from '../metrics/metrics.js'
 import { type DeliveryLog, DeliveryLogWriter } from './delivery-log.js'
 import { findWebhookSettings, type WebhookSettings } from './listener-settings.js'
 import { type ClaimedRow, claimNotifications, KIND, type NotificationRow, PENDING } from './outbox-claims.js'
@@ -296,6 +297,7 @@ export class WebhookDispatcher extends JobLoop {
     )
     const outcome = await this.sender.send({ url: settings.url, headers: signed.headers, body: signed.body })
     this.noteOutcome(row.site_id, outcome)
+    metrics.webhookDeliveries.inc({ endpoint: 'site', result: outcome.success ? 'success' : 'failure' })
     sent()
     return await this.log.record(row, {
       attempt,

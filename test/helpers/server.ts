@@ -33,6 +33,8 @@ export interface TestServer {
   container: Container
   /** A site-wide API key (full permissions). */
   adminKey: string
+  /** The PostgreSQL schema of its database (none on SQLite). */
+  schema?: string | undefined
   close(): Promise<void>
 }
 
@@ -217,6 +219,7 @@ export async function startServer(
     app,
     container,
     adminKey: created.key!,
+    schema,
     async close() {
       // As `wharf serve` does on SIGTERM: a keep-alive connection whose last response is still
       // finishing (a streamed download the client has read to its Content-Length) goes idle a

@@ -337,6 +337,27 @@ export class LocalBlobStore implements BlobStore {
     await fsp.rm(this.blobPath(key), { recursive: true, force: true })
   }
 
+  async *keys(): AsyncIterable<string> {
+    // blobs/ab/cd/<key>: only names that are keys and lie where their key says count.
+    const names = async (dir: string) => {
+      try {
+        return await fsp.readdir(dir)
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
+        throw err
+      }
+    }
+    for (const a of (await names(this.blobs)).sort()) {
+      if (!/^[0-9a-f]{2}$/.test(a)) continue
+      for (const b of (await names(path.join(this.blobs, a))).sort()) {
+        if (!/^[0-9a-f]{2}$/.test(b)) continue
+        for (const key of await names(path.join(this.blobs, a, b))) {
+          if (KEY.test(key) && key.startsWith(a + b)) yield key
+        }
+      }
+    }
+  }
+
   async sweepTemporary(olderThanMs: number): Promise<number> {
     await this.init()
     // File times are wall-clock times, so this compares against the wall clock.

@@ -594,6 +594,14 @@ export class S3BlobStore implements BlobStore {
     return inUse
   }
 
+  async *keys(): AsyncIterable<string> {
+    const root = `${this.place.prefix}blobs/`
+    for await (const o of listObjects(this.place, root)) {
+      const key = o.key.slice(root.length)
+      if (KEY.test(key)) yield key
+    }
+  }
+
   async sweepTemporary(olderThanMs: number): Promise<number> {
     // Wall-clock times on both sides: file times here, upload and part times from the server.
     const cutoff = Date.now() - olderThanMs

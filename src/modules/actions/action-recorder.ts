@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely'
 import { parentOf } from '../../api/paths.js'
 import type { Database } from '../../db/schema.js'
 import type { Principal } from '../../identity/principal.js'
+import { metrics } from '../../metrics/metrics.js'
 import { enqueueNotification } from '../../webhooks/webhook-outbox.js'
 import { insertAction } from './action-repository.js'
 
@@ -76,6 +77,7 @@ export async function recordAction(
   a: NewAction,
   now = Date.now(),
 ): Promise<number> {
+  metrics.action(a.action, ctx.interface)
   const path = a.path ?? ''
   const folder = parentOf(path)
   const id = await insertAction(db, {

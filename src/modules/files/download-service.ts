@@ -8,6 +8,7 @@ import {
   type ReadOptions,
 } from '../../blobs/blob-store.js'
 import type { Principal } from '../../identity/principal.js'
+import { metrics } from '../../metrics/metrics.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import { type ActionContext, contextOf, recordAction } from '../actions/action-recorder.js'
 import { HeldActions } from '../actions/held-actions.js'
@@ -116,10 +117,22 @@ export class DownloadService {
     return { row, reader: { siteId: claims.s, userId: claims.u, interface: claims.i } }
   }
 
-  /** The file's bytes, or a range of them. */
-  async open(row: FileRow, range?: ByteRange, opts?: ReadOptions): Promise<Readable> {
+  /**
+   * The file's bytes, or a range of them; counted in the metrics of `iface` once read to the
+   * end (a read that reaches the file's last byte counts as one download).
+   */
+  async open(
+    row: FileRow,
+    range?: ByteRange,
+    opts?: ReadOptions,
+    iface: string | null = null,
+  ): Promise<Readable> {
     try {
-      return await this.blobs.open(row.blob_key ?? '', range, opts)
+      const stream = await this.blobs.open(row.blob_key ?? '', range, opts)
+      const start = range?.start ?? 0
+      const end = range?.end ?? row.size - 1
+      stream.once('end', () => metrics.transferred(iface, 'down', end - start + 1, end >= row.size - 1))
+      return stream
     } catch (err) {
       // Replaced or deleted between the lookup and now: the janitor took the old bytes.
       if (err instanceof BlobNotFoundError) throw noSuchFile(row.path)

@@ -12,6 +12,7 @@ import { queueChecksums, wakeChecksumWorkers } from '../../checksums/checksum-qu
 import { isUniqueViolation } from '../../db/errors.js'
 import { type UnitOfWork, unitOfWork } from '../../db/repository.js'
 import type { Principal } from '../../identity/principal.js'
+import { metrics } from '../../metrics/metrics.js'
 import { randomHex } from '../../security/secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { storedSpelling } from './destination-rules.js'
@@ -175,6 +176,7 @@ export class UploadService {
       }
     }
     if (row.md5 === null) wakeChecksumWorkers()
+    metrics.transferred(p.interface, 'up', row.size, true)
     // The new blob holds its own links to (or copy of) the bytes: the staged parts can go.
     await this.blobs.discardUpload(ref).catch(() => undefined)
     return row

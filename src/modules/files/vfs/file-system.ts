@@ -123,6 +123,7 @@ export class UserFileSystem {
     const download = await this.d.downloads.forCaller(this.principal, { path: rawPath })
     const { downloads } = this.d
     const ip = this.principal.ip
+    const iface = this.principal.interface
     let recorded = false
     return {
       entry: entryOfRow(download.row),
@@ -137,6 +138,7 @@ export class UserFileSystem {
                 download.row,
                 { start, end },
                 range.chunkBytes === undefined ? {} : { chunkBytes: range.chunkBytes },
+                iface,
               )
         if (start === 0 && !recorded) {
           recorded = true

@@ -1,0 +1,195 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+
+/**
+ * Values read when Prometheus scrapes (queue depths, open sessions, the database pool): each
+ * running part of the process adds a source and removes it when it stops. Several servers in one
+ * process (tests) add up.
+ */
+type Source<T> = () => T | Promise<T>
+
+class Sources<T> {
+  private readonly all = new Set<Source<T>>()
+  add(source: Source<T>): () => void {
+    this.all.add(source)
+    return () => {
+      this.all.delete(source)
+    }
+  }
+  async read(): Promise<T[]> {
+    const values = await Promise.allSettled([...this.all].map((s) => s()))
+    return values.flatMap((v) => (v.status === 'fulfilled' ? [v.value] : []))
+  }
+}
+
+export interface OutboxState {
+  /** Rows waiting to be sent. */
+  depth: number
+  /** Epoch ms of the oldest waiting row, or null. */
+  oldest: number | null
+}
+
+export interface PoolState {
+  total: number
+  idle: number
+  waiting: number
+}
+
+const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+
+/**
+ * Wharf's Prometheus metrics (names: `wharf_…_total` counters, `_seconds` and `_bytes` units), and
+ * Node's own (event loop lag, heap, GC, CPU). One registry per process; exposed on a listener of
+ * its own when METRICS_ENABLED is set (docs/operations.md, "Metrics").
+ */
+export class Metrics {
+  readonly registry = new Registry()
+
+  readonly httpRequests = new Counter({
+    name: 'wharf_http_requests_total',
+    help: 'HTTP requests answered, by route (the pattern, not the path) and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  })
+  readonly httpDuration = new Histogram({
+    name: 'wharf_http_request_duration_seconds',
+    help: 'Time to answer an HTTP request, by route',
+    labelNames: ['method', 'route'] as const,
+    buckets: SECONDS_BUCKETS,
+    registers: [this.registry],
+  })
+  readonly actions = new Counter({
+    name: 'wharf_actions_total',
+    help: 'Actions recorded in the history, by action and interface',
+    labelNames: ['action', 'interface'] as const,
+    registers: [this.registry],
+  })
+  readonly logins = new Counter({
+    name: 'wharf_logins_total',
+    help: 'Logins by interface and result (success, failure)',
+    labelNames: ['interface', 'result'] as const,
+    registers: [this.registry],
+  })
+  readonly transferBytes = new Counter({
+    name: 'wharf_transfer_bytes_total',
+    help: "Bytes of files' contents moved, by interface and direction (up: stored, down: served)",
+    labelNames: ['interface', 'direction'] as const,
+    registers: [this.registry],
+  })
+  readonly transfers = new Counter({
+    name: 'wharf_transfers_total',
+    help: 'Uploads committed and downloads served to their end, by interface and direction',
+    labelNames: ['interface', 'direction'] as const,
+    registers: [this.registry],
+  })
+  readonly webhookDeliveries = new Counter({
+    name: 'wharf_webhook_deliveries_total',
+    help: 'Webhook delivery attempts by endpoint and result (delivered, retry, failed)',
+    labelNames: ['endpoint', 'result'] as const,
+    registers: [this.registry],
+  })
+  readonly exportBuilds = new Counter({
+    name: 'wharf_export_builds_total',
+    help: 'Export builds finished, by kind and result (ready, failed)',
+    labelNames: ['kind', 'result'] as const,
+    registers: [this.registry],
+  })
+  readonly jobLooks = new Counter({
+    name: 'wharf_background_job_runs_total',
+    help: "Background workers' looks for work, by worker and result (ok, failed)",
+    labelNames: ['worker', 'result'] as const,
+    registers: [this.registry],
+  })
+
+  /** Open SFTP and FTP connections, by interface. */
+  readonly sessionSources = new Sources<{ interface: string; open: number }>()
+  /** The webhook outbox, per endpoint. */
+  readonly webhookQueueSources = new Sources<(OutboxState & { endpoint: string })[]>()
+  readonly mailQueueSources = new Sources<OutboxState>()
+  readonly poolSources = new Sources<PoolState>()
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry })
+    const sessions = this.sessionSources
+    new Gauge({
+      name: 'wharf_sessions_open',
+      help: 'SFTP and FTP connections open now, by interface',
+      labelNames: ['interface'] as const,
+      registers: [this.registry],
+      async collect() {
+        this.reset()
+        for (const s of await sessions.read()) this.inc({ interface: s.interface }, s.open)
+      },
+    })
+    const hooks = this.webhookQueueSources
+    const outboxGauges = (
+      name: string,
+      what: string,
+      read: () => Promise<(OutboxState & { endpoint?: string })[]>,
+    ) => {
+      const labelNames = name === 'webhook' ? (['endpoint'] as const) : ([] as const)
+      new Gauge({
+        name: `wharf_${name}_queue_depth`,
+        help: `${what} waiting to be sent`,
+        labelNames,
+        registers: [this.registry],
+        async collect() {
+          this.reset()
+          for (const s of await read()) this.inc(s.endpoint ? { endpoint: s.endpoint } : {}, s.depth)
+        },
+      })
+      new Gauge({
+        name: `wharf_${name}_queue_oldest_age_seconds`,
+        help: `Age of the oldest of the ${what.toLowerCase()} waiting to be sent (0 when none waits)`,
+        labelNames,
+        registers: [this.registry],
+        async collect() {
+          this.reset()
+          const now = Date.now()
+          const oldest = new Map<string, number>()
+          for (const s of await read()) {
+            const key = s.endpoint ?? ''
+            const age = s.oldest === null ? 0 : Math.max(0, (now - s.oldest) / 1000)
+            oldest.set(key, Math.max(oldest.get(key) ?? 0, age))
+          }
+          for (const [endpoint, age] of oldest) this.set(endpoint ? { endpoint } : {}, age)
+        },
+      })
+    }
+    outboxGauges('webhook', 'Webhook notifications', async () => (await hooks.read()).flat())
+    const mail = this.mailQueueSources
+    outboxGauges('mail', 'Mail messages', () => mail.read())
+    const pools = this.poolSources
+    for (const [key, help] of [
+      ['total', 'Connections the PostgreSQL pool holds'],
+      ['idle', 'Idle connections in the PostgreSQL pool'],
+      ['waiting', 'Queries waiting for a connection of the PostgreSQL pool'],
+    ] as const) {
+      new Gauge({
+        name: `wharf_db_pool_${key === 'total' ? 'connections' : key === 'idle' ? 'idle_connections' : 'waiting_queries'}`,
+        help,
+        registers: [this.registry],
+        async collect() {
+          this.reset()
+          for (const p of await pools.read()) this.inc(p[key])
+        },
+      })
+    }
+  }
+
+  /** A login or failed login recorded in the history. */
+  action(action: string, iface: string | null): void {
+    const label = iface ?? 'none'
+    this.actions.inc({ action, interface: label })
+    if (action === 'login') this.logins.inc({ interface: label, result: 'success' })
+    else if (action === 'failedlogin') this.logins.inc({ interface: label, result: 'failure' })
+  }
+
+  transferred(iface: string | null, direction: 'up' | 'down', bytes: number, ended: boolean): void {
+    const label = iface ?? 'none'
+    if (bytes > 0) this.transferBytes.inc({ interface: label, direction }, bytes)
+    if (ended) this.transfers.inc({ interface: label, direction })
+  }
+}
+
+/** The process's metrics: counted whether or not they are exposed (a counter costs nanoseconds). */
+export const metrics = new Metrics()
