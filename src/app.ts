@@ -15,7 +15,9 @@ import { apiKeyRoutes } from './http/routes/api-keys.js'
 import { appRoutes } from './http/routes/apps.js'
 import { bannedAddressRoutes } from './http/routes/banned-addresses.js'
 import { billingRoutes } from './http/routes/billing.js'
+import { bundleRecordRoutes } from './http/routes/bundle-records.js'
 import { bundleRoutes } from './http/routes/bundles.js'
+import { publicBundleRoutes } from './http/routes/bundles-public.js'
 import { exportFileRoutes } from './http/routes/export-files.js'
 import { fileOperationRoutes } from './http/routes/file-operations.js'
 import { fileRoutes } from './http/routes/files.js'
@@ -231,6 +233,8 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       await api.register(appRoutes(container))
       await api.register(publicKeyRoutes(container))
       await api.register(bundleRoutes(container))
+      await api.register(bundleRecordRoutes(container))
+      await api.register(publicBundleRoutes(container))
       await api.register(sftpHostKeyRoutes(container))
       await api.register(bannedAddressRoutes(container))
       await api.register(swaggerRoutes())

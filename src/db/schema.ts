@@ -299,6 +299,9 @@ export interface Database {
   mail_outbox: MailOutboxTable
   bundles: BundlesTable
   bundle_paths: BundlePathsTable
+  bundle_registrations: BundleRegistrationsTable
+  bundle_downloads: BundleDownloadsTable
+  bundle_actions: BundleActionsTable
 }
 
 /** Share links: a code, its settings, and (in bundle_paths) the paths it shares. */
@@ -336,6 +339,45 @@ export interface BundlePathsTable {
   bundle_id: number
   path: string
   recursive: number
+}
+
+/** One visit of a share link: what its visitor gave, and the hash of the code their requests carry. */
+export interface BundleRegistrationsTable {
+  id: Generated<number>
+  site_id: number
+  bundle_id: number
+  code_hash: string
+  code_start: string
+  name: string | null
+  email: string | null
+  company: string | null
+  ip: string | null
+  created_at: number
+}
+
+/** A file (or a ZIP) a visitor downloaded. */
+export interface BundleDownloadsTable {
+  id: Generated<number>
+  site_id: number
+  bundle_id: number
+  bundle_registration_id: number
+  path: string
+  /** file or full_zip */
+  download_method: string
+  created_at: number
+}
+
+/** Something a visitor did in a share link (an upload: `create`). */
+export interface BundleActionsTable {
+  id: Generated<number>
+  site_id: number
+  bundle_id: number
+  bundle_registration_id: number
+  path: string
+  action: string
+  source: string | null
+  destination: string | null
+  created_at: number
 }
 
 /** Failed logins by address, inside the login defender's window. */

@@ -4,7 +4,9 @@ import type { AuthService } from './auth/auth-service.js'
 import type { ProtocolLogin } from './auth/protocol-login.js'
 import type { BillingLedger } from './billing/billing-ledger.js'
 import type { BillingService } from './billing/billing-service.js'
+import type { BundleRecordService } from './bundles/bundle-record-service.js'
 import type { BundleService } from './bundles/bundle-service.js'
+import type { BundleVisitorService } from './bundles/bundle-visitor-service.js'
 import type { ExportService } from './exports/export-service.js'
 import type { DownloadService } from './files/download-service.js'
 import type { FileAccess } from './files/file-access.js'
@@ -48,6 +50,10 @@ export interface Services {
   publicKeys: PublicKeyService
   /** Share links, their owners' side (GET/POST/PATCH/DELETE /bundles). */
   bundles: BundleService
+  /** Share links, their recipients' side (the public API under /public/bundles). */
+  bundleVisitors: BundleVisitorService
+  /** What recipients did: GET /bundle_registrations, /bundle_downloads, /bundle_actions. */
+  bundleRecords: BundleRecordService
   /** The SFTP server's host keys, generated on first use (GET /sftp_host_keys). */
   hostKeys: HostKeyService
   /** The /history endpoints: recent actions. */

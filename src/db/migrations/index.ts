@@ -14,6 +14,7 @@ import * as m012 from './012-outbox-indexes.js'
 import * as m013 from './013-login-defender.js'
 import * as m014 from './014-mail-outbox.js'
 import * as m015 from './015-bundles.js'
+import * as m016 from './016-bundle-visits.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '013-login-defender': m013,
   '014-mail-outbox': m014,
   '015-bundles': m015,
+  '016-bundle-visits': m016,
 }
