@@ -1,0 +1,254 @@
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { makeFile, makeFolder } from './helpers/file-rows.js'
+import { putBytes } from './helpers/files.js'
+import { call, dialects, expectError, grant, makeKey, makeUser, useServer } from './helpers/server.js'
+
+const PAST = '2000-01-01T00:00:00Z'
+const FUTURE = '2099-01-01T00:00:00Z'
+
+describe.each(dialects)('Share links, the recipients’ side (%s)', (dialect) => {
+  const s = useServer(dialect)
+  let n = 0
+
+  /** A share link by a user with full permission on /pub, and that user's key. */
+  async function share(body: Record<string, unknown>) {
+    n++
+    const user = await makeUser(s, { username: `owner${n}` })
+    await call(s, 'PATCH', `/users/${user.id}`, { key: s.adminKey, body: { attachments_permission: true } })
+    await makeFolder(s, `pub${n}/docs/sub`)
+    await makeFile(s, `pub${n}/docs/a.txt`, 'hello share')
+    await makeFile(s, `pub${n}/docs/sub/b.txt`, 'bee')
+    await makeFolder(s, `pub${n}/inbox`)
+    await grant(s, user.id, `pub${n}`, 'full')
+    const key = (await makeKey(s, user.id)).key
+    const created = await call(s, 'POST', '/bundles', {
+      key,
+      body: { paths: [`pub${n}/docs`, `pub${n}/inbox`], ...body },
+    })
+    expect(created.status).toBe(201)
+    return { code: created.body.code as string, id: created.body.id as number, user, key, root: `pub${n}` }
+  }
+  const pub = (code: string, rest = '') => `/public/bundles/${code}${rest}`
+  async function register(code: string, body: Record<string, unknown> = {}) {
+    const r = await call(s, 'POST', pub(code, '/registrations'), { body })
+    expect(r.status).toBe(201)
+    return r.body.code as string
+  }
+  const as = (reg: string) => ({ headers: { 'X-Bundle-Registration-Code': reg } })
+
+  it('shows a link, registers a visitor, lists, downloads with a range and records it all', async () => {
+    const b = await share({ description: 'For you', permissions: 'read' })
+    const shown = await call(s, 'GET', pub(b.code))
+    expect(shown.status).toBe(200)
+    expect(shown.body).toMatchObject({ description: 'For you', password_protected: false, can_upload: false })
+    expect(shown.body.paths).toEqual(['docs', 'inbox'])
+
+    const reg = await call(s, 'POST', pub(b.code, '/registrations'), { body: { name: 'Vera' } })
+    expect(reg.status).toBe(201)
+    expect(reg.body).toMatchObject({ name: 'Vera', bundle_code: b.code, bundle_id: b.id })
+    const code = reg.body.code as string
+
+    const roots = await call(s, 'GET', pub(b.code, '/folders'), as(code))
+    expect(roots.status).toBe(200)
+    expect(roots.body.map((f: any) => f.path)).toEqual(['docs', 'inbox'])
+    const docs = await call(s, 'GET', pub(b.code, '/folders/docs'), as(code))
+    expect(docs.body.map((f: any) => f.path).sort()).toEqual(['docs/a.txt', 'docs/sub'])
+
+    const file = await call(s, 'GET', pub(b.code, '/files/docs/a.txt'), as(code))
+    expect(file.status).toBe(200)
+    expect(file.body.path).toBe('docs/a.txt')
+    const whole = await fetch(file.body.download_uri)
+    expect(await whole.text()).toBe('hello share')
+    const part = await fetch(file.body.download_uri, { headers: { Range: 'bytes=6-' } })
+    expect(part.status).toBe(206)
+    expect(await part.text()).toBe('share')
+
+    const downloads = await call(s, 'GET', `/bundle_downloads?bundle_id=${b.id}`, { key: b.key })
+    expect(downloads.status).toBe(200)
+    expect(downloads.body).toHaveLength(1)
+    expect(downloads.body[0]).toMatchObject({ download_method: 'file', path: 'docs/a.txt' })
+    expect(downloads.body[0].bundle_registration).toMatchObject({ name: 'Vera', code: null })
+    const regs = await call(s, 'GET', '/bundle_registrations', { key: b.key })
+    expect(regs.body.map((r: any) => r.name)).toEqual(['Vera'])
+
+    const history = await call(s, 'GET', `/history/files/${b.root}/docs/a.txt`, { key: s.adminKey })
+    const read = history.body.find((a: any) => a.action === 'read')
+    expect(read).toMatchObject({ interface: 'web', username: b.user.username })
+    expect(read.display).toContain(b.code)
+    expect(read.display).toContain('Vera')
+  })
+
+  it('refuses unknown, expired, not yet started and deleted links alike', async () => {
+    expectError(await call(s, 'GET', pub('no-such-code')), 422, 'processing-failure/invalid-bundle-code')
+    const later = await share({ start_access_on_date: FUTURE })
+    expectError(await call(s, 'GET', pub(later.code)), 422, 'processing-failure/invalid-bundle-code')
+    const gone = await share({})
+    const reg = await register(gone.code)
+    await s.container.db
+      .updateTable('bundles')
+      .set({ expires_at: Date.parse(PAST) })
+      .where('id', '=', gone.id)
+      .execute()
+    expectError(await call(s, 'GET', pub(gone.code)), 422, 'processing-failure/invalid-bundle-code')
+    expectError(
+      await call(s, 'GET', pub(gone.code, '/folders'), as(reg)),
+      422,
+      'processing-failure/invalid-bundle-code',
+    )
+    const deleted = await share({})
+    expect((await call(s, 'DELETE', `/bundles/${deleted.id}`, { key: deleted.key })).status).toBe(204)
+    expectError(await call(s, 'GET', pub(deleted.code)), 422, 'processing-failure/invalid-bundle-code')
+  })
+
+  it('asks for the password, counts wrong ones, and needs a registration code of its own link', async () => {
+    const b = await share({ password: 'open sesame', require_registration: true, skip_company: true })
+    const shown = await call(s, 'GET', pub(b.code))
+    expect(shown.body.password_protected).toBe(true)
+    expect(shown.body.paths).toBeUndefined()
+    expectError(
+      await call(s, 'POST', pub(b.code, '/registrations'), {
+        body: { password: 'wrong', name: 'x', email: 'x@y' },
+      }),
+      401,
+      'not-authenticated/invalid-credentials',
+    )
+    const failures = await s.container.db.selectFrom('login_failures').select('address').execute()
+    expect(failures.map((f) => f.address)).toContain(`bundle:${b.id}`)
+    expectError(
+      await call(s, 'POST', pub(b.code, '/registrations'), { body: { password: 'open sesame' } }),
+      400,
+      'bad-request/request-params-required',
+    )
+    const reg = await register(b.code, { password: 'open sesame', name: 'Ann', email: 'ann@example.com' })
+    expectError(
+      await call(s, 'GET', pub(b.code, '/folders')),
+      401,
+      'not-authenticated/bundle-registration-code-failed',
+    )
+    expectError(
+      await call(s, 'GET', pub(b.code, '/folders'), as('wrong')),
+      401,
+      'not-authenticated/bundle-registration-code-failed',
+    )
+    const other = await share({})
+    expectError(
+      await call(s, 'GET', pub(other.code, '/folders'), as(reg)),
+      401,
+      'not-authenticated/bundle-registration-code-failed',
+    )
+  })
+
+  it('counts registrations against max_uses', async () => {
+    const b = await share({ max_uses: 1 })
+    const reg = await register(b.code)
+    expectError(
+      await call(s, 'POST', pub(b.code, '/registrations'), { body: {} }),
+      403,
+      'not-authorized/bundle-maximum-uses-reached',
+    )
+    expectError(await call(s, 'GET', pub(b.code)), 403, 'not-authorized/bundle-maximum-uses-reached')
+    expect((await call(s, 'GET', pub(b.code, '/folders'), as(reg))).status).toBe(200)
+  })
+
+  it('refuses paths outside the share and paths the creator can no longer read', async () => {
+    const b = await share({})
+    const reg = await register(b.code)
+    // Encoded, so that the client sends them as they are.
+    for (const p of [
+      'docs/%2e%2e/%2e%2e/private',
+      '%2Fdocs/a.txt',
+      'docs%5Ca.txt',
+      'elsewhere/a.txt',
+      'docs/%2e/a.txt',
+    ]) {
+      expectError(
+        await call(s, 'GET', pub(b.code, `/files/${p}`), as(reg)),
+        404,
+        'not-found/bundle-path-not-found',
+      )
+    }
+    const perms = await call(s, 'GET', `/permissions?user_id=${b.user.id}`, { key: s.adminKey })
+    for (const p of perms.body) await call(s, 'DELETE', `/permissions/${p.id}`, { key: s.adminKey })
+    expectError(
+      await call(s, 'GET', pub(b.code, '/files/docs/a.txt'), as(reg)),
+      404,
+      'not-found/bundle-path-not-found',
+    )
+  })
+
+  it('refuses downloads of write-only and preview-only links', async () => {
+    const w = await share({ permissions: 'write' })
+    const wr = await register(w.code)
+    expect((await call(s, 'GET', pub(w.code, '/folders/docs'), as(wr))).body).toEqual([])
+    expectError(
+      await call(s, 'GET', pub(w.code, '/files/docs/a.txt'), as(wr)),
+      403,
+      'not-authorized/read-permission-required',
+    )
+    const p = await share({ permissions: 'preview_only' })
+    const pr = await register(p.code)
+    expectError(
+      await call(s, 'GET', pub(p.code, '/files/docs/a.txt'), as(pr)),
+      422,
+      'processing-failure/bundle-only-allows-previews',
+    )
+  })
+
+  it('zips shared folders recursively, for the asking address only', async () => {
+    const b = await share({})
+    const reg = await register(b.code, { name: 'Zed' })
+    const link = await call(s, 'POST', pub(b.code, '/zip'), { ...as(reg), body: { paths: ['docs'] } })
+    expect(link.status).toBe(200)
+    const res = await fetch(link.body.download_uri)
+    expect(res.status).toBe(200)
+    const dir = mkdtempSync(join(tmpdir(), 'wharf-zip-'))
+    writeFileSync(join(dir, 'x.zip'), Buffer.from(await res.arrayBuffer()))
+    const listing = execFileSync('unzip', ['-Z1', join(dir, 'x.zip')])
+      .toString()
+      .split('\n')
+      .filter(Boolean)
+    expect(listing.sort()).toEqual(['docs/', 'docs/a.txt', 'docs/sub/', 'docs/sub/b.txt'])
+    expect(execFileSync('unzip', ['-p', join(dir, 'x.zip'), 'docs/sub/b.txt']).toString()).toBe('bee')
+    const token = new URL(link.body.download_uri).pathname.split('/')[6]!
+    const claims = JSON.parse(Buffer.from(token.split('~')[0]!, 'base64url').toString())
+    expect(claims.ip).toBe('127.0.0.1')
+  })
+
+  it('takes uploads into a folder per visitor', async () => {
+    const b = await share({ permissions: 'read_write' })
+    const reg = await register(b.code, { name: 'Uma/Upload' })
+    const put = await call(s, 'POST', pub(b.code, '/files/inbox/up.txt'), {
+      ...as(reg),
+      body: { action: 'put' },
+    })
+    expect(put.status).toBe(201)
+    expect((await putBytes(put.body.upload_uri, Buffer.from('uploaded'))).status).toBe(200)
+    const end = await call(s, 'POST', pub(b.code, '/files/inbox/up.txt'), {
+      ...as(reg),
+      body: { action: 'end', ref: put.body.ref },
+    })
+    expect(end.status).toBe(201)
+    expect(end.body.path).toBe('inbox/Uma_Upload/up.txt')
+    const stored = await call(s, 'GET', `/files/${b.root}/inbox/Uma_Upload/up.txt`, { key: s.adminKey })
+    expect(stored.status).toBe(200)
+    const actions = await call(s, 'GET', '/bundle_actions', { key: b.key })
+    expect(actions.body).toHaveLength(1)
+    expect(actions.body[0]).toMatchObject({
+      action: 'create',
+      path: 'inbox/Uma_Upload/up.txt',
+      bundle_registration_name: 'Uma/Upload',
+    })
+
+    const ro = await share({})
+    const roReg = await register(ro.code)
+    expectError(
+      await call(s, 'POST', pub(ro.code, '/files/inbox/x.txt'), { ...as(roReg), body: { action: 'put' } }),
+      403,
+      'not-authorized/write-permission-required',
+    )
+  })
+})
