@@ -208,7 +208,15 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       const rel = url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url
       if (!rel.endsWith('*')) return { schema: schema as any, url: rel }
       // File routes end in a wildcard (the file path, slashes and all): Swagger names it `path`.
-      return { schema: { ...(schema as any), params: FilePathParams }, url: `${rel.slice(0, -1)}{path}` }
+      // Other parameters before the wildcard (a share link's code) keep their own schemas.
+      const own = { ...((schema as any).params?.properties ?? {}) }
+      delete own['*']
+      const params = {
+        ...FilePathParams,
+        properties: { ...own, ...FilePathParams.properties },
+        required: [...Object.keys(own), ...(FilePathParams.required ?? [])],
+      }
+      return { schema: { ...(schema as any), params }, url: `${rel.slice(0, -1)}{path}` }
     },
   })
 

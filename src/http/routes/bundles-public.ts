@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { type TSchema, Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
 import yazl from 'yazl'
 import { ERRORS } from '../../api/error-factories.js'
@@ -13,6 +13,8 @@ import { FolderListQuery } from './folders.js'
 
 /** The header a visitor's requests carry: their registration's code. */
 export const REGISTRATION_HEADER = 'x-bundle-registration-code'
+
+const hostedOnly = (schema: TSchema) => ({ ...schema, description: 'Not used by Wharf: always null' })
 
 const CodeParams = Type.Object({
   code: Type.String({ maxLength: 100, description: 'The share link’s code' }),
@@ -62,13 +64,13 @@ export const BundleRegistrationSchema = Type.Object(
     company: Nullable(Type.String()),
     email: Nullable(Type.String()),
     ip: Nullable(Type.String()),
-    inbox_code: Type.Null(),
-    clickwrap_body: Type.Null(),
-    form_field_set_id: Type.Null(),
-    form_field_data: Type.Null(),
+    inbox_code: hostedOnly(Nullable(Type.String())),
+    clickwrap_body: hostedOnly(Nullable(Type.String())),
+    form_field_set_id: hostedOnly(Nullable(Type.Integer())),
+    form_field_data: hostedOnly(Nullable(Type.Object({}, { additionalProperties: true }))),
     bundle_code: Type.String(),
     bundle_id: Type.Integer(),
-    bundle_recipient_id: Type.Null(),
+    bundle_recipient_id: hostedOnly(Nullable(Type.Integer())),
     created_at: Type.String({ format: 'date-time' }),
   },
   { $id: 'BundleRegistration', title: 'BundleRegistration' },
@@ -99,6 +101,12 @@ const ZipBody = Type.Object(
 const LinkParams = Type.Object({
   token: Type.String({ maxLength: 65536, description: 'Signed, expiring token' }),
   name: Type.String({ maxLength: 5000, description: 'A name for the browser; not checked' }),
+})
+
+/** A folder's listing as `GET /folders` takes it, but inside the share only: no search_all. */
+const ShareListQuery = Type.Omit(FolderListQuery, ['search_all'], {
+  additionalProperties: FolderListQuery.additionalProperties,
+  patternProperties: FolderListQuery.patternProperties,
 })
 
 const tags = ['public bundles']
@@ -158,7 +166,7 @@ export function publicBundleRoutes(c: HttpContext): Routes {
       tags,
       ...open,
       headers: RegistrationHeader,
-      querystring: FolderListQuery,
+      querystring: ShareListQuery,
       response: { 200: Type.Array(FileSchema), ...errorResponses },
     }
     app.get(
