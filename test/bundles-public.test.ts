@@ -5,13 +5,15 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { makeFile, makeFolder } from './helpers/file-rows.js'
 import { putBytes } from './helpers/files.js'
+import { startListener } from './helpers/listener.js'
 import { call, dialects, expectError, grant, makeKey, makeUser, useServer } from './helpers/server.js'
 
 const PAST = '2000-01-01T00:00:00Z'
 const FUTURE = '2099-01-01T00:00:00Z'
 
 describe.each(dialects)('Share links, the recipients’ side (%s)', (dialect) => {
-  const s = useServer(dialect)
+  // The webhook listener is on loopback, which only this range allows.
+  const s = useServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
   let n = 0
 
   /** A share link by a user with full permission on /pub, and that user's key. */
@@ -37,6 +39,11 @@ describe.each(dialects)('Share links, the recipients’ side (%s)', (dialect) =>
     const r = await call(s, 'POST', pub(code, '/registrations'), { body })
     expect(r.status).toBe(201)
     return r.body.code as string
+  }
+  /** A response's status and JSON body, as expectError reads them. */
+  async function jsonOf(url: string) {
+    const res = await fetch(url)
+    return { headers: res.headers, text: '', body: await res.json() }
   }
   const as = (reg: string) => ({ headers: { 'X-Bundle-Registration-Code': reg } })
 
@@ -219,9 +226,24 @@ describe.each(dialects)('Share links, the recipients’ side (%s)', (dialect) =>
       .filter(Boolean)
     expect(listing.sort()).toEqual(['docs/', 'docs/a.txt', 'docs/sub/', 'docs/sub/b.txt'])
     expect(execFileSync('unzip', ['-p', join(dir, 'x.zip'), 'docs/sub/b.txt']).toString()).toBe('bee')
-    const token = new URL(link.body.download_uri).pathname.split('/')[6]!
-    const claims = JSON.parse(Buffer.from(token.split('~')[0]!, 'base64url').toString())
-    expect(claims.ip).toBe('127.0.0.1')
+    const url = new URL(link.body.download_uri)
+    const foreign = await s.app.inject({ method: 'GET', url: url.pathname, remoteAddress: '192.0.2.9' })
+    expect({ status: foreign.statusCode, type: foreign.json().type }).toEqual({
+      status: 403,
+      type: 'not-authorized/zip-download-ip-mismatch',
+    })
+    const tampered = `${url.pathname.replace(/~[^/]+/, '~AAAA')}`
+    expectError(
+      { status: (await fetch(`${s.url}${tampered}`)).status, ...(await jsonOf(`${s.url}${tampered}`)) },
+      401,
+      'not-authenticated/invalid-or-expired-code',
+    )
+
+    const zipDownloads = await call(s, 'GET', `/bundle_downloads?bundle_id=${b.id}`, { key: b.key })
+    expect(zipDownloads.body.map((d: any) => [d.download_method, d.path]).sort()).toEqual([
+      ['full_zip', 'docs/a.txt'],
+      ['full_zip', 'docs/sub/b.txt'],
+    ])
   })
 
   it('takes uploads into a folder per visitor', async () => {
@@ -255,6 +277,70 @@ describe.each(dialects)('Share links, the recipients’ side (%s)', (dialect) =>
       await call(s, 'POST', pub(ro.code, '/files/inbox/x.txt'), { ...as(roReg), body: { action: 'put' } }),
       403,
       'not-authorized/write-permission-required',
+    )
+  })
+
+  it('reports visitors’ downloads and uploads to the site’s webhook as interface web', async () => {
+    const listener = await startListener()
+    try {
+      const set = await call(s, 'PATCH', '/webhook_settings', {
+        key: s.adminKey,
+        body: { url: listener.url, triggers: ['Upload', 'Download'], enabled: true },
+      })
+      expect(set.status).toBe(200)
+      const b = await share({ permissions: 'read_write', dont_separate_submissions_by_folder: true })
+      const reg = await register(b.code)
+      const file = await call(s, 'GET', pub(b.code, '/files/docs/a.txt'), as(reg))
+      expect((await fetch(file.body.download_uri)).status).toBe(200)
+      const put = await call(s, 'POST', pub(b.code, '/files/inbox/w.txt'), {
+        ...as(reg),
+        body: { action: 'put' },
+      })
+      expect((await putBytes(put.body.upload_uri, Buffer.from('w'))).status).toBe(200)
+      const end = await call(s, 'POST', pub(b.code, '/files/inbox/w.txt'), {
+        ...as(reg),
+        body: { action: 'end', ref: put.body.ref },
+      })
+      expect(end.body.path).toBe('inbox/w.txt')
+      const got = await listener.waitFor(2)
+      const seen = got.map((r) => [r.json.operation, r.json.protocol, r.json.path, r.json.username]).sort()
+      expect(seen).toEqual([
+        ['Download', 'web', `${b.root}/docs/a.txt`, b.user.username],
+        ['Upload', 'web', `${b.root}/inbox/w.txt`, b.user.username],
+      ])
+    } finally {
+      await call(s, 'PATCH', '/webhook_settings', {
+        key: s.adminKey,
+        body: { url: null, triggers: [], enabled: false },
+      })
+      await listener.close()
+    }
+  })
+
+  it('shows the owners’ lists in XML, and an anonymous visitor’s folder by their code', async () => {
+    const b = await share({ permissions: 'write' })
+    const reg = await register(b.code)
+    const put = await call(s, 'POST', pub(b.code, '/files/inbox/anon.txt'), {
+      ...as(reg),
+      body: { action: 'put' },
+    })
+    expect(put.status).toBe(201)
+    expect((await putBytes(put.body.upload_uri, Buffer.from('a'))).status).toBe(200)
+    const end = await call(s, 'POST', pub(b.code, '/files/inbox/anon.txt'), {
+      ...as(reg),
+      body: { action: 'end', ref: put.body.ref },
+    })
+    expect(end.body.path).toBe(`inbox/${reg.slice(0, 8)}/anon.txt`)
+    const xml = await call(s, 'GET', '/bundle_registrations.xml', { key: b.key })
+    expect(xml.status).toBe(200)
+    expect(xml.text).toContain('<bundle-registrations')
+    expect(xml.text).toContain(`<bundle_code>${b.code}</bundle_code>`)
+    const actions = await call(s, 'GET', '/bundle_actions.xml', { key: b.key })
+    expect(actions.text).toContain(`<path>inbox/${reg.slice(0, 8)}/anon.txt</path>`)
+    expectError(
+      await call(s, 'GET', '/bundle_actions?user_id=1', { key: b.key }),
+      403,
+      'not-authorized/user-id-without-site-admin',
     )
   })
 })
