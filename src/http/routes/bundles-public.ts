@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream'
 import { type TSchema, Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
 import yazl from 'yazl'
@@ -301,8 +302,12 @@ export function publicBundleRoutes(c: HttpContext): Routes {
             },
           )
         }
+        // A blob lost mid-way cannot become an error response any more: the ZIP is cut short.
+        zip.on('error', (err: Error) => {
+          request.log.warn({ err }, 'share link ZIP cut short')
+          ;(zip.outputStream as unknown as Readable).destroy(err)
+        })
         zip.end()
-        zip.outputStream.on('error', () => reply.raw.destroy())
         return reply
           .code(200)
           .header('Content-Type', 'application/zip')

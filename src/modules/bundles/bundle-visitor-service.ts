@@ -367,7 +367,8 @@ export class BundleVisitorService {
     if (v.bundle.dont_allow_folders_in_uploads === 1 && inside.includes('/')) {
       throw ERRORS.bundleOperationRequiresSubfolder('This share link takes files, not folders')
     }
-    const folder = submissionFolder(v.bundle, v.registration, this.now())
+    // The registration's time, not the request's: every step of one upload names the same folder.
+    const folder = submissionFolder(v.bundle, v.registration, v.registration.created_at)
     const real = folder === '' ? target.real : `${target.root}/${folder}/${inside}`
     this.require(v, target.root, 'write')
     this.require(v, real, 'write')
