@@ -13,7 +13,7 @@ const FUTURE = '2099-01-01T00:00:00Z'
 
 describe.each(dialects)('Share links, the recipients’ side (%s)', (dialect) => {
   // The webhook listener is on loopback, which only this range allows.
-  const s = useServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
+  const s = useServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32', LOGIN_DEFENDER_THRESHOLD: '3' })
   let n = 0
 
   /** A share link by a user with full permission on /pub, and that user's key. */
@@ -64,6 +64,13 @@ describe.each(dialects)('Share links, the recipients’ side (%s)', (dialect) =>
     expect(roots.body.map((f: any) => f.path)).toEqual(['docs', 'inbox'])
     const docs = await call(s, 'GET', pub(b.code, '/folders/docs'), as(code))
     expect(docs.body.map((f: any) => f.path).sort()).toEqual(['docs/a.txt', 'docs/sub'])
+
+    const first = await call(s, 'GET', pub(b.code, '/folders/docs?per_page=1'), as(code))
+    expect(first.body.map((f: any) => f.path)).toEqual(['docs/a.txt'])
+    const cursor = first.headers.get('x-files-cursor-next')
+    expect(cursor).toBeTruthy()
+    const second = await call(s, 'GET', pub(b.code, `/folders/docs?per_page=1&cursor=${cursor}`), as(code))
+    expect(second.body.map((f: any) => f.path)).toEqual(['docs/sub'])
 
     const file = await call(s, 'GET', pub(b.code, '/files/docs/a.txt'), as(code))
     expect(file.status).toBe(200)
@@ -342,5 +349,34 @@ describe.each(dialects)('Share links, the recipients’ side (%s)', (dialect) =>
       403,
       'not-authorized/user-id-without-site-admin',
     )
+  })
+
+  it('bans an address, and locks the link, after too many wrong passwords', async () => {
+    const b = await share({ password: 'right one' })
+    const attempt = (password: string, remoteAddress: string) =>
+      s.app.inject({
+        method: 'POST',
+        url: `/api/rest/v1${pub(b.code, '/registrations')}`,
+        payload: { password },
+        remoteAddress,
+      })
+    for (let i = 0; i < 3; i++) {
+      const r = await attempt('wrong', '192.0.2.50')
+      expect({ status: r.statusCode, type: r.json().type }).toEqual({
+        status: 401,
+        type: 'not-authenticated/invalid-credentials',
+      })
+    }
+    const banned = await attempt('right one', '192.0.2.50')
+    expect({ status: banned.statusCode, type: banned.json().type }).toEqual({
+      status: 429,
+      type: 'rate-limited/too-many-login-attempts',
+    })
+    // From any other address too: the link's own count reached the threshold.
+    const locked = await attempt('right one', '192.0.2.51')
+    expect({ status: locked.statusCode, type: locked.json().type }).toEqual({
+      status: 429,
+      type: 'rate-limited/too-many-login-attempts',
+    })
   })
 })
