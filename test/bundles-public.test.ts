@@ -113,6 +113,9 @@ describe.each(dialects)('Share links, the recipients’ side (%s)', (dialect) =>
       422,
       'processing-failure/invalid-bundle-code',
     )
+    const orphan = await share({})
+    expect((await call(s, 'DELETE', `/users/${orphan.user.id}`, { key: s.adminKey })).status).toBe(204)
+    expectError(await call(s, 'GET', pub(orphan.code)), 422, 'processing-failure/invalid-bundle-code')
     const deleted = await share({})
     expect((await call(s, 'DELETE', `/bundles/${deleted.id}`, { key: deleted.key })).status).toBe(204)
     expectError(await call(s, 'GET', pub(deleted.code)), 422, 'processing-failure/invalid-bundle-code')
@@ -378,5 +381,36 @@ describe.each(dialects)('Share links, the recipients’ side (%s)', (dialect) =>
       status: 429,
       type: 'rate-limited/too-many-login-attempts',
     })
+  })
+
+  it('names upload folders from path_template, and refuses uploads beside or below the shared folders', async () => {
+    const b = await share({
+      permissions: 'write',
+      path_template: '{{company}}/%Y',
+      dont_allow_folders_in_uploads: true,
+    })
+    const reg = await register(b.code, { company: 'Acme', email: 'a@acme.example' })
+    const put = await call(s, 'POST', pub(b.code, '/files/inbox/t.txt'), {
+      ...as(reg),
+      body: { action: 'put' },
+    })
+    expect((await putBytes(put.body.upload_uri, Buffer.from('t'))).status).toBe(200)
+    const end = await call(s, 'POST', pub(b.code, '/files/inbox/t.txt'), {
+      ...as(reg),
+      body: { action: 'end', ref: put.body.ref },
+    })
+    // Dated by the registration (in UTC, no time zone given).
+    const regs = await call(s, 'GET', `/bundle_registrations?bundle_id=${b.id}`, { key: b.key })
+    expect(end.body.path).toBe(`inbox/Acme/${regs.body[0].created_at.slice(0, 4)}/t.txt`)
+    expectError(
+      await call(s, 'POST', pub(b.code, '/files/inbox'), { ...as(reg), body: { action: 'put' } }),
+      422,
+      'processing-failure/bundle-operation-requires-subfolder',
+    )
+    expectError(
+      await call(s, 'POST', pub(b.code, '/files/inbox/sub/t.txt'), { ...as(reg), body: { action: 'put' } }),
+      422,
+      'processing-failure/bundle-operation-requires-subfolder',
+    )
   })
 })
