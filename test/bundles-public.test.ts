@@ -236,6 +236,22 @@ describe.each(dialects)('Share links, the recipients’ side (%s)', (dialect) =>
       .filter(Boolean)
     expect(listing.sort()).toEqual(['docs/', 'docs/a.txt', 'docs/sub/', 'docs/sub/b.txt'])
     expect(execFileSync('unzip', ['-p', join(dir, 'x.zip'), 'docs/sub/b.txt']).toString()).toBe('bee')
+    const whole = await call(s, 'POST', pub(b.code, '/zip'), { ...as(reg), body: { paths: [''] } })
+    writeFileSync(
+      join(dir, 'all.zip'),
+      Buffer.from(await (await fetch(whole.body.download_uri)).arrayBuffer()),
+    )
+    const all = execFileSync('unzip', ['-Z1', join(dir, 'all.zip')])
+      .toString()
+      .split('\n')
+      .filter(Boolean)
+    expect(all.sort()).toEqual(['docs/', 'docs/a.txt', 'docs/sub/', 'docs/sub/b.txt', 'inbox/'])
+    expectError(
+      await call(s, 'POST', pub(b.code, '/zip'), { ...as(reg), body: { paths: ['elsewhere'] } }),
+      404,
+      'not-found/bundle-path-not-found',
+    )
+
     const url = new URL(link.body.download_uri)
     const foreign = await s.app.inject({ method: 'GET', url: url.pathname, remoteAddress: '192.0.2.9' })
     expect({ status: foreign.statusCode, type: foreign.json().type }).toEqual({
@@ -252,6 +268,8 @@ describe.each(dialects)('Share links, the recipients’ side (%s)', (dialect) =>
     const zipDownloads = await call(s, 'GET', `/bundle_downloads?bundle_id=${b.id}`, { key: b.key })
     expect(zipDownloads.body.map((d: any) => [d.download_method, d.path]).sort()).toEqual([
       ['full_zip', 'docs/a.txt'],
+      ['full_zip', 'docs/a.txt'],
+      ['full_zip', 'docs/sub/b.txt'],
       ['full_zip', 'docs/sub/b.txt'],
     ])
   })

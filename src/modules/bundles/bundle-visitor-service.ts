@@ -76,7 +76,8 @@ export interface ZipEntries {
 const invalidCode = () => ERRORS.invalidBundleCode('This share link does not exist or is not available')
 const codeFailed = () =>
   ERRORS.bundleRegistrationCodeFailed('X-Bundle-Registration-Code is missing or not one of this share link')
-const ZIP_LINK_SECONDS = 3600
+/** How long a share's download and ZIP links work: an hour, checked again against the link when used. */
+const LINK_SECONDS = 3600
 const MAX_ZIP_PATHS = 100
 
 /**
@@ -207,7 +208,7 @@ export class BundleVisitorService {
       r: Number(v.registration.id),
       f: row.id,
       b: row.blob_key ?? '',
-      e: Math.floor(this.now() / 1000) + ZIP_LINK_SECONDS,
+      e: Math.floor(this.now() / 1000) + LINK_SECONDS,
     })
     const uri = `${this.baseUrl()}/api/rest/v1/public/bundle_downloads/${token}/${encodeURIComponent(row.name)}`
     return this.render(v, row, target.root, uri)
@@ -224,7 +225,7 @@ export class BundleVisitorService {
     }
     const root = this.rootOf(v, row.path)
     this.require(v, row.path, 'read')
-    return this.asDownload(v, row, root, 'file', relativePath(row.path, root))
+    return this.asDownload(v, row, 'file', relativePath(row.path, root))
   }
 
   /** POST …/zip: a link to a ZIP of these share-relative paths, for the asking address only. */
@@ -244,7 +245,7 @@ export class BundleVisitorService {
       r: Number(v.registration.id),
       p: paths,
       ip: v.as.ip,
-      e: Math.floor(this.now() / 1000) + ZIP_LINK_SECONDS,
+      e: Math.floor(this.now() / 1000) + LINK_SECONDS,
     })
     return { download_uri: `${this.baseUrl()}/api/rest/v1/public/bundle_zips/${token}/${v.bundle.code}.zip` }
   }
@@ -263,15 +264,11 @@ export class BundleVisitorService {
     const entries: ZipEntries['entries'] = []
     const directories: string[] = []
     const seen = new Set<number>()
-    const targets =
-      claims.p!.length === 1 && claims.p![0] === ''
-        ? v.shared.map((s) => ({ real: s.path, root: s.path }))
-        : claims.p!.map((p) => resolveSharePath(p, v.shared) ?? { real: '', root: '' })
+    // [""] (or any "" among the paths): the whole share.
+    const targets = claims.p!.includes('')
+      ? v.shared.map((sh) => ({ real: sh.path, root: sh.path }))
+      : claims.p!.map((p) => resolveSharePath(p, v.shared)!)
     for (const target of targets) {
-      if (target.real === '') {
-        for (const s of v.shared) targets.push({ real: s.path, root: s.path })
-        continue
-      }
       this.require(v, target.real, 'read')
       const row = await this.files.findByPath(v.as.siteId, target.real)
       if (!row) throw bundlePathNotFound(relativePath(target.real, target.root))
@@ -292,7 +289,7 @@ export class BundleVisitorService {
 
   /** Records one ZIP entry as it is read: a `read` Action and a BundleDownload (full_zip) each. */
   async recordZipEntry(z: ZipEntries, entry: ZipEntries['entries'][number], ip: string): Promise<void> {
-    const d = this.asDownload(z.visit, entry.row, '', 'full_zip', entry.name)
+    const d = this.asDownload(z.visit, entry.row, 'full_zip', entry.name)
     await this.downloads.recordRead(d, ip)
   }
 
@@ -420,13 +417,7 @@ export class BundleVisitorService {
     }
   }
 
-  private asDownload(
-    v: Visit,
-    row: FileRow,
-    _root: string,
-    method: 'file' | 'full_zip',
-    shown: string,
-  ): Download {
+  private asDownload(v: Visit, row: FileRow, method: 'file' | 'full_zip', shown: string): Download {
     const reg = v.registration
     return {
       row,
