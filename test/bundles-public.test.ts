@@ -393,6 +393,9 @@ describe.each(dialects)('Share links, the recipients’ side (%s)', (dialect) =>
       status: 429,
       type: 'rate-limited/too-many-login-attempts',
     })
+    const bans = await call(s, 'GET', '/banned_addresses', { key: s.adminKey })
+    expect(bans.body.map((x: any) => x.address)).toContain('192.0.2.50')
+    expect(bans.body.map((x: any) => x.address).filter((a: string) => a.startsWith('bundle:'))).toEqual([])
     // From any other address too: the link's own count reached the threshold.
     const locked = await attempt('right one', '192.0.2.51')
     expect({ status: locked.statusCode, type: locked.json().type }).toEqual({
