@@ -16,7 +16,9 @@ import { appRoutes } from './http/routes/apps.js'
 import { bannedAddressRoutes } from './http/routes/banned-addresses.js'
 import { billingRoutes } from './http/routes/billing.js'
 import { bundleMailRoutes } from './http/routes/bundle-mail.js'
+import { bundleRecordRoutes } from './http/routes/bundle-records.js'
 import { bundleRoutes } from './http/routes/bundles.js'
+import { publicBundleRoutes } from './http/routes/bundles-public.js'
 import { exportFileRoutes } from './http/routes/export-files.js'
 import { fileOperationRoutes } from './http/routes/file-operations.js'
 import { fileRoutes } from './http/routes/files.js'
@@ -216,7 +218,15 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       const rel = url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) || '/' : url
       if (!rel.endsWith('*')) return { schema: schema as any, url: rel }
       // File routes end in a wildcard (the file path, slashes and all): Swagger names it `path`.
-      return { schema: { ...(schema as any), params: FilePathParams }, url: `${rel.slice(0, -1)}{path}` }
+      // Other parameters before the wildcard (a share link's code) keep their own schemas.
+      const own = { ...((schema as any).params?.properties ?? {}) }
+      delete own['*']
+      const params = {
+        ...FilePathParams,
+        properties: { ...own, ...FilePathParams.properties },
+        required: [...Object.keys(own), ...(FilePathParams.required ?? [])],
+      }
+      return { schema: { ...(schema as any), params }, url: `${rel.slice(0, -1)}{path}` }
     },
   })
 
@@ -242,6 +252,8 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       await api.register(publicKeyRoutes(container))
       await api.register(bundleRoutes(container))
       await api.register(bundleMailRoutes(container))
+      await api.register(bundleRecordRoutes(container))
+      await api.register(publicBundleRoutes(container))
       await api.register(sftpHostKeyRoutes(container))
       await api.register(bannedAddressRoutes(container))
       await api.register(swaggerRoutes())

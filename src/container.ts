@@ -32,7 +32,9 @@ import { ProtocolLogin } from './modules/auth/protocol-login.js'
 import { BillingLedger } from './modules/billing/billing-ledger.js'
 import { BillingService } from './modules/billing/billing-service.js'
 import { BundleMailService } from './modules/bundles/bundle-mail-service.js'
+import { BundleRecordService } from './modules/bundles/bundle-record-service.js'
 import { BundleService } from './modules/bundles/bundle-service.js'
+import { BundleVisitorService } from './modules/bundles/bundle-visitor-service.js'
 import { ExportService } from './modules/exports/export-service.js'
 import { DownloadService } from './modules/files/download-service.js'
 import { FileAccess } from './modules/files/file-access.js'
@@ -403,6 +405,21 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
         () => ({ mail: config.mail, siteName: config.siteName, baseUrl: config.baseUrl }),
         now,
       ),
+      bundleVisitors: new BundleVisitorService(
+        repos.bundles,
+        repos.bundleVisits,
+        repos.users,
+        repos.files,
+        fileAccess,
+        folders,
+        downloads,
+        uploads,
+        loginDefender,
+        secrets,
+        () => config.baseUrl,
+        now,
+      ),
+      bundleRecords: new BundleRecordService(repos.bundleVisits, secrets),
       hostKeys: new HostKeyService(hostKeys),
       history: new HistoryService(repos.history, fileAccess, secrets, now),
       webhookSettings,

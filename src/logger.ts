@@ -10,6 +10,7 @@ const SECRET_HEADERS = [
   'x-service-reauthentication',
   'x-files-reauthentication',
   'cookie',
+  'x-bundle-registration-code',
 ]
 
 // Query parameters work for every method, so a password or key may come in the URL: its value is
@@ -19,7 +20,10 @@ const SECRET_PARAM = /pass|key|secret|token|auth|session|sig/i
 // Download links carry their signed token as a path segment (`/downloads/<token>/<name>`): it is
 // as good as a password for the file until it expires, so the log keeps only the route's name.
 // Every other signed link (upload parts, export CSVs, billing PDFs) signs in the query string.
-const SECRET_PATH_SEGMENT = /(\/api\/rest\/v1\/downloads\/)[^/?#]+/gi
+// Share links' codes are their passwords too: `/public/bundles/<code>`, `/f/<code>`, and the
+// signed links of their downloads and ZIPs.
+const SECRET_PATH_SEGMENT =
+  /(\/api\/rest\/v1\/(?:downloads|public\/bundles|public\/bundle_downloads|public\/bundle_zips)\/|^\/f\/)[^/?#]+/gi
 
 /** The URL with signed-link tokens and the values of secret-looking query parameters replaced. */
 export function redactUrl(url: string): string {

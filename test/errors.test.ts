@@ -444,5 +444,12 @@ describe.each(dialects)('unexpected failures and the server log (%s)', (dialect)
       '/x?username=a&password=[redacted]&Api%5FKey=[redacted]&sig=[redacted]&flag',
     )
     expect(redactUrl('/x')).toBe('/x')
+    expect(redactUrl('/api/rest/v1/public/bundles/s3cret/files/a.txt')).toBe(
+      '/api/rest/v1/public/bundles/[redacted]/files/a.txt',
+    )
+    expect(redactUrl('/f/s3cret')).toBe('/f/[redacted]')
+    expect(redactUrl('/api/rest/v1/public/bundle_zips/tok~sig/x.zip')).toBe(
+      '/api/rest/v1/public/bundle_zips/[redacted]/x.zip',
+    )
   })
 })

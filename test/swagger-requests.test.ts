@@ -83,6 +83,27 @@ const STATE_ANSWERS: [ops: string | string[], status: number, type: string, mess
   [['POST /bundles/{id}/share', 'POST /bundle_recipients'], 422, 'processing-failure/mail-not-configured'],
   // "at least one address" between to and recipients (the description of the share).
   ['POST /bundles/{id}/share', 400, 'bad-request/request-params-required', /^to or recipients is required$/],
+  // A share link's visitor: without the (optional) header no visit; the bundle is read-only, so
+  // uploads are refused; the paths drawn for a ZIP are not in the share. Its download and ZIP
+  // links are signed: a drawn token is no link the server issued.
+  [
+    [
+      'GET /public/bundles/{code}/folders',
+      'GET /public/bundles/{code}/folders/{path}',
+      'GET /public/bundles/{code}/files/{path}',
+      'POST /public/bundles/{code}/files/{path}',
+      'POST /public/bundles/{code}/zip',
+    ],
+    401,
+    'not-authenticated/bundle-registration-code-failed',
+  ],
+  ['POST /public/bundles/{code}/files/{path}', 403, 'not-authorized/write-permission-required'],
+  ['POST /public/bundles/{code}/zip', 404, 'not-found/bundle-path-not-found'],
+  [
+    ['GET /public/bundle_downloads/{token}/{name}', 'GET /public/bundle_zips/{token}/{name}'],
+    401,
+    'not-authenticated/invalid-or-expired-code',
+  ],
   // A folder with files in it is deleted only with recursive=true.
   ['DELETE /resource/{id}', 422, 'processing-failure/folder-not-empty'],
 ]
@@ -190,6 +211,18 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       /^\/(folders|history\/folders|file_actions\/(copy|move))\//.test(op.path) ||
       /^\/(folders|api_keys|permissions)$/.test(op.path)
     refs['path'] = onFolder ? folder : file.path
+    // A share link's routes: its code, a visit of it, and paths relative to the share ("dir").
+    if (op.path.startsWith('/public/bundles/')) {
+      const visit = await s.container.services.bundleVisitors.register(
+        s.container.site.id,
+        bundle.code,
+        {},
+        '127.0.0.1',
+      )
+      refs['code'] = bundle.code
+      refs['x-bundle-registration-code'] = visit.code!
+      refs['path'] = op.path.includes('/folders/') ? 'dir' : 'dir/file.txt'
+    }
     // Who a permission is for, and whose password logs in: existing users.
     if (op.path === '/permissions') refs['username'] = user.username
     if (op.path === '/sessions') Object.assign(refs, { username: user.username, password: user.password })
@@ -308,7 +341,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     expect(failures).toEqual([])
     // The state answers did occur (which ones depends on the values drawn).
     expect(seen.size).toBeGreaterThanOrEqual(5)
-    expect(ops.length).toBe(76)
+    expect(ops.length).toBe(88)
     expect(sent).toBeGreaterThan(ops.length * VARIANTS)
   })
 })

@@ -301,6 +301,9 @@ export interface Database {
   bundle_paths: BundlePathsTable
   bundle_recipients: BundleRecipientsTable
   bundle_notifications: BundleNotificationsTable
+  bundle_registrations: BundleRegistrationsTable
+  bundle_downloads: BundleDownloadsTable
+  bundle_actions: BundleActionsTable
 }
 
 /** Share links: a code, its settings, and (in bundle_paths) the paths it shares. */
@@ -365,6 +368,45 @@ export interface BundleNotificationsTable {
   notify_user_id: number
   notify_on_registration: number
   notify_on_upload: number
+  created_at: number
+}
+
+/** One visit of a share link: what its visitor gave, and the hash of the code their requests carry. */
+export interface BundleRegistrationsTable {
+  id: Generated<number>
+  site_id: number
+  bundle_id: number
+  code_hash: string
+  code_start: string
+  name: string | null
+  email: string | null
+  company: string | null
+  ip: string | null
+  created_at: number
+}
+
+/** A file (or a ZIP) a visitor downloaded. */
+export interface BundleDownloadsTable {
+  id: Generated<number>
+  site_id: number
+  bundle_id: number
+  bundle_registration_id: number
+  path: string
+  /** file or full_zip */
+  download_method: string
+  created_at: number
+}
+
+/** Something a visitor did in a share link (an upload: `create`). */
+export interface BundleActionsTable {
+  id: Generated<number>
+  site_id: number
+  bundle_id: number
+  bundle_registration_id: number
+  path: string
+  action: string
+  source: string | null
+  destination: string | null
   created_at: number
 }
 

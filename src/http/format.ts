@@ -20,7 +20,12 @@ const FILE_PATH_PREFIXES = [
   '/history/files/',
   '/history/folders/',
   '/downloads/',
+  '/public/bundle_downloads/',
+  '/public/bundle_zips/',
 ]
+
+/** A share link's file routes, behind its code: `/public/bundles/{code}/files/…` and `/folders/…`. */
+const SHARE_FILE_PATH = /^\/public\/bundles\/[^/]+\/(?:files|folders)\//
 
 /** Routes whose last segment is an IP address: its dots are no suffix, but a `.json`/`.xml` after it is. */
 const ADDRESS_PREFIXES = ['/banned_addresses/']
@@ -39,7 +44,7 @@ export function splitFormatSuffix(url: string): SuffixResult {
   const pathPart = q === -1 ? url : url.slice(0, q)
   const query = q === -1 ? '' : url.slice(q)
   const rel = pathPart.slice(API_PREFIX.length)
-  if (FILE_PATH_PREFIXES.some((p) => rel.startsWith(p)))
+  if (FILE_PATH_PREFIXES.some((p) => rel.startsWith(p)) || SHARE_FILE_PATH.test(rel))
     return { url, format: undefined, badSuffix: undefined }
   const lastSlash = pathPart.lastIndexOf('/')
   const last = pathPart.slice(lastSlash + 1)

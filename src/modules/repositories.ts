@@ -5,6 +5,7 @@ import { ApiKeyRepository } from './api-keys/api-key-repository.js'
 import { BillingRepository } from './billing/billing-repository.js'
 import { BundleMailRepository } from './bundles/bundle-mail-repository.js'
 import { BundleRepository } from './bundles/bundle-repository.js'
+import { BundleVisitRepository } from './bundles/bundle-visit-repository.js'
 import { ExportRepository } from './exports/export-repository.js'
 import { FileRepository } from './files/file-repository.js'
 import { FolderRepository } from './files/folder-repository.js'
@@ -31,6 +32,7 @@ export interface Repositories {
   publicKeys: PublicKeyRepository
   bundles: BundleRepository
   bundleMail: BundleMailRepository
+  bundleVisits: BundleVisitRepository
   exports: ExportRepository
   serverKeys: ServerKeyRepository
   webhookSettings: WebhookSettingsRepository
@@ -41,6 +43,7 @@ export interface Repositories {
 }
 
 export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): Repositories {
+  const files = new FileRepository(db, dialect)
   return {
     sites: new SiteRepository(db, dialect),
     users: new UserRepository(db, dialect),
@@ -50,13 +53,14 @@ export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): R
     billing: new BillingRepository(db, dialect),
     history: new HistoryRepository(db, dialect),
     publicKeys: new PublicKeyRepository(db, dialect),
-    bundles: new BundleRepository(db, dialect),
+    bundles: new BundleRepository(db, dialect, files),
     bundleMail: new BundleMailRepository(db, dialect),
+    bundleVisits: new BundleVisitRepository(db, dialect),
     exports: new ExportRepository(db, dialect),
     serverKeys: new ServerKeyRepository(db, dialect),
     webhookSettings: new WebhookSettingsRepository(db, dialect),
     loginDefender: new LoginDefenderRepository(db, dialect),
-    files: new FileRepository(db, dialect),
+    files,
     folders: new FolderRepository(db, dialect),
     uploads: new UploadRepository(db, dialect),
   }

@@ -5,7 +5,9 @@ import type { ProtocolLogin } from './auth/protocol-login.js'
 import type { BillingLedger } from './billing/billing-ledger.js'
 import type { BillingService } from './billing/billing-service.js'
 import type { BundleMailService } from './bundles/bundle-mail-service.js'
+import type { BundleRecordService } from './bundles/bundle-record-service.js'
 import type { BundleService } from './bundles/bundle-service.js'
+import type { BundleVisitorService } from './bundles/bundle-visitor-service.js'
 import type { ExportService } from './exports/export-service.js'
 import type { DownloadService } from './files/download-service.js'
 import type { FileAccess } from './files/file-access.js'
@@ -51,6 +53,10 @@ export interface Services {
   bundles: BundleService
   /** Share links sent by e-mail (share, BundleRecipient) and BundleNotification. */
   bundleMail: BundleMailService
+  /** Share links, their recipients' side (the public API under /public/bundles). */
+  bundleVisitors: BundleVisitorService
+  /** What recipients did: GET /bundle_registrations, /bundle_downloads, /bundle_actions. */
+  bundleRecords: BundleRecordService
   /** The SFTP server's host keys, generated on first use (GET /sftp_host_keys). */
   hostKeys: HostKeyService
   /** The /history endpoints: recent actions. */

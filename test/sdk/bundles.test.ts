@@ -1,9 +1,11 @@
 import Files from 'files.com/lib/Files.js'
 import Bundle from 'files.com/lib/models/Bundle.js'
+import BundleDownload from 'files.com/lib/models/BundleDownload.js'
+import BundleRegistration from 'files.com/lib/models/BundleRegistration.js'
 import User from 'files.com/lib/models/User.js'
 import { describe, expect, it } from 'vitest'
 import { makeFile, makeFolder } from '../helpers/file-rows.js'
-import { dialects, grant, makeKey, makeUser, type TestServer } from '../helpers/server.js'
+import { call, dialects, grant, makeKey, makeUser, type TestServer } from '../helpers/server.js'
 import { describeError, type Recorder, sdkError, sdkServer } from './sdk.js'
 
 describe.each(dialects)('files.com SDK: share links (%s)', (dialect) => {
@@ -122,5 +124,30 @@ describe.each(dialects)('files.com SDK: share links (%s)', (dialect) => {
     const on = await user.update({ attachments_permission: true })
     expect(on.attributes['attachments_permission']).toBe(true)
     expect(on.attributes['bundle_permission']).toBe(true)
+  })
+
+  it('lists the visits and downloads of a share link with the SDK', async () => {
+    const me = await sharer('sdk-visits')
+    Files.setApiKey(me.key)
+    const bundle = await Bundle.create({ paths: ['sdk-visits'] })
+    const reg = await call(s, 'POST', `/public/bundles/${bundle.code}/registrations`, {
+      body: { name: 'Sam' },
+    })
+    expect(reg.status).toBe(201)
+    const headers = { 'X-Bundle-Registration-Code': reg.body.code as string }
+    const file = await call(s, 'GET', `/public/bundles/${bundle.code}/files/sdk-visits/a.txt`, { headers })
+    expect((await fetch(file.body.download_uri)).status).toBe(200)
+
+    const regs = await BundleRegistration.list({ bundle_id: bundle.id })
+    expect(regs.map((r) => [r.name, r.bundle_code, r.code])).toEqual([['Sam', bundle.code, null]])
+    const downloads = await BundleDownload.list({ bundle_id: bundle.id })
+    expect(downloads.map((d) => [d.download_method, d.path])).toEqual([['file', 'sdk-visits/a.txt']])
+    expect(downloads[0]!.bundle_registration['name']).toBe('Sam')
+
+    // Another user's links' records are not theirs to see.
+    const other = await sharer('sdk-visits-other')
+    Files.setApiKey(other.key)
+    expect(await BundleRegistration.list()).toEqual([])
+    expect(await BundleDownload.list()).toEqual([])
   })
 })

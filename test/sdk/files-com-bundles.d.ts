@@ -62,3 +62,35 @@ declare module 'files.com/lib/models/BundleNotification.js' {
     static create(params: Record<string, unknown>): Promise<BundleNotification>
   }
 }
+
+declare module 'files.com/lib/models/BundleRegistration.js' {
+  export default class BundleRegistration {
+    readonly code: string | null
+    readonly name: string | null
+    readonly email: string | null
+    readonly bundle_id: number
+    readonly bundle_code: string
+    readonly attributes: Record<string, unknown>
+    static list(params?: Record<string, unknown>): Promise<BundleRegistration[]>
+  }
+}
+
+declare module 'files.com/lib/models/BundleDownload.js' {
+  export default class BundleDownload {
+    readonly download_method: string
+    readonly path: string
+    readonly bundle_registration: Record<string, unknown>
+    readonly attributes: Record<string, unknown>
+    static list(params?: Record<string, unknown>): Promise<BundleDownload[]>
+  }
+}
+
+declare module 'files.com/lib/models/BundleAction.js' {
+  export default class BundleAction {
+    readonly action: string
+    readonly path: string
+    readonly bundle_registration_name: string | null
+    readonly attributes: Record<string, unknown>
+    static list(params?: Record<string, unknown>): Promise<BundleAction[]>
+  }
+}

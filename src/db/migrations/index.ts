@@ -15,6 +15,7 @@ import * as m013 from './013-login-defender.js'
 import * as m014 from './014-mail-outbox.js'
 import * as m015 from './015-bundles.js'
 import * as m016 from './016-bundle-mail.js'
+import * as m017 from './017-bundle-visits.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '014-mail-outbox': m014,
   '015-bundles': m015,
   '016-bundle-mail': m016,
+  '017-bundle-visits': m017,
 }

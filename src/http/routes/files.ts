@@ -47,7 +47,7 @@ const uploadFields = {
   path: EchoPath,
 }
 
-const UploadBody = Type.Object(
+export const UploadBody = Type.Object(
   {
     // Required: without it the request is neither step of an upload.
     action: Type.Unsafe<'put' | 'end'>({
@@ -99,7 +99,7 @@ const ResourceDownloadBody = Type.Object(
 const Bytes = Type.String({ format: 'binary', description: 'The file’s bytes (206: the range asked for)' })
 const tags = ['files']
 
-function uploadOptions(b: Static<typeof BeginUploadBody>): UploadOptions {
+export function uploadOptions(b: Static<typeof BeginUploadBody>): UploadOptions {
   return {
     part: b.part,
     parts: b.parts,
@@ -112,7 +112,7 @@ function uploadOptions(b: Static<typeof BeginUploadBody>): UploadOptions {
 }
 
 /** The file's XML root on a route whose XML root is otherwise a FileUploadPart. */
-function asFile(request: FastifyRequest, reply: FastifyReply): void {
+export function asFile(request: FastifyRequest, reply: FastifyReply): void {
   if (request.format === 'xml') reply.serializer((payload: unknown) => toXml(payload, 'file'))
 }
 

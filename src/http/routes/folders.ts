@@ -10,7 +10,7 @@ import { FileSchema } from './file-schemas.js'
 const SdkPath = Type.Optional(Type.String({ description: 'Ignored: the path is in the URL' }))
 const Ignored = (t: string) => ({ description: `Accepted for Files.com compatibility; ${t}` })
 
-const ListQuery = listQuery(
+export const FolderListQuery = listQuery(
   {
     path: SdkPath,
     search: Type.Optional(
@@ -59,7 +59,7 @@ export function folderRoutes(c: HttpContext): Routes {
     const listSchema = {
       summary: 'List a folder’s contents, or search inside it',
       tags,
-      querystring: ListQuery,
+      querystring: FolderListQuery,
       response: { 200: Type.Array(FileSchema), ...errorResponses },
     }
     const list = { config: { access: 'files' as const, xml: ['files', 'file'] as [string, string] } }

@@ -3,7 +3,7 @@ import type { ListRequest, Page } from '../../api/list-spec.js'
 import { selectPage } from '../../db/list-sql.js'
 import { Repository } from '../../db/repository.js'
 import type { BundlesTable, Database } from '../../db/schema.js'
-import { FileRepository } from '../files/file-repository.js'
+import type { FileRepository } from '../files/file-repository.js'
 
 export type BundleRow = Selectable<BundlesTable>
 /** A shared path as the API shows it. */
@@ -16,8 +16,17 @@ export type BundleWithOwner = BundleRow & { username: string | null }
 
 /** The bundles and bundle_paths tables. */
 export class BundleRepository extends Repository {
+  constructor(
+    db: Kysely<Database>,
+    dialect: Repository['dialect'],
+    /** The files table, where shared paths are looked up. */
+    private readonly files: FileRepository,
+  ) {
+    super(db, dialect)
+  }
+
   on(db: Kysely<Database>): this {
-    return new BundleRepository(db, this.dialect) as this
+    return new BundleRepository(db, this.dialect, this.files.on(db)) as this
   }
 
   private withOwner(siteId: number) {
@@ -44,16 +53,9 @@ export class BundleRepository extends Repository {
     return this.withOwner(siteId).where('bundles.id', '=', id).executeTakeFirstOrThrow()
   }
 
-  /** The bundle using this code (case-insensitively), other than `exceptId`. */
-  async codeTaken(siteId: number, codeLower: string, exceptId = 0): Promise<boolean> {
-    const row = await this.db
-      .selectFrom('bundles')
-      .select('id')
-      .where('site_id', '=', siteId)
-      .where('code_lower', '=', codeLower)
-      .where('id', '!=', exceptId)
-      .executeTakeFirst()
-    return row !== undefined
+  /** The bundle using this code, case-insensitively. */
+  findByCode(siteId: number, code: string): Promise<BundleWithOwner | undefined> {
+    return this.withOwner(siteId).where('bundles.code_lower', '=', code.toLowerCase()).executeTakeFirst()
   }
 
   async paths(bundleId: number): Promise<BundlePathJson[]> {
@@ -86,7 +88,7 @@ export class BundleRepository extends Repository {
 
   /** The stored spelling of each of these paths that names a file or folder, by lowercased path. */
   async existing(siteId: number, paths: string[]): Promise<Map<string, string>> {
-    const rows = await new FileRepository(this.db, this.dialect).kindsAt(
+    const rows = await this.files.kindsAt(
       siteId,
       paths.map((p) => p.toLowerCase()),
     )

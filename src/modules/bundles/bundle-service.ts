@@ -79,7 +79,6 @@ export class BundleService {
     const shared = await this.checkPaths(p, owner, paths, permissions)
 
     const code = settings.code ?? randomHex(16)
-    if (await this.repo.codeTaken(p.siteId, code.toLowerCase())) throw codeTaken()
     const password = input.password ? await hashPassword(input.password) : null
     let id: number
     try {
@@ -150,9 +149,8 @@ export class BundleService {
       shared = await this.checkPaths(p, owner, paths ?? current.map((c) => c.path), after.permissions)
       if (!newPaths) shared = undefined
     }
-    if (settings.code_lower !== undefined && settings.code_lower !== row.code_lower) {
-      if (await this.repo.codeTaken(p.siteId, settings.code_lower, row.id)) throw codeTaken()
-    }
+    // The paths as they will be: shown without reading them again.
+    const pathsAfter = shared ?? current
     const patch: Partial<BundleRow> = {}
     for (const [k, v] of Object.entries(settings) as [keyof BundleRow, never][]) {
       if (row[k] !== v) patch[k] = v
@@ -160,7 +158,7 @@ export class BundleService {
     if (input.password !== undefined) {
       patch.password_hash = input.password ? await hashPassword(input.password) : null
     }
-    if (Object.keys(patch).length === 0 && !shared) return this.withPaths(row)
+    if (Object.keys(patch).length === 0 && !shared) return renderBundle(row, this.baseUrl(), pathsAfter)
     patch.updated_at = this.now()
     try {
       await this.repo.transaction(async (tx) => {
@@ -171,7 +169,7 @@ export class BundleService {
       if (isUniqueViolation(err)) throw codeTaken()
       throw err
     }
-    return this.withPaths(await this.repo.get(p.siteId, row.id))
+    return renderBundle(await this.repo.get(p.siteId, row.id), this.baseUrl(), pathsAfter)
   }
 
   async remove(p: Principal, id: number): Promise<void> {

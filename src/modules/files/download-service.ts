@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream'
+import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import { normalizePath } from '../../api/paths.js'
 import {
@@ -7,6 +8,7 @@ import {
   type ByteRange,
   type ReadOptions,
 } from '../../blobs/blob-store.js'
+import type { Database } from '../../db/schema.js'
 import type { Principal } from '../../identity/principal.js'
 import { metrics } from '../../metrics/metrics.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
@@ -28,6 +30,10 @@ export interface Download {
    * looked up only if a read is recorded: most pieces of a ranged download record none.
    */
   reader: Omit<ActionContext, 'ip' | 'username'> & { username?: string | null }
+  /** The `read` Action's words, when a front end has its own (a share link names its visitor). */
+  display?: string
+  /** What else commits with the `read` Action (a share link's own download record). */
+  alsoRecord?: (db: Kysely<Database>, now: number) => Promise<void>
 }
 
 const fileNotFound = (message: string) => ERRORS.fileNotFound(message)
@@ -153,19 +159,20 @@ export class DownloadService {
     }
     const ctx = { ...d.reader, username: username ?? null, ip }
     await this.heldReads.write(() =>
-      this.files.transaction((tx) =>
-        recordAction(
+      this.files.transaction(async (tx) => {
+        await recordAction(
           tx.db,
           ctx,
           {
             action: 'read',
-            display: describeFileAction('read', d.row.path, 'file'),
+            display: d.display ?? describeFileAction('read', d.row.path, 'file'),
             path: d.row.path,
             targets: fileTargets(d.row),
           },
           now,
-        ),
-      ),
+        )
+        await d.alsoRecord?.(tx.db, now)
+      }),
     )
   }
 

@@ -1,6 +1,8 @@
+import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import { nameOf, parentOf } from '../../api/paths.js'
-import type { FileRepository } from './file-repository.js'
+import type { Database } from '../../db/schema.js'
+import type { FileRepository, FileRow } from './file-repository.js'
 import { MAX_PARTS } from './upload-parts.js'
 
 /** Options of `action=put` / `action=end` / begin_upload, as the routes pass them on. */
@@ -19,6 +21,17 @@ export interface UploadOptions {
    * connection); by default UPLOAD_EXPIRY_MINUTES. Not an option of the REST API.
    */
   expirySeconds?: number | undefined
+  /**
+   * What the upload's Action says and what else commits with it (a share link's own record of
+   * its visitor's upload); by default the plain "Uploaded …" and nothing else.
+   */
+  recorder?: UploadRecorder | undefined
+}
+
+/** A front end's own words for an upload's Action, and its records written in the same commit. */
+export interface UploadRecorder {
+  display(action: 'create' | 'update', path: string): string
+  alsoRecord(db: Kysely<Database>, row: FileRow, action: 'create' | 'update', now: number): Promise<void>
 }
 
 /**

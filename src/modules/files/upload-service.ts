@@ -143,7 +143,7 @@ export class UploadService {
     p: Principal,
     rawPath: string,
     ref: string,
-    opts: Pick<UploadOptions, 'providedMtime' | 'withRename'>,
+    opts: Pick<UploadOptions, 'providedMtime' | 'withRename' | 'recorder'>,
     access?: AccessView,
   ): Promise<FileRow> {
     const upload = await this.ownUpload(p, normalizePath(rawPath), ref)
@@ -245,12 +245,13 @@ export class UploadService {
       ctx,
       {
         action,
-        display: describeFileAction(action, row.path, 'file'),
+        display: opts.recorder?.display(action, row.path) ?? describeFileAction(action, row.path, 'file'),
         path: row.path,
         targets: fileTargets(row),
       },
       now,
     )
+    await opts.recorder?.alsoRecord(tx.db, row, action, now)
     // The new blob is the file's now: it leaves the deletion queue in the same commit (a row
     // already gone means the janitor took it: no file without bytes), and its checksums, if
     // still unknown, are asked for in it too.

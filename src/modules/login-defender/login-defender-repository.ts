@@ -90,6 +90,8 @@ export class LoginDefenderRepository extends Repository {
       .selectAll()
       .where('site_id', '=', siteId)
       .where('banned_until', '>', now)
+      // Share links locked by wrong passwords (`bundle:<id>`) are no client addresses.
+      .where('address', 'not like', 'bundle:%')
     return selectPage(q, list)
   }
 

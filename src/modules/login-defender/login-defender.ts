@@ -22,8 +22,9 @@ export interface BannedAddressJson {
 
 /**
  * What failed: a `failedlogin` Action's failure_type (`password_mismatch`, `username_not_found`,
- * `locked_out`, `disabled`), `publickey` for an SSH connection whose keys were all refused, and
- * later one-time codes and share-link passwords.
+ * `locked_out`, `disabled`), `publickey` for an SSH connection whose keys were all refused,
+ * `bundle_password` for a share link's wrong password (counted against the address, and against
+ * the link under the key `bundle:<id>`, which GET /banned_addresses does not list).
  */
 export type FailureKind = string
 
