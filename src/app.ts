@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger'
 import Fastify, { type FastifyInstance, type FastifyRequest, LogController } from 'fastify'
 import type { Logger } from 'pino'
 import { isDateTimeText } from './api/datetime.js'
+import type { Config } from './config.js'
 import type { Container } from './container.js'
 import { answerClientError } from './http/client-error.js'
 import { refuseEncodedBody } from './http/content-encoding.js'
@@ -48,12 +49,34 @@ import { registerDav } from './dav/dav-plugin.js'
 const FORMAT = Symbol('wharf.format')
 const BAD_SUFFIX = Symbol('wharf.badSuffix')
 
+type RouteTable = { method: string; url: string; schema?: unknown }[]
+
 /** Builds the HTTP application around a container; it neither listens nor reads the environment. */
 export async function buildApp(container: Container, opts: { logger?: Logger } = {}) {
   const { config } = container
   const compilers = lazyCompilers()
-  const app = Fastify({
-    ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
+  const app = createFastify(config, compilers, opts.logger)
+  // Every route as registered (method, URL), for the Swagger test: Fastify's printRoutes cannot
+  // show wildcard routes faithfully.
+  const routeTable: RouteTable = []
+  addDecorations(app, routeTable, compilers, config, opts.logger)
+  addFormatHooks(app)
+  addBodyParsers(app)
+  await registerSwagger(app)
+  await registerApi(app, container)
+  await mountDavAndWebUi(app, container)
+  answerUnknownRoutes(app, routeTable)
+  return app
+}
+
+/** The Fastify instance and its options: logging, limits, validation, the format suffix, client errors. */
+function createFastify(
+  config: Config,
+  compilers: ReturnType<typeof lazyCompilers>,
+  logger: Logger | undefined,
+) {
+  return Fastify({
+    ...(logger ? { loggerInstance: logger } : { logger: false }),
     // One access-log line per request (below) instead of Fastify's two, and no child logger per
     // request: pino's child() costs more than the rest of an authenticated read.
     logController: new LogController({ disableRequestLogging: true }),
@@ -94,10 +117,16 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     // Requests Node's parser refuses (431, 408, 400) are answered in Wharf's error body too.
     clientErrorHandler: answerClientError,
   }) as unknown as FastifyInstance
+}
 
-  // Every route as registered (method, URL), for the Swagger test: Fastify's printRoutes cannot
-  // show wildcard routes faithfully.
-  const routeTable: { method: string; url: string; schema?: unknown }[] = []
+/** The route table, request decorations, the error handler, the body-rate guard and the access log. */
+function addDecorations(
+  app: FastifyInstance,
+  routeTable: RouteTable,
+  compilers: ReturnType<typeof lazyCompilers>,
+  config: Config,
+  logger: Logger | undefined,
+): void {
   app.decorate('routeTable', routeTable)
   app.decorate('compileSchemas', compilers.compilePending)
   app.addHook('onRoute', (route) => {
@@ -115,8 +144,8 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     metrics.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000)
     done()
   })
-  if (opts.logger?.isLevelEnabled('info')) {
-    const log = opts.logger
+  if (logger?.isLevelEnabled('info')) {
+    const log = logger
     app.addHook('onResponse', (request, reply, done) => {
       log.info(
         {
@@ -132,7 +161,10 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       done()
     })
   }
+}
 
+/** Each API request's format (JSON or XML), and the refusal of an encoded body. */
+function addFormatHooks(app: FastifyInstance): void {
   // Format first, so that even the earliest error speaks the caller's format.
   app.addHook('onRequest', (request, reply, done) => {
     const raw = request.raw as any
@@ -159,8 +191,10 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
   app.addHook('onRequest', (request, reply, done) =>
     request.url.startsWith(API_PREFIX) ? refuseEncodedBody(request, reply, done) : done(),
   )
+}
 
-  // Bodies: JSON or XML by Content-Type; any other body is refused (decisions.md, "Formats").
+/** Bodies: JSON or XML by Content-Type; any other body is refused (decisions.md, "Formats"). */
+function addBodyParsers(app: FastifyInstance): void {
   app.removeAllContentTypeParsers()
   const jsonParser = app.getDefaultJsonParser('error', 'error')
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
@@ -196,7 +230,10 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     const own = route.preValidation ? [route.preValidation].flat() : []
     route.preValidation = [prepareBody, checkEchoedId, ...own] as typeof route.preValidation
   })
+}
 
+/** The API's Swagger description, from every route's schema. */
+async function registerSwagger(app: FastifyInstance): Promise<void> {
   await app.register(swagger, {
     swagger: {
       info: {
@@ -229,7 +266,10 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
       return { schema: { ...(schema as any), params }, url: `${rel.slice(0, -1)}{path}` }
     },
   })
+}
 
+/** The REST API's routes, under /api/rest/v1, behind its authentication. */
+async function registerApi(app: FastifyInstance, container: Container): Promise<void> {
   await app.register(
     async (api) => {
       registerAuth(api, container)
@@ -260,15 +300,23 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
     },
     { prefix: API_PREFIX },
   )
+}
 
+/** Health and readiness, WebDAV (when on) and the web interface, beside the API. */
+async function mountDavAndWebUi(app: FastifyInstance, container: Container): Promise<void> {
+  const { config } = container
   registerHealthRoutes(app, container.readiness)
   if (config.dav.enabled) await registerDav(app, container, config)
   // Where the blob store has clients send parts itself, the interface's uploads go there too.
   await registerWebUi(app, config.webDir, (await container.blobs.directOrigins?.()) ?? [])
+}
 
-  // A path without the request's method: 405 with Allow, or 404 when no method has it. Decided at
-  // onRequest, before any body is read, so a body-carrying method (QUERY, an unknown one) is not
-  // refused for its Content-Type first.
+/**
+ * A path without the request's method: 405 with Allow, or 404 when no method has it. Decided at
+ * onRequest, before any body is read, so a body-carrying method (QUERY, an unknown one) is not
+ * refused for its Content-Type first.
+ */
+function answerUnknownRoutes(app: FastifyInstance, routeTable: RouteTable): void {
   const allowedFor = allowedMethods(routeTable)
   const noRoute = (request: FastifyRequest) => {
     const path = request.url.split('?')[0] ?? '/'
@@ -278,7 +326,6 @@ export async function buildApp(container: Container, opts: { logger?: Logger } =
   app.setNotFoundHandler(async (request) => {
     throw noRoute(request)
   })
-  return app
 }
 
 /** The Files.com SDKs repeat the record id in the body of updates and deletes; it must agree. */

@@ -47,7 +47,7 @@ import { HistoryService } from './modules/history/history-service.js'
 import { LoginDefender } from './modules/login-defender/login-defender.js'
 import { PermissionService } from './modules/permissions/permission-service.js'
 import { PublicKeyService } from './modules/public-keys/public-key-service.js'
-import { createRepositories } from './modules/repositories.js'
+import { createRepositories, type Repositories } from './modules/repositories.js'
 import { ServerKeys } from './modules/server-keys/server-keys.js'
 import type { Services } from './modules/services.js'
 import { SessionService } from './modules/sessions/session-service.js'
@@ -242,116 +242,16 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
   })
   try {
     await database.migrate()
-    const { db, dialect } = database
-    const repos = createRepositories(db, dialect)
+    const repos = createRepositories(database.db, database.dialect)
     const bootstrap = await bootstrapSite(repos.sites, repos.users, config, now())
-    const site = bootstrap.site
     const identities = new IdentityCache(config.authCacheSeconds * 1000)
     const secrets = new SiteSecrets(repos.sites)
     const loginDefender = new LoginDefender(repos.loginDefender, config.loginDefender, secrets, now)
     const sessions = new SessionService(repos.sessions, repos.users, config, loginDefender, now)
     const { store, close: closeBlobStore } = await openBlobStore(config, opts.logger, now)
     const blobs = guardStorageFull(opts.wrapBlobStore ? opts.wrapBlobStore(store) : store)
-    const fileAccess = new FileAccess(repos.permissions)
     const heldReads = new HeldActions(opts.logger)
-    // Jobs one process at a time runs (the others find the lease taken and skip their pass); one
-    // that dies mid-run holds its lease a minute at most.
-    const turns = (name: string) => new JobLease(db, name, { leaseMs: 60_000, now })
-    const janitor = new BlobJanitor(db, blobs, now, { logger: opts.logger, lease: turns('blob-janitor') })
-    const hooks = config.webhooks
-    const sender = new WebhookSender({
-      allowedCidrs: hooks.allowedCidrs,
-      connectTimeoutMs: hooks.connectTimeoutMs,
-      totalTimeoutMs: hooks.totalTimeoutMs,
-      maxConnections: hooks.concurrency,
-      ...(opts.resolver ? { resolver: opts.resolver } : {}),
-    })
-    const retryPolicy = new RetryPolicy(hooks.retrySchedule)
-    // Well past the longest a request may take: no other worker sends a notification while it
-    // is out (45 s with the default timeouts).
-    const leaseMs = 2 * (hooks.connectTimeoutMs + hooks.totalTimeoutMs) + 5000
-    const listen = database.listen
-    const dispatcher = new WebhookDispatcher(db, sender, retryPolicy, now, {
-      concurrency: hooks.concurrency,
-      leaseMs,
-      // One process owns a SQLite file: claims left by a crash are void at once.
-      releaseClaimsOnStart: database.dialect.singleProcess,
-      sqlite: database.sqlite,
-      prepared: database.prepared,
-      logger: opts.logger,
-      ...(listen
-        ? { listen: (onNotify: () => void) => listen((schema) => `wharf_webhooks_${schema}`, onNotify) }
-        : {}),
-    })
-    const retention = new WebhookLogRetention(db, hooks.logRetentionDays, now, opts.logger).takeTurns(
-      turns('webhook-log-retention'),
-    )
-    const exportSources: Record<ExportKind, ExportSource> = {
-      webhook_log: webhookLogSource(database),
-      history: historySource(database),
-      ...opts.exportSources,
-    }
-    const exportWorker = new ExportWorker(
-      db,
-      new ExportBuilder(blobs, EXPORT_KINDS, exportSources, config.exports.pageSize),
-      blobs,
-      now,
-      {
-        concurrency: config.exports.concurrency,
-        leaseMs: config.exports.leaseSeconds * 1000,
-        releaseClaimsOnStart: database.dialect.singleProcess,
-        logger: opts.logger,
-      },
-    )
-    const exportRetention = new ExportRetention(db, config.exports.retentionDays, now, opts.logger).takeTurns(
-      turns('export-retention'),
-    )
-    const checksums = new ChecksumWorker(db, blobs, now, {
-      concurrency: config.checksums.concurrency,
-      leaseMs: config.checksums.leaseSeconds * 1000,
-      pollMs: config.checksums.pollMs,
-      releaseClaimsOnStart: database.dialect.singleProcess,
-      logger: opts.logger,
-    })
-    const mailWorker = config.smtpUrl
-      ? new MailWorker(db, {
-          smtpUrl: config.smtpUrl,
-          from: config.mail.from,
-          concurrency: 4,
-          // Well past the longest nodemailer waits on a server (its socket timeout is 10 min).
-          leaseMs: 15 * 60_000,
-          pollMs: 30_000,
-          // The webhooks' default: 8 attempts over about 33 hours.
-          retrySchedule: DEFAULT_RETRY_SCHEDULE,
-          releaseClaimsOnStart: database.dialect.singleProcess,
-          logger: opts.logger,
-          now,
-        })
-      : null
-    const mailRetention = new MailRetention(db, config.mail.retentionDays, now, opts.logger).takeTurns(
-      turns('mail-retention'),
-    )
-    const auth = new AuthService(repos.apiKeys, repos.users, repos.sessions, config, now, identities)
-    const fileRepos = { files: repos.files, folders: repos.folders }
-    const uploads = new UploadService(
-      { files: repos.files, uploads: repos.uploads },
-      blobs,
-      new UploadParts(repos.uploads, blobs, secrets, config, now),
-      fileAccess,
-      now,
-    )
-    const downloads = new DownloadService(
-      repos.files,
-      repos.users,
-      blobs,
-      secrets,
-      fileAccess,
-      config,
-      now,
-      heldReads,
-    )
-    const folders = new FolderService(fileRepos, fileAccess, secrets, now)
-    const fileOps = new FileOperations(fileRepos, blobs, fileAccess, now)
+    const workers = createWorkers(config, database, blobs, now, opts)
     const serverKeys = new ServerKeys(repos.serverKeys, now)
     const hostKeys = new HostKeys(
       path.join(config.dataDir, 'sftp'),
@@ -359,127 +259,51 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       serverKeys,
       opts.logger,
     )
-    const webhookSettings = new WebhookSettingsService(
-      repos.webhookSettings,
-      new AddressGuard(hooks.allowedCidrs),
+    const services = createServices({
+      config,
+      repos,
+      blobs,
       now,
-    )
-    const bundles = new BundleService(
-      repos.bundles,
-      repos.users,
-      fileAccess,
+      opts,
+      db: database.db,
+      apps,
+      identities,
       secrets,
-      () => config.baseUrl,
-      now,
-    )
-    const services: Services = {
-      auth,
-      apiKeys: new ApiKeyService(repos.apiKeys, repos.users, config, secrets, now, identities),
-      sessions,
-      users: new UserService(repos.users, sessions, secrets, now, identities),
-      permissions: new PermissionService(repos.permissions, repos.users, secrets, now),
-      uploads,
-      downloads,
-      fileAccess,
-      folders,
-      fileOps,
-      fileSystem: new FileSystem({
-        folders,
-        downloads,
-        uploads,
-        fileOps,
-        fileAccess,
-        blobs,
-        now,
-        writerPartBytes: opts.writerPartBytes,
-        writerExpirySeconds: config.files.protocolUploadExpirySeconds,
-      }),
-      protocolLogin: new ProtocolLogin(repos.users, auth, sessions, loginDefender, now),
-      publicKeys: new PublicKeyService(repos.publicKeys, repos.users, secrets, now),
-      bundles,
-      bundleMail: new BundleMailService(
-        repos.bundleMail,
-        bundles,
-        repos.users,
-        secrets,
-        () => ({ mail: config.mail, siteName: config.siteName, baseUrl: config.baseUrl }),
-        now,
-      ),
-      bundleVisitors: new BundleVisitorService(
-        repos.bundles,
-        repos.bundleVisits,
-        repos.users,
-        repos.files,
-        fileAccess,
-        folders,
-        downloads,
-        uploads,
-        loginDefender,
-        secrets,
-        () => config.baseUrl,
-        now,
-      ),
-      bundleRecords: new BundleRecordService(repos.bundleVisits, secrets),
-      hostKeys: new HostKeyService(hostKeys),
-      history: new HistoryService(repos.history, fileAccess, secrets, now),
-      webhookSettings,
-      webhooks: new WebhookService(db, webhookSettings, dispatcher, retryPolicy, leaseMs, now),
-      billing: new BillingService(repos.billing, config, secrets, now),
-      billingLedger: new BillingLedger(repos.billing, now),
-      apps: new AppService(apps, secrets, () => config.baseUrl),
-      exports: new ExportService(repos.exports, repos.users, blobs, secrets, () => config.baseUrl, now),
       loginDefender,
-    }
+      sessions,
+      heldReads,
+      hostKeys,
+      workers,
+    })
     const unmeasure = measureQueues(database)
     return {
       config,
       database,
-      db,
+      db: database.db,
       blobs,
-      janitor,
-      site,
+      janitor: workers.janitor,
+      site: bootstrap.site,
       bootstrap,
       services,
       rateLimiter: new RateLimiter(config.rateLimit, now),
       hostKeys,
       serverKeys,
-      webhooks: { dispatcher, retention, sender },
-      exports: { worker: exportWorker, retention: exportRetention },
-      checksums,
-      mail: { worker: mailWorker, retention: mailRetention },
+      webhooks: { dispatcher: workers.dispatcher, retention: workers.retention, sender: workers.sender },
+      exports: { worker: workers.exportWorker, retention: workers.exportRetention },
+      checksums: workers.checksums,
+      mail: { worker: workers.mailWorker, retention: workers.mailRetention },
       readiness: readinessOf(database, blobs, {
-        webhooks: dispatcher,
-        exports: exportWorker,
-        checksums,
-        ...(mailWorker ? { mail: mailWorker } : {}),
+        webhooks: workers.dispatcher,
+        exports: workers.exportWorker,
+        checksums: workers.checksums,
+        ...(workers.mailWorker ? { mail: workers.mailWorker } : {}),
       }),
       now,
-      startBackground: async () => {
-        janitor.start(config.files.janitorIntervalSeconds * 1000)
-        retention.start(HOUR)
-        exportRetention.start(HOUR)
-        await dispatcher.start()
-        await exportWorker.start()
-        await checksums.start()
-        if (mailWorker) {
-          const smtp = new URL(config.smtpUrl!)
-          opts.logger?.info({ smtpHost: smtp.host, from: config.mail.from }, 'mail is sent through SMTP')
-          mailRetention.start(HOUR)
-          await mailWorker.start()
-        }
-      },
+      startBackground: () => startWorkers(config, workers, opts.logger),
       close: async () => {
         unmeasure()
         // Background work first: what is in progress finishes before the database closes under it.
-        await mailWorker?.stop()
-        await mailRetention.stop()
-        await checksums.stop()
-        await exportWorker.stop()
-        await exportRetention.stop()
-        await dispatcher.stop()
-        await sender.close()
-        await retention.stop()
-        await janitor.stop()
+        await stopWorkers(workers)
         heldReads.stop()
         closeBlobStore()
         await database.close()
@@ -488,5 +312,268 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
   } catch (err) {
     await database.close()
     throw err
+  }
+}
+
+/** The background workers: blob janitor, webhook delivery and log retention, export builds and retention, checksums. */
+type Workers = ReturnType<typeof createWorkers>
+
+function createWorkers(
+  config: Config,
+  database: DatabaseHandle,
+  blobs: BlobStore,
+  now: () => number,
+  opts: ContainerOptions,
+) {
+  const { db } = database
+  // Jobs one process at a time runs (the others find the lease taken and skip their pass); one
+  // that dies mid-run holds its lease a minute at most.
+  const turns = (name: string) => new JobLease(db, name, { leaseMs: 60_000, now })
+  const janitor = new BlobJanitor(db, blobs, now, { logger: opts.logger, lease: turns('blob-janitor') })
+  const hooks = config.webhooks
+  const sender = new WebhookSender({
+    allowedCidrs: hooks.allowedCidrs,
+    connectTimeoutMs: hooks.connectTimeoutMs,
+    totalTimeoutMs: hooks.totalTimeoutMs,
+    maxConnections: hooks.concurrency,
+    ...(opts.resolver ? { resolver: opts.resolver } : {}),
+  })
+  const retryPolicy = new RetryPolicy(hooks.retrySchedule)
+  // Well past the longest a request may take: no other worker sends a notification while it
+  // is out (45 s with the default timeouts).
+  const leaseMs = 2 * (hooks.connectTimeoutMs + hooks.totalTimeoutMs) + 5000
+  const listen = database.listen
+  const dispatcher = new WebhookDispatcher(db, sender, retryPolicy, now, {
+    concurrency: hooks.concurrency,
+    leaseMs,
+    // One process owns a SQLite file: claims left by a crash are void at once.
+    releaseClaimsOnStart: database.dialect.singleProcess,
+    sqlite: database.sqlite,
+    prepared: database.prepared,
+    logger: opts.logger,
+    ...(listen
+      ? { listen: (onNotify: () => void) => listen((schema) => `wharf_webhooks_${schema}`, onNotify) }
+      : {}),
+  })
+  const retention = new WebhookLogRetention(db, hooks.logRetentionDays, now, opts.logger).takeTurns(
+    turns('webhook-log-retention'),
+  )
+  const exportSources: Record<ExportKind, ExportSource> = {
+    webhook_log: webhookLogSource(database),
+    history: historySource(database),
+    ...opts.exportSources,
+  }
+  const exportWorker = new ExportWorker(
+    db,
+    new ExportBuilder(blobs, EXPORT_KINDS, exportSources, config.exports.pageSize),
+    blobs,
+    now,
+    {
+      concurrency: config.exports.concurrency,
+      leaseMs: config.exports.leaseSeconds * 1000,
+      releaseClaimsOnStart: database.dialect.singleProcess,
+      logger: opts.logger,
+    },
+  )
+  const exportRetention = new ExportRetention(db, config.exports.retentionDays, now, opts.logger).takeTurns(
+    turns('export-retention'),
+  )
+  const checksums = new ChecksumWorker(db, blobs, now, {
+    concurrency: config.checksums.concurrency,
+    leaseMs: config.checksums.leaseSeconds * 1000,
+    pollMs: config.checksums.pollMs,
+    releaseClaimsOnStart: database.dialect.singleProcess,
+    logger: opts.logger,
+  })
+  const mailWorker = config.smtpUrl
+    ? new MailWorker(db, {
+        smtpUrl: config.smtpUrl,
+        from: config.mail.from,
+        concurrency: 4,
+        // Well past the longest nodemailer waits on a server (its socket timeout is 10 min).
+        leaseMs: 15 * 60_000,
+        pollMs: 30_000,
+        // The webhooks' default: 8 attempts over about 33 hours.
+        retrySchedule: DEFAULT_RETRY_SCHEDULE,
+        releaseClaimsOnStart: database.dialect.singleProcess,
+        logger: opts.logger,
+        now,
+      })
+    : null
+  const mailRetention = new MailRetention(db, config.mail.retentionDays, now, opts.logger).takeTurns(
+    turns('mail-retention'),
+  )
+  return {
+    janitor,
+    sender,
+    mailWorker,
+    mailRetention,
+    retryPolicy,
+    leaseMs,
+    dispatcher,
+    retention,
+    exportWorker,
+    exportRetention,
+    checksums,
+  }
+}
+
+/** Starts the background work once the server listens. */
+async function startWorkers(config: Config, w: Workers, logger: Logger | undefined): Promise<void> {
+  w.janitor.start(config.files.janitorIntervalSeconds * 1000)
+  w.retention.start(HOUR)
+  w.exportRetention.start(HOUR)
+  await w.dispatcher.start()
+  await w.exportWorker.start()
+  await w.checksums.start()
+  if (w.mailWorker) {
+    const smtp = new URL(config.smtpUrl!)
+    logger?.info({ smtpHost: smtp.host, from: config.mail.from }, 'mail is sent through SMTP')
+    w.mailRetention.start(HOUR)
+    await w.mailWorker.start()
+  }
+}
+
+/** Stops the background work; what is in progress finishes first. */
+async function stopWorkers(w: Workers): Promise<void> {
+  await w.mailWorker?.stop()
+  await w.mailRetention.stop()
+  await w.checksums.stop()
+  await w.exportWorker.stop()
+  await w.exportRetention.stop()
+  await w.dispatcher.stop()
+  await w.sender.close()
+  await w.retention.stop()
+  await w.janitor.stop()
+}
+
+/** What the services are built from. */
+interface ServiceParts {
+  config: Config
+  repos: Repositories
+  blobs: BlobStore
+  now: () => number
+  opts: ContainerOptions
+  db: Kysely<Database>
+  apps: ReturnType<typeof loadAppCatalog>
+  identities: IdentityCache
+  secrets: SiteSecrets
+  loginDefender: LoginDefender
+  sessions: SessionService
+  heldReads: HeldActions
+  hostKeys: HostKeys
+  workers: Workers
+}
+
+/** The modules' services, over the repositories, the blob store and the workers they queue work for. */
+function createServices(p: ServiceParts): Services {
+  const {
+    config,
+    repos,
+    blobs,
+    now,
+    opts,
+    apps,
+    identities,
+    secrets,
+    loginDefender,
+    sessions,
+    heldReads,
+    hostKeys,
+  } = p
+  const { dispatcher, retryPolicy, leaseMs } = p.workers
+  const { db } = p
+  const fileAccess = new FileAccess(repos.permissions)
+  const auth = new AuthService(repos.apiKeys, repos.users, repos.sessions, config, now, identities)
+  const fileRepos = { files: repos.files, folders: repos.folders }
+  const uploads = new UploadService(
+    { files: repos.files, uploads: repos.uploads },
+    blobs,
+    new UploadParts(repos.uploads, blobs, secrets, config, now),
+    fileAccess,
+    now,
+  )
+  const downloads = new DownloadService(
+    repos.files,
+    repos.users,
+    blobs,
+    secrets,
+    fileAccess,
+    config,
+    now,
+    heldReads,
+  )
+  const folders = new FolderService(fileRepos, fileAccess, secrets, now)
+  const fileOps = new FileOperations(fileRepos, blobs, fileAccess, now)
+  const bundles = new BundleService(
+    repos.bundles,
+    repos.users,
+    fileAccess,
+    secrets,
+    () => config.baseUrl,
+    now,
+  )
+  const webhookSettings = new WebhookSettingsService(
+    repos.webhookSettings,
+    new AddressGuard(config.webhooks.allowedCidrs),
+    now,
+  )
+  return {
+    auth,
+    apiKeys: new ApiKeyService(repos.apiKeys, repos.users, config, secrets, now, identities),
+    sessions,
+    users: new UserService(repos.users, sessions, secrets, now, identities),
+    permissions: new PermissionService(repos.permissions, repos.users, secrets, now),
+    uploads,
+    downloads,
+    fileAccess,
+    folders,
+    fileOps,
+    fileSystem: new FileSystem({
+      folders,
+      downloads,
+      uploads,
+      fileOps,
+      fileAccess,
+      blobs,
+      now,
+      writerPartBytes: opts.writerPartBytes,
+      writerExpirySeconds: config.files.protocolUploadExpirySeconds,
+    }),
+    protocolLogin: new ProtocolLogin(repos.users, auth, sessions, loginDefender, now),
+    publicKeys: new PublicKeyService(repos.publicKeys, repos.users, secrets, now),
+    bundles,
+    bundleMail: new BundleMailService(
+      repos.bundleMail,
+      bundles,
+      repos.users,
+      secrets,
+      () => ({ mail: config.mail, siteName: config.siteName, baseUrl: config.baseUrl }),
+      now,
+    ),
+    bundleVisitors: new BundleVisitorService(
+      repos.bundles,
+      repos.bundleVisits,
+      repos.users,
+      repos.files,
+      fileAccess,
+      folders,
+      downloads,
+      uploads,
+      loginDefender,
+      secrets,
+      () => config.baseUrl,
+      now,
+    ),
+    bundleRecords: new BundleRecordService(repos.bundleVisits, secrets),
+    hostKeys: new HostKeyService(hostKeys),
+    history: new HistoryService(repos.history, fileAccess, secrets, now),
+    webhookSettings,
+    webhooks: new WebhookService(db, webhookSettings, dispatcher, retryPolicy, leaseMs, now),
+    billing: new BillingService(repos.billing, config, secrets, now),
+    billingLedger: new BillingLedger(repos.billing, now),
+    apps: new AppService(apps, secrets, () => config.baseUrl),
+    exports: new ExportService(repos.exports, repos.users, blobs, secrets, () => config.baseUrl, now),
+    loginDefender,
   }
 }

@@ -1,16 +1,5 @@
 import net from 'node:net'
-
-/** A port a front end listens on, with the settings that name it (for the operator's message). */
-export interface PortSpec {
-  /** PORT, SFTP_PORT, FTP_PORT. */
-  setting: string
-  /** HOST, SFTP_HOST, FTP_HOST. */
-  hostSetting: string
-  host: string
-  port: number
-  /** As the front end's own server accepts them (Node's HTTP server: half-open allowed). */
-  allowHalfOpen?: boolean
-}
+import type { PortSpec } from '../connections/front-end.js'
 
 /** A port Wharf cannot listen on, said in one line naming its setting, like a configuration error. */
 export class PortUnavailableError extends Error {

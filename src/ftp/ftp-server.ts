@@ -1,5 +1,6 @@
 import net from 'node:net'
 import type { Logger } from 'pino'
+import { listenOn } from '../connections/front-end.js'
 import { SocketConnections } from '../connections/socket-connections.js'
 import type { ProtocolLogin } from '../modules/auth/protocol-login.js'
 import type { FileSystem } from '../modules/files/vfs/file-system.js'
@@ -83,14 +84,7 @@ export class FtpServer {
       })
       opened.reply(220, 'Wharf FTP server ready')
     })
-    await (deps.listen?.(server) ??
-      new Promise<void>((resolve, reject) => {
-        server.once('error', reject)
-        server.listen({ host: config.host, port: config.port }, () => {
-          server.off('error', reject)
-          resolve()
-        })
-      }))
+    await (deps.listen ?? listenOn(config))(server)
     return ftp
   }
 

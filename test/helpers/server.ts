@@ -8,10 +8,12 @@ import type { Logger } from 'pino'
 import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest'
 import { buildApp } from '../../src/app.js'
 import type { BlobStore } from '../../src/blobs/blob-store.js'
+import { bindPorts } from '../../src/cli/bound-ports.js'
 import { loadConfig } from '../../src/config.js'
 import { type Container, createContainer } from '../../src/container.js'
 import type { ExportKind } from '../../src/db/schema.js'
 import type { ExportSource } from '../../src/exports/export-kind.js'
+import { httpFrontEnd } from '../../src/http/http-front-end.js'
 import { operatorPrincipal } from '../../src/identity/principal.js'
 import { hashPassword } from '../../src/security/secrets.js'
 import type { Resolver } from '../../src/webhooks/address-guard.js'
@@ -196,7 +198,17 @@ export async function startServer(
     ...(opts.writerPartBytes ? { writerPartBytes: opts.writerPartBytes } : {}),
   })
   const app = await buildApp(container, opts.logger ? { logger: opts.logger } : {})
-  await app.listen({ host: '127.0.0.1', port: 0 })
+  // Bound and handed over as `wharf serve` does, on a free loopback port.
+  const http = httpFrontEnd(app, {
+    host: '127.0.0.1',
+    port: 0,
+    url: () => container.config.baseUrl,
+    database: container.database.dialect.name,
+    dataDir,
+    davPrefix: config.dav.enabled ? config.dav.prefix : null,
+  })
+  const [httpPort] = await bindPorts([http.port])
+  await http.start((server) => httpPort!.handTo(server))
   // Webhooks go out, exports are built and checksums computed as in production; the janitor and
   // the retention jobs run only when a test asks.
   await container.webhooks.dispatcher.start()
@@ -204,9 +216,7 @@ export async function startServer(
   await container.checksums.start()
   // With SMTP_URL, queued mail goes out as in production.
   await container.mail.worker?.start()
-  const addr = app.server.address()
-  const port = typeof addr === 'object' && addr ? addr.port : 0
-  const url = `http://127.0.0.1:${port}`
+  const url = `http://127.0.0.1:${http.address().port}`
   container.config.baseUrl = url
   const created = await container.services.apiKeys.create(operatorPrincipal(container.site.id), {
     site_wide: true,
@@ -221,15 +231,8 @@ export async function startServer(
     adminKey: created.key!,
     schema,
     async close() {
-      // As `wharf serve` does on SIGTERM: a keep-alive connection whose last response is still
-      // finishing (a streamed download the client has read to its Content-Length) goes idle a
-      // moment after closing starts, and would hold the close open for the keep-alive timeout.
-      const sweep = setInterval(() => app.server.closeIdleConnections(), 50)
-      try {
-        await app.close()
-      } finally {
-        clearInterval(sweep)
-      }
+      // As `wharf serve` does on SIGTERM.
+      await http.close()
       await container.close()
       await fs.rm(dataDir, { recursive: true, force: true })
       if (schema) {
