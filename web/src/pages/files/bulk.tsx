@@ -12,6 +12,7 @@ export type BulkOperation = 'move' | 'copy' | 'delete'
 export function BulkBar({
   entries,
   canWriteHere,
+  canShare,
   onOperation,
   onShare,
   onClear,
@@ -19,6 +20,7 @@ export function BulkBar({
 }: {
   entries: Entry[]
   canWriteHere: boolean
+  canShare: boolean
   onOperation: (op: BulkOperation) => void
   onShare: () => void
   onClear: () => void
@@ -29,7 +31,7 @@ export function BulkBar({
     <section class="bulk-bar" aria-label="Selection">
       <p role="status">{entries.length} selected</p>
       <div class="actions">
-        {all('r') ? (
+        {all('r') && canShare ? (
           <button type="button" class="secondary" onClick={onShare}>
             Share selected
           </button>

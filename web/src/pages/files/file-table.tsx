@@ -56,6 +56,7 @@ export function Row({
   entry: e,
   shown,
   canWriteHere,
+  canShare,
   selected,
   onSelect,
   onAction,
@@ -63,6 +64,8 @@ export function Row({
   entry: Entry
   shown: string
   canWriteHere: boolean
+  /** The user may create share links. */
+  canShare: boolean
   selected: boolean
   /** The checkbox was clicked; with Shift, the range from the last one clicked. */
   onSelect: (range: boolean) => void
@@ -80,8 +83,8 @@ export function Row({
     items.push({ label, run: () => onAction(a), ...(danger ? { danger } : {}) })
   if (canPreview) add('Preview', 'preview')
   if (!isDir && canRead) add('Download', 'download')
-  if (canRead) add('Share', 'share')
-  if (isDir && canWrite) add('Receive files', 'receive')
+  if (canRead && canShare) add('Share', 'share')
+  if (isDir && canWrite && canShare) add('Receive files', 'receive')
   if (canDelete) add('Rename', 'rename')
   if (canDelete) add('Move', 'move')
   if (canRead && canWriteHere) add('Copy', 'copy')

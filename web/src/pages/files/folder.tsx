@@ -87,6 +87,7 @@ export function Folder({
     anchor.current = e.path
     setSelected(nextSel)
   }
+  const canShare = me.site_admin || me.attachments_permission === true
   const allSelected = items.length > 0 && chosen.length === items.length
 
   function act(e: Entry, a: RowAction) {
@@ -192,6 +193,7 @@ export function Folder({
         <BulkBar
           entries={chosen}
           canWriteHere={canWrite}
+          canShare={canShare}
           onOperation={(o) => {
             setNotice(null)
             setBulk(o)
@@ -260,6 +262,7 @@ export function Folder({
                       entry={e}
                       shown={search ? relative(folder, e.path) : e.display_name}
                       canWriteHere={canWrite}
+                      canShare={canShare}
                       selected={selected.has(e.path)}
                       onSelect={(range) => select(e, range)}
                       onAction={(a) => act(e, a)}

@@ -14,6 +14,8 @@ export interface MenuItem {
 export function RowMenu({ name, items }: { name: string; items: MenuItem[] }) {
   const [open, setOpen] = useState(false)
   const [startAt, setStartAt] = useState<'first' | 'last'>('first')
+  // Fixed to the window beside its button, so no scrolling box of the table cuts it off.
+  const [pos, setPos] = useState<Record<string, string>>({})
   const button = useRef<HTMLButtonElement>(null)
   const menu = useRef<HTMLDivElement>(null)
   const id = useRef(`menu-${Math.random().toString(36).slice(2)}`).current
@@ -27,11 +29,34 @@ export function RowMenu({ name, items }: { name: string; items: MenuItem[] }) {
       const t = e.target as Node
       if (!menu.current?.contains(t) && !button.current?.contains(t)) setOpen(false)
     }
+    // The window scrolled or resized: the menu would no longer sit by its button.
+    const gone = (e: Event) => {
+      if (!menu.current?.contains(e.target as Node)) setOpen(false)
+    }
     document.addEventListener('pointerdown', away)
-    return () => document.removeEventListener('pointerdown', away)
+    window.addEventListener('scroll', gone, true)
+    window.addEventListener('resize', gone)
+    return () => {
+      document.removeEventListener('pointerdown', away)
+      window.removeEventListener('scroll', gone, true)
+      window.removeEventListener('resize', gone)
+    }
   }, [open])
 
   if (items.length === 0) return null
+  function show(at: 'first' | 'last') {
+    const r = button.current?.getBoundingClientRect()
+    if (r) {
+      const tall = items.length * 38 + 12
+      const below = r.bottom + tall <= window.innerHeight || r.top < tall
+      setPos({
+        right: `${Math.max(4, window.innerWidth - r.right)}px`,
+        ...(below ? { top: `${r.bottom + 2}px` } : { bottom: `${window.innerHeight - r.top + 2}px` }),
+      })
+    }
+    setStartAt(at)
+    setOpen(true)
+  }
   const close = (focus = true) => {
     setOpen(false)
     if (focus) button.current?.focus()
@@ -63,15 +88,11 @@ export function RowMenu({ name, items }: { name: string; items: MenuItem[] }) {
         aria-expanded={open}
         aria-controls={open ? id : undefined}
         aria-label={`Actions for ${name}`}
-        onClick={() => {
-          setStartAt('first')
-          setOpen(!open)
-        }}
+        onClick={() => (open ? setOpen(false) : show('first'))}
         onKeyDown={(e) => {
           if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
             e.preventDefault()
-            setStartAt(e.key === 'ArrowUp' ? 'last' : 'first')
-            setOpen(true)
+            show(e.key === 'ArrowUp' ? 'last' : 'first')
           }
         }}
       >
@@ -84,6 +105,7 @@ export function RowMenu({ name, items }: { name: string; items: MenuItem[] }) {
           role="menu"
           aria-label={`Actions for ${name}`}
           class="menu"
+          style={pos}
           onKeyDown={onMenuKey}
         >
           {items.map((it) => (
