@@ -70,7 +70,7 @@ export function BulkBar({
  */
 export function BulkDialog({
   op,
-  entries,
+  entries: chosen,
   folder,
   onClose,
   onDone,
@@ -81,6 +81,8 @@ export function BulkDialog({
   onClose: () => void
   onDone: (message: string, changed: boolean) => void
 }) {
+  // The entries chosen when it opened: the listing behind it refreshes as they are done.
+  const [entries] = useState(chosen)
   const [destination, setDestination] = useState(folder)
   const [busy, setBusy] = useState(false)
   const [failures, setFailures] = useState<{ path: string; error: string }[]>([])

@@ -96,17 +96,8 @@ export function Row({
           type="checkbox"
           aria-label={`Select ${name}`}
           checked={selected}
-          onClick={(ev) => {
-            ev.preventDefault()
-            onSelect(ev.shiftKey)
-          }}
-          onKeyDown={(ev) => {
-            // Space toggles as a click does; Shift+Space selects the range.
-            if (ev.key === ' ') {
-              ev.preventDefault()
-              onSelect(ev.shiftKey)
-            }
-          }}
+          // The click has toggled the box already; the selection (and Shift for a range) follows it.
+          onClick={(ev) => onSelect(ev.shiftKey)}
         />
       </td>
       <td class="name">
