@@ -139,7 +139,7 @@ export function ShareDialog({
         <fieldset>
           <legend>Recipients may</legend>
           {SHARE_PERMISSIONS.map((p) => (
-            <label key={p.value} class="check">
+            <label key={p.value} class="inline">
               <input
                 type="radio"
                 name="permissions"
@@ -162,7 +162,7 @@ export function ShareDialog({
           />
         </label>
         {bundle?.password_protected ? (
-          <label class="check">
+          <label class="inline">
             <input
               type="checkbox"
               checked={removePassword}
@@ -194,7 +194,7 @@ export function ShareDialog({
             />
           </label>
         </div>
-        <label class="check">
+        <label class="inline">
           <input
             type="checkbox"
             checked={registration}

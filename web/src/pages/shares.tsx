@@ -31,7 +31,7 @@ export function SharesPage({ me }: { me: Me }) {
       <ErrorBox error={error} />
       <PagedTable list={list} label="Share links" empty="No share links yet.">
         {(items) => (
-          <table class="shares-table">
+          <table class="shares-table cards">
             <caption class="visually-hidden">Share links</caption>
             <ColumnHeads columns={columns} />
             <tbody>
