@@ -31,15 +31,17 @@ const READY: Record<string, (page: Page) => Promise<void>> = {
  */
 const ROW_ACTIONS = 'main tbody button, main tbody a, main article button, main article a'
 
-/** Rows of a Files card whose actions take more than one line. */
+/** Files cards whose menu button is not on the line of their name (it wrapped under it). */
 const wrappedActions = (page: Page) =>
-  page
-    .locator('.files-table .row-actions')
-    .evaluateAll((rows: any[]) =>
-      rows
-        .filter((r) => new Set([...r.querySelectorAll('button')].map((b: any) => b.offsetTop)).size > 1)
-        .map((r) => String(r.closest('tr').textContent)),
-    )
+  page.locator('.files-table tbody tr').evaluateAll((rows: any[]) =>
+    rows
+      .filter((r) => {
+        const name = r.querySelector('td.name')?.getBoundingClientRect()
+        const menu = r.querySelector('td.menu-cell')?.getBoundingClientRect()
+        return !name || !menu || menu.top >= name.bottom
+      })
+      .map((r) => String(r.textContent)),
+  )
 
 /** Pairs of the chart's shown labels (times and counts) whose boxes meet. */
 const touchingLabels = (page: Page) =>
