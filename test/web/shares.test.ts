@@ -11,7 +11,7 @@ import {
   webSuite,
 } from '../helpers/browser.js'
 import { uploaded } from '../helpers/files.js'
-import { rowAction } from '../helpers/files-page.js'
+import { rowAction, rowActions } from '../helpers/files-page.js'
 import { call, grant, login, makeUser } from '../helpers/server.js'
 
 const PHONE = { width: 390, height: 844 }
@@ -208,6 +208,47 @@ describe.skipIf(!hasBrowser)('web interface: share links', BROWSER_SUITE, () => 
     await shown(page.getByText('No share links yet.'))
     expect((await bundle(made.body.id)).status).toBe(404)
     expect((await bundle(admins.body.id)).status).toBe(200)
+    await page.context().close()
+  })
+
+  it('pages through many links, and offers Share to a user allowed to make links', async () => {
+    const carol = await makeUser(web.s)
+    await grant(web.s, carol.id, 'carols', 'full')
+    await uploaded(web.s, 'carols/doc.txt', 'doc')
+    const page = await freshPage()
+    await signIn(page, web.s, carol.username, carol.password)
+    await openFolder(page, 'carols')
+    await shown(page.getByRole('button', { name: 'Actions for doc.txt' }))
+    expect(await rowActions(page, 'doc.txt')).not.toContain('Share')
+
+    expect(
+      (
+        await call(web.s, 'PATCH', `/users/${carol.id}`, {
+          key: web.s.adminKey,
+          body: { attachments_permission: true },
+        })
+      ).status,
+    ).toBe(200)
+    await page.reload()
+    await shown(page.getByRole('button', { name: 'Actions for doc.txt' }))
+    expect(await rowActions(page, 'doc.txt')).toContain('Share')
+
+    const session = await login(web.s, carol.username, carol.password)
+    for (let i = 0; i < 26; i++) {
+      const r = await call(web.s, 'POST', '/bundles', {
+        session,
+        body: { paths: ['carols/doc.txt'], code: `carol-${String(i).padStart(2, '0')}` },
+      })
+      expect(r.status).toBe(201)
+    }
+    await openShares(page)
+    const rows = page.locator('tbody tr[data-bundle-id]')
+    await expect.poll(() => rows.count()).toBe(25)
+    const pager = page.getByRole('navigation', { name: 'Share links pages' })
+    await pager.getByRole('button', { name: 'Next' }).click()
+    await expect.poll(() => rows.count()).toBe(1)
+    await pager.getByRole('button', { name: 'Previous' }).click()
+    await expect.poll(() => rows.count()).toBe(25)
     await page.context().close()
   })
 })
