@@ -14,6 +14,8 @@ export function webCsp(connectTo: string[] = []): string {
     "script-src 'self'",
     "style-src 'self'",
     "img-src 'self' data: blob:",
+    // A PDF's preview: the file fetched as a blob, shown in a frame.
+    'frame-src blob:',
     ["connect-src 'self'", ...connectTo].join(' '),
     "object-src 'none'",
     "base-uri 'none'",

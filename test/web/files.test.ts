@@ -12,6 +12,7 @@ import {
   webSuite,
 } from '../helpers/browser.js'
 import { bytes, download, md5, target, uploaded } from '../helpers/files.js'
+import { openRowMenu, rowAction, rowActions } from '../helpers/files-page.js'
 import { cutOff } from '../helpers/phone-layout.js'
 import { call, grant, makeUser } from '../helpers/server.js'
 
@@ -121,7 +122,7 @@ describe.skipIf(!hasBrowser)('web interface: files', BROWSER_SUITE, () => {
     // Downloading through the page gives the very bytes.
     const [dl] = await Promise.all([
       page.waitForEvent('download', { timeout: 10_000 }),
-      page.getByRole('button', { name: 'Download big.bin' }).click(),
+      rowAction(page, 'big.bin', 'Download'),
     ])
     expect(dl.suggestedFilename()).toBe('big.bin')
     const saved = await fs.readFile((await dl.path())!)
@@ -169,7 +170,7 @@ describe.skipIf(!hasBrowser)('web interface: files', BROWSER_SUITE, () => {
     expect((await actionsOf('create', 'work/archive'))[0]?.interface).toBe('web')
 
     const original = await fileRow('work/report.pdf')
-    await page.getByRole('button', { name: 'Rename report.pdf' }).click()
+    await rowAction(page, 'report.pdf', 'Rename')
     const dialog = page.getByRole('dialog', { name: 'Rename report.pdf' })
     await dialog.getByLabel('New name').fill('report-2026.pdf')
     await dialog.getByRole('button', { name: 'Rename' }).click()
@@ -181,7 +182,7 @@ describe.skipIf(!hasBrowser)('web interface: files', BROWSER_SUITE, () => {
       source: 'work/report.pdf',
     })
 
-    await page.getByRole('button', { name: 'Copy report-2026.pdf' }).click()
+    await rowAction(page, 'report-2026.pdf', 'Copy')
     const copy = page.getByRole('dialog', { name: 'Copy report-2026.pdf' })
     expect(await copy.getByLabel('Copy to (full path)').inputValue()).toBe('work/report-2026 copy.pdf')
     await copy.getByRole('button', { name: 'Copy' }).click()
@@ -190,7 +191,7 @@ describe.skipIf(!hasBrowser)('web interface: files', BROWSER_SUITE, () => {
     expect(copied?.md5).toBe(md5(bytes(3000, 4)))
     expect((await actionsOf('copy', 'work/report-2026 copy.pdf'))[0]?.interface).toBe('web')
 
-    await page.getByRole('button', { name: 'Move report-2026 copy.pdf' }).click()
+    await rowAction(page, 'report-2026 copy.pdf', 'Move')
     const move = page.getByRole('dialog', { name: 'Move report-2026 copy.pdf' })
     await move.getByLabel('Move to (full path)').fill('work/archive/kept.pdf')
     await move.getByRole('button', { name: 'Move' }).click()
@@ -199,7 +200,7 @@ describe.skipIf(!hasBrowser)('web interface: files', BROWSER_SUITE, () => {
     expect((await fileRow('work/archive/kept.pdf'))?.id).toBe(copied!.id)
 
     // A refused change keeps the dialog open and says why.
-    await page.getByRole('button', { name: 'Move report-2026.pdf' }).click()
+    await rowAction(page, 'report-2026.pdf', 'Move')
     const clash = page.getByRole('dialog', { name: 'Move report-2026.pdf' })
     await clash.getByLabel('Move to (full path)').fill('work/archive')
     await clash.getByRole('button', { name: 'Move' }).click()
@@ -208,7 +209,7 @@ describe.skipIf(!hasBrowser)('web interface: files', BROWSER_SUITE, () => {
     expect(await fileRow('work/report-2026.pdf')).toBeDefined()
 
     // Deleting a folder asks first, then takes everything inside it.
-    await page.getByRole('button', { name: 'Delete archive' }).click()
+    await rowAction(page, 'archive', 'Delete')
     const confirm = page.getByRole('dialog', { name: 'Delete archive?' })
     expect(await textOf(confirm)).toContain('everything inside it')
     await confirm.getByRole('button', { name: 'Delete' }).click()
@@ -232,10 +233,8 @@ describe.skipIf(!hasBrowser)('web interface: files', BROWSER_SUITE, () => {
     await openFolder(page, 'shared')
     await shown(page.getByRole('cell', { name: 'plan.txt' }))
     await shown(page.getByText('You can look at this folder but not change it.'))
-    await shown(page.getByRole('button', { name: 'Download plan.txt' }))
-    for (const name of ['Delete plan.txt', 'Rename plan.txt', 'Move plan.txt', 'Copy plan.txt']) {
-      expect(await page.getByRole('button', { name }).count(), name).toBe(0)
-    }
+    // Looking and downloading only: no change, and no share link (the user may not make them).
+    expect(await rowActions(page, 'plan.txt')).toEqual(['Preview', 'Download'])
     expect(await page.getByLabel('Choose files to upload').count()).toBe(0)
     expect(await page.getByLabel('New folder name').count()).toBe(0)
 
@@ -257,7 +256,15 @@ describe.skipIf(!hasBrowser)('web interface: files', BROWSER_SUITE, () => {
 
     // Full permission on team: changes are offered; taken away meanwhile, the API's refusal shows.
     await page.getByRole('link', { name: 'team' }).click()
-    await shown(page.getByRole('button', { name: 'Delete todo.txt' }))
+    await shown(page.getByRole('button', { name: 'Actions for todo.txt' }))
+    expect(await rowActions(page, 'todo.txt')).toEqual([
+      'Preview',
+      'Download',
+      'Rename',
+      'Move',
+      'Copy',
+      'Delete',
+    ])
     await shown(page.getByLabel('Choose files to upload'))
     await web.s.container.db
       .deleteFrom('permissions')
@@ -265,7 +272,7 @@ describe.skipIf(!hasBrowser)('web interface: files', BROWSER_SUITE, () => {
       .where('path', '=', 'team')
       .execute()
     await grant(web.s, u.id, 'team', 'readonly')
-    await page.getByRole('button', { name: 'Delete todo.txt' }).click()
+    await rowAction(page, 'todo.txt', 'Delete')
     const confirm = page.getByRole('dialog', { name: 'Delete todo.txt?' })
     await confirm.getByRole('button', { name: 'Delete' }).click()
     expect(await textOf(confirm.getByRole('alert'))).toBe(
@@ -324,16 +331,33 @@ describe.skipIf(!hasBrowser)('web interface: files', BROWSER_SUITE, () => {
     const page = await freshPage({ width: 390, height: 844 })
     await signIn(page, web.s)
     await openFolder(page, 'phone')
-    await shown(
-      page.getByRole('button', { name: 'Delete quarterly numbers for the board, final version.xlsx' }),
-    )
-    // Name, size, modified, type and every action of each entry: whole, visible, on the screen.
+    const xlsx = 'quarterly numbers for the board, final version.xlsx'
+    await shown(page.getByRole('button', { name: `Actions for ${xlsx}` }))
+    // Checkbox, name, size, modified, type and menu of each entry: whole, visible, on the screen.
     // (A folder's size cell is empty: nothing in it to show.)
     const cells = '.files-table tbody td:not(:empty)'
-    expect(await page.locator(cells).count()).toBe(9)
+    expect(await page.locator(cells).count()).toBe(11)
     expect(await cutOff(page, cells, '.table-wrap')).toEqual([])
-    expect(await page.locator('.files-table tbody button').count()).toBe(9)
-    expect(await cutOff(page, '.files-table tbody button', '.table-wrap')).toEqual([])
+    const controls = '.files-table tbody button, .files-table tbody input'
+    expect(await page.locator(controls).count()).toBe(4)
+    expect(await cutOff(page, controls, '.table-wrap')).toEqual([])
+    // The last row's menu opens whole inside the screen.
+    await openRowMenu(page, 'sub folder')
+    const items = page.getByRole('menuitem')
+    expect(await items.allInnerTexts()).toEqual([
+      'Share',
+      'Receive files',
+      'Rename',
+      'Move',
+      'Copy',
+      'Delete',
+    ])
+    expect(await cutOff(page, '[role=menuitem]', 'body')).toEqual([])
+    const menuBox = await page.getByRole('menu').evaluate((m: any) => m.getBoundingClientRect())
+    expect(menuBox.top).toBeGreaterThanOrEqual(0)
+    expect(menuBox.bottom).toBeLessThanOrEqual(844)
+    await page.keyboard.press('Escape')
+    await expect.poll(() => items.count()).toBe(0)
     expect(await textOf(page.locator('.files-table tbody tr').filter({ hasText: 'xlsx' }))).toContain(
       'XLSX file',
     )
@@ -343,15 +367,15 @@ describe.skipIf(!hasBrowser)('web interface: files', BROWSER_SUITE, () => {
     await expect.poll(() => page.locator('th[aria-sort]').getAttribute('aria-sort')).toBe('ascending')
     await page.context().close()
 
-    // The desktop keeps its table: one row per entry, the five column headers side by side.
+    // The desktop keeps its table: one row per entry, the six column headers side by side.
     const wide = await freshPage()
     await signIn(wide, web.s)
     await openFolder(wide, 'phone')
-    await shown(wide.getByRole('button', { name: 'Delete sub folder' }))
+    await shown(wide.getByRole('button', { name: 'Actions for sub folder' }))
     const headers = await wide
       .locator('.files-table thead th')
       .evaluateAll((ths: any[]) => ths.map((th) => Math.round(th.getBoundingClientRect().top)))
-    expect(headers).toHaveLength(5)
+    expect(headers).toHaveLength(6)
     expect(new Set(headers).size).toBe(1)
     const display = await wide
       .locator('.files-table tbody tr')
@@ -381,7 +405,7 @@ describe.skipIf(!hasBrowser)('web interface: files', BROWSER_SUITE, () => {
     await shown(page.getByRole('cell', { name: 'résumé #1 & notes.txt' }))
     const [dl] = await Promise.all([
       page.waitForEvent('download', { timeout: 10_000 }),
-      page.getByRole('button', { name: 'Download résumé #1 & notes.txt' }).click(),
+      rowAction(page, 'résumé #1 & notes.txt', 'Download'),
     ])
     expect((await fs.readFile((await dl.path())!)).equals(content)).toBe(true)
     // Nothing wider than the phone: the table scrolls inside its own box.

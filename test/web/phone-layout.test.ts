@@ -4,7 +4,7 @@ import { operatorPrincipal } from '../../src/identity/principal.js'
 import { BROWSER_SUITE, hasBrowser, newPage, shown, signIn, webSuite } from '../helpers/browser.js'
 import { uploaded } from '../helpers/files.js'
 import { cutOff, overflowing } from '../helpers/phone-layout.js'
-import { grant, makeKey, makeUser } from '../helpers/server.js'
+import { call, grant, makeKey, makeUser } from '../helpers/server.js'
 import { seedLog } from '../helpers/webhook-log-fixtures.js'
 
 const PHONE = { width: 390, height: 844 }
@@ -16,6 +16,7 @@ const READY: Record<string, (page: Page) => Promise<void>> = {
   Files: (page) => shown(page.getByRole('cell', { name: 'quarterly report 2026 final.pdf' })),
   History: (page) => shown(page.locator('tbody tr[data-action-id]')),
   'Webhook logs': (page) => shown(page.locator('tbody tr[data-record-id]')),
+  Shares: (page) => shown(page.locator('tbody tr[data-bundle-id]')),
   Developer: (page) => shown(page.getByLabel('Listener URL')),
   'API keys': (page) => shown(page.locator('tbody tr[data-key-id]')),
   Billing: (page) => shown(page.getByRole('table', { name: 'Invoices' }).locator('tbody tr')),
@@ -30,15 +31,17 @@ const READY: Record<string, (page: Page) => Promise<void>> = {
  */
 const ROW_ACTIONS = 'main tbody button, main tbody a, main article button, main article a'
 
-/** Rows of a Files card whose actions take more than one line. */
+/** Files cards whose menu button is not on the line of their name (it wrapped under it). */
 const wrappedActions = (page: Page) =>
-  page
-    .locator('.files-table .row-actions')
-    .evaluateAll((rows: any[]) =>
-      rows
-        .filter((r) => new Set([...r.querySelectorAll('button')].map((b: any) => b.offsetTop)).size > 1)
-        .map((r) => String(r.closest('tr').textContent)),
-    )
+  page.locator('.files-table tbody tr').evaluateAll((rows: any[]) =>
+    rows
+      .filter((r) => {
+        const name = r.querySelector('td.name')?.getBoundingClientRect()
+        const menu = r.querySelector('td.menu-cell')?.getBoundingClientRect()
+        return !name || !menu || menu.top >= name.bottom
+      })
+      .map((r) => String(r.textContent)),
+  )
 
 /** Pairs of the chart's shown labels (times and counts) whose boxes meet. */
 const touchingLabels = (page: Page) =>
@@ -76,6 +79,11 @@ describe.skipIf(!hasBrowser)('web interface at phone width (390 px)', BROWSER_SU
     await grant(s, bot.id, 'inbox/scans from the copier on floor two', 'writeonly')
     await makeKey(s, bot.id, { name: 'copier upload key', path: 'inbox', permission_set: 'desktop_app' })
     await uploaded(s, 'quarterly report 2026 final.pdf', 'numbers')
+    const link = await call(s, 'POST', '/bundles', {
+      key: s.adminKey,
+      body: { paths: ['quarterly report 2026 final.pdf'], password: 'for the board', max_uses: 10 },
+    })
+    expect(link.status).toBe(201)
     const ledger = s.container.services.billingLedger
     await ledger.createInvoice(operatorPrincipal(s.container.site.id), {
       currency: 'USD',

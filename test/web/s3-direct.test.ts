@@ -11,6 +11,7 @@ import {
   webSuite,
 } from '../helpers/browser.js'
 import { bytes, md5 } from '../helpers/files.js'
+import { rowAction } from '../helpers/files-page.js'
 import { S3_CREDENTIALS, type S3TestServer, startS3Server } from '../helpers/s3-server.js'
 import { call } from '../helpers/server.js'
 
@@ -80,7 +81,7 @@ describe.skipIf(!hasBrowser)('web interface on S3 in direct mode', BROWSER_SUITE
     await shown(page.getByRole('cell', { name: 'big.bin', exact: true }))
     const [dl] = await Promise.all([
       page.waitForEvent('download', { timeout: 10_000 }),
-      page.getByRole('button', { name: 'Download big.bin' }).click(),
+      rowAction(page, 'big.bin', 'Download'),
     ])
     expect(dl.url().startsWith(`${s3.endpoint}/${bucket}/blobs/`)).toBe(true)
     expect(dl.suggestedFilename()).toBe('big.bin')

@@ -5,6 +5,7 @@ import { hasBrowser, launchBrowser, newPage, signIn, startWebServer } from '../.
 import * as accounts from './accounts.js'
 import * as admin from './admin.js'
 import * as files from './files.js'
+import * as shares from './shares.js'
 import type { ShotContext } from './shot.js'
 import * as signInShots from './sign-in.js'
 import * as webhooks from './webhooks.js'
@@ -15,6 +16,7 @@ const OUT = path.resolve(import.meta.dirname, '../../docs/screenshots')
 const MODULES: Record<string, { shoot(ctx: ShotContext): Promise<void> }> = {
   'sign-in': signInShots,
   files,
+  shares,
   webhooks,
   admin,
   accounts,

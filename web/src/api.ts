@@ -148,6 +148,8 @@ export interface Me {
   username: string
   name: string | null
   site_admin: boolean
+  /** May create share links (site admins always may). */
+  attachments_permission?: boolean
 }
 
 /** Signs in; the session is marked as the web interface's, so its actions record interface `web`. */

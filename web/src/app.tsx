@@ -7,6 +7,7 @@ import { BillingPage } from './pages/billing'
 import { DeveloperPage } from './pages/developer'
 import { FilesPage } from './pages/files'
 import { HistoryPage } from './pages/history'
+import { SharesPage } from './pages/shares'
 import { SignInPage } from './pages/sign-in'
 import { UsersPage } from './pages/users'
 import { WebhookLogsPage } from './pages/webhook-logs'
@@ -23,6 +24,7 @@ interface NavItem {
 /** Every page of the interface, in the order of the navigation. */
 export const PAGES: NavItem[] = [
   { page: 'files', label: 'Files', render: (p) => <FilesPage {...p} /> },
+  { page: 'shares', label: 'Shares', render: (p) => <SharesPage {...p} /> },
   { page: 'history', label: 'History', render: (p) => <HistoryPage {...p} /> },
   { page: 'webhook-logs', label: 'Webhook logs', adminOnly: true, render: (p) => <WebhookLogsPage {...p} /> },
   { page: 'developer', label: 'Developer', adminOnly: true, render: (p) => <DeveloperPage {...p} /> },

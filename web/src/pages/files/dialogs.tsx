@@ -1,6 +1,7 @@
 import type { ComponentChildren } from 'preact'
-import { useEffect, useRef, useState } from 'preact/hooks'
+import { useState } from 'preact/hooks'
 import { del, encodePath, post } from '../../api'
+import { Modal } from '../../components/modal'
 import { ErrorBox } from '../../ui'
 
 /** A File record of the API, as the listing uses it. */
@@ -31,7 +32,7 @@ function copyName(path: string): string {
 }
 
 /**
- * A modal dialog (the browser's own <dialog>: focus stays inside, Escape closes it) for one
+ * A modal dialog (focus stays inside, Escape closes it) for one
  * change to one file or folder. It stays open with the API's refusal in words if there is one.
  */
 export function OperationDialog({
@@ -45,17 +46,11 @@ export function OperationDialog({
   onClose: () => void
   onDone: (message: string) => void
 }) {
-  const ref = useRef<HTMLDialogElement>(null)
   const [value, setValue] = useState(() =>
     op === 'rename' ? entry.display_name : op === 'copy' ? copyName(entry.path) : entry.path,
   )
   const [error, setError] = useState<unknown>(null)
   const [busy, setBusy] = useState(false)
-  useEffect(() => {
-    const d = ref.current
-    if (d && !d.open) d.showModal()
-    return () => d?.close()
-  }, [])
 
   const kind = entry.type === 'directory' ? 'folder' : 'file'
   const name = entry.display_name
@@ -111,7 +106,7 @@ export function OperationDialog({
   }
 
   return (
-    <dialog ref={ref} class="op-dialog" aria-labelledby="op-title" onCancel={onClose}>
+    <Modal labelledBy="op-title" onClose={onClose}>
       <form onSubmit={submit}>
         <h2 id="op-title">{titles[op]}</h2>
         {body}
@@ -132,6 +127,6 @@ export function OperationDialog({
           </button>
         </div>
       </form>
-    </dialog>
+    </Modal>
   )
 }

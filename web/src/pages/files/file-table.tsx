@@ -1,6 +1,8 @@
 import { href } from '../../router'
 import { formatBytes, formatDate } from '../../ui'
 import type { Entry, Operation } from './dialogs'
+import { FileIcon, kindOf, previewable } from './icons'
+import { type MenuItem, RowMenu } from './row-menu'
 
 export type SortField = 'path' | 'size' | 'modified_at_datetime'
 export interface Sort {
@@ -48,71 +50,79 @@ export function SortHeader({
   )
 }
 
+export type RowAction = Operation | 'download' | 'preview' | 'share' | 'receive'
+
 export function Row({
   entry: e,
   shown,
   canWriteHere,
-  onOp,
-  onDownload,
+  canShare,
+  selected,
+  onSelect,
+  onAction,
 }: {
   entry: Entry
   shown: string
   canWriteHere: boolean
-  onOp: (op: Operation) => void
-  onDownload: () => void
+  /** The user may create share links. */
+  canShare: boolean
+  selected: boolean
+  /** The checkbox was clicked; with Shift, the range from the last one clicked. */
+  onSelect: (range: boolean) => void
+  onAction: (a: RowAction) => void
 }) {
   const isDir = e.type === 'directory'
   const canDelete = e.permissions.includes('d')
   const canRead = e.permissions.includes('r')
+  const canWrite = e.permissions.includes('w')
   const name = e.display_name
+  const kind = kindOf(e)
+  const canPreview = !isDir && canRead && previewable(kind)
+  const items: MenuItem[] = []
+  const add = (label: string, a: RowAction, danger?: boolean) =>
+    items.push({ label, run: () => onAction(a), ...(danger ? { danger } : {}) })
+  if (canPreview) add('Preview', 'preview')
+  if (!isDir && canRead) add('Download', 'download')
+  if (canRead && canShare) add('Share', 'share')
+  if (isDir && canWrite && canShare) add('Receive files', 'receive')
+  if (canDelete) add('Rename', 'rename')
+  if (canDelete) add('Move', 'move')
+  if (canRead && canWriteHere) add('Copy', 'copy')
+  if (canDelete) add('Delete', 'delete', true)
   return (
-    <tr>
+    <tr class={selected ? 'selected' : undefined} aria-selected={selected}>
+      <td class="pick">
+        <input
+          type="checkbox"
+          aria-label={`Select ${name}`}
+          checked={selected}
+          // The click has toggled the box already; the selection (and Shift for a range) follows it.
+          onClick={(ev) => onSelect(ev.shiftKey)}
+        />
+      </td>
       <td class="name">
         {isDir ? (
           <a href={href('files', e.path)}>
-            <span aria-hidden="true" class="folder-icon" />
+            <FileIcon kind={kind} />
             {shown}
           </a>
+        ) : canPreview ? (
+          <button type="button" class="link" onClick={() => onAction('preview')}>
+            <FileIcon kind={kind} />
+            {shown}
+          </button>
         ) : (
-          <span>{shown}</span>
+          <span>
+            <FileIcon kind={kind} />
+            {shown}
+          </span>
         )}
       </td>
       <td class="num">{isDir ? '' : formatBytes(e.size)}</td>
       <td class="when">{formatDate(e.mtime)}</td>
       <td class="col-type">{isDir ? 'Folder' : typeOf(e.display_name)}</td>
-      <td>
-        <div class="row-actions">
-          {!isDir && canRead ? (
-            <button type="button" class="secondary" aria-label={`Download ${name}`} onClick={onDownload}>
-              Download
-            </button>
-          ) : null}
-          {canDelete ? (
-            <button
-              type="button"
-              class="secondary"
-              aria-label={`Rename ${name}`}
-              onClick={() => onOp('rename')}
-            >
-              Rename
-            </button>
-          ) : null}
-          {canDelete ? (
-            <button type="button" class="secondary" aria-label={`Move ${name}`} onClick={() => onOp('move')}>
-              Move
-            </button>
-          ) : null}
-          {canRead && canWriteHere ? (
-            <button type="button" class="secondary" aria-label={`Copy ${name}`} onClick={() => onOp('copy')}>
-              Copy
-            </button>
-          ) : null}
-          {canDelete ? (
-            <button type="button" class="danger" aria-label={`Delete ${name}`} onClick={() => onOp('delete')}>
-              Delete
-            </button>
-          ) : null}
-        </div>
+      <td class="menu-cell">
+        <RowMenu name={name} items={items} />
       </td>
     </tr>
   )

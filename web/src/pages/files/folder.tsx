@@ -1,10 +1,19 @@
-import { useRef, useState } from 'preact/hooks'
+import { useEffect, useRef, useState } from 'preact/hooks'
 import { encodePath, get, type Me, page } from '../../api'
+import { ShareDialog } from '../../components/share-dialog'
 import { ErrorBox, Loading, Notice, useAsync } from '../../ui'
+import { BulkBar, BulkDialog, type BulkOperation } from './bulk'
 import { type Entry, type Operation, OperationDialog } from './dialogs'
-import { Row, relative, type Sort, type SortField, SortHeader } from './file-table'
+import { Row, type RowAction, relative, type Sort, type SortField, SortHeader } from './file-table'
 import { DropZone, NewFolder } from './folder-tools'
+import { PreviewDialog } from './preview'
 import { UploadList, type useUploads } from './uploads'
+
+interface ShareOf {
+  paths: string[]
+  permissions: string
+  title?: string
+}
 
 /** The caller's letters on a folder: the root has no record, and only site admins may change it. */
 async function folderPermissions(folder: string, me: Me): Promise<string> {
@@ -38,6 +47,11 @@ export function Folder({
   const [notice, setNotice] = useState<string | null>(null)
   const [changed, setChanged] = useState(0)
   const [actionError, setActionError] = useState<unknown>(null)
+  const [selected, setSelected] = useState<ReadonlySet<string>>(new Set())
+  const anchor = useRef<string | null>(null)
+  const [bulk, setBulk] = useState<BulkOperation | null>(null)
+  const [share, setShare] = useState<ShareOf | null>(null)
+  const [preview, setPreview] = useState<Entry | null>(null)
 
   const listPath = folder === '' ? '/folders' : `/folders/${encodePath(folder)}`
   const query = { [`sort_by[${sort.field}]`]: sort.dir, search, per_page: 100 }
@@ -55,6 +69,37 @@ export function Folder({
   const canWrite = letters.includes('w')
   const items = [...(list.data?.items ?? []), ...(more?.items ?? [])]
   const next = more ? more.next : (list.data?.next ?? null)
+  const chosen = items.filter((e) => selected.has(e.path))
+  // Another listing (sorted, searched, changed) keeps only the selected entries still in it.
+  useEffect(() => {
+    if (chosen.length !== selected.size) setSelected(new Set(chosen.map((e) => e.path)))
+  }, [list.data, more])
+
+  /** A checkbox clicked: toggles its entry; with Shift, every entry from the last one clicked. */
+  function select(e: Entry, range: boolean) {
+    const on = !selected.has(e.path)
+    const paths = items.map((x) => x.path)
+    const from = anchor.current ? paths.indexOf(anchor.current) : -1
+    const to = paths.indexOf(e.path)
+    const span = range && from >= 0 ? paths.slice(Math.min(from, to), Math.max(from, to) + 1) : [e.path]
+    const nextSel = new Set(selected)
+    for (const p of span) on ? nextSel.add(p) : nextSel.delete(p)
+    anchor.current = e.path
+    setSelected(nextSel)
+  }
+  const canShare = me.site_admin || me.attachments_permission === true
+  const allSelected = items.length > 0 && chosen.length === items.length
+
+  function act(e: Entry, a: RowAction) {
+    setNotice(null)
+    setActionError(null)
+    if (a === 'download') download(e)
+    else if (a === 'preview') setPreview(e)
+    else if (a === 'share') setShare({ paths: [e.path], permissions: 'read' })
+    else if (a === 'receive')
+      setShare({ paths: [e.path], permissions: 'write', title: `Receive files into ${e.display_name}` })
+    else setOp({ op: a, entry: e })
+  }
 
   async function loadMore() {
     if (!next || loadingMore) return
@@ -144,6 +189,19 @@ export function Folder({
       </div>
 
       {notice ? <Notice>{notice}</Notice> : null}
+      {chosen.length ? (
+        <BulkBar
+          entries={chosen}
+          canWriteHere={canWrite}
+          canShare={canShare}
+          onOperation={(o) => {
+            setNotice(null)
+            setBulk(o)
+          }}
+          onShare={() => setShare({ paths: chosen.map((e) => e.path), permissions: 'read' })}
+          onClear={() => setSelected(new Set())}
+        />
+      ) : null}
       <ErrorBox error={actionError} />
 
       {canWrite ? (
@@ -173,13 +231,28 @@ export function Folder({
                 <caption class="visually-hidden">Contents of {folderName}</caption>
                 <thead>
                   <tr>
+                    <th scope="col" class="pick">
+                      <input
+                        type="checkbox"
+                        aria-label="Select all"
+                        checked={allSelected}
+                        ref={(el) => {
+                          if (el) el.indeterminate = chosen.length > 0 && !allSelected
+                        }}
+                        onChange={() =>
+                          setSelected(allSelected ? new Set() : new Set(items.map((e) => e.path)))
+                        }
+                      />
+                    </th>
                     <SortHeader label="Name" field="path" sort={sort} onSort={sortBy} />
                     <SortHeader label="Size" field="size" sort={sort} onSort={sortBy} num />
                     <SortHeader label="Modified" field="modified_at_datetime" sort={sort} onSort={sortBy} />
                     <th scope="col" class="col-type">
                       Type
                     </th>
-                    <th scope="col">Actions</th>
+                    <th scope="col">
+                      <span class="visually-hidden">Actions</span>
+                    </th>
                   </tr>
                 </thead>
                 <tbody>
@@ -189,12 +262,10 @@ export function Folder({
                       entry={e}
                       shown={search ? relative(folder, e.path) : e.display_name}
                       canWriteHere={canWrite}
-                      onOp={(o) => {
-                        setNotice(null)
-                        setActionError(null)
-                        setOp({ op: o, entry: e })
-                      }}
-                      onDownload={() => download(e)}
+                      canShare={canShare}
+                      selected={selected.has(e.path)}
+                      onSelect={(range) => select(e, range)}
+                      onAction={(a) => act(e, a)}
                     />
                   ))}
                 </tbody>
@@ -222,6 +293,38 @@ export function Folder({
             setNotice(message)
             setChanged((n) => n + 1)
           }}
+        />
+      ) : null}
+      {bulk ? (
+        <BulkDialog
+          op={bulk}
+          entries={chosen}
+          folder={folder}
+          onClose={() => setBulk(null)}
+          onDone={(message, close) => {
+            if (close) {
+              setBulk(null)
+              setSelected(new Set())
+            }
+            setNotice(message)
+            setChanged((n) => n + 1)
+          }}
+        />
+      ) : null}
+      {share ? (
+        <ShareDialog
+          paths={share.paths}
+          initialPermissions={share.permissions}
+          {...(share.title ? { title: share.title } : {})}
+          onClose={() => setShare(null)}
+          onSaved={() => undefined}
+        />
+      ) : null}
+      {preview ? (
+        <PreviewDialog
+          entry={preview}
+          onClose={() => setPreview(null)}
+          onDownload={() => download(preview)}
         />
       ) : null}
     </>
