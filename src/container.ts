@@ -513,6 +513,14 @@ function createServices(p: ServiceParts): Services {
     () => config.baseUrl,
     now,
   )
+  const bundleMail = new BundleMailService(
+    repos.bundleMail,
+    bundles,
+    repos.users,
+    secrets,
+    () => ({ mail: config.mail, siteName: config.siteName, baseUrl: config.baseUrl }),
+    now,
+  )
   const webhookSettings = new WebhookSettingsService(
     repos.webhookSettings,
     new AddressGuard(config.webhooks.allowedCidrs),
@@ -543,14 +551,7 @@ function createServices(p: ServiceParts): Services {
     protocolLogin: new ProtocolLogin(repos.users, auth, sessions, loginDefender, now),
     publicKeys: new PublicKeyService(repos.publicKeys, repos.users, secrets, now),
     bundles,
-    bundleMail: new BundleMailService(
-      repos.bundleMail,
-      bundles,
-      repos.users,
-      secrets,
-      () => ({ mail: config.mail, siteName: config.siteName, baseUrl: config.baseUrl }),
-      now,
-    ),
+    bundleMail,
     bundleVisitors: new BundleVisitorService(
       repos.bundles,
       repos.bundleVisits,
@@ -564,6 +565,7 @@ function createServices(p: ServiceParts): Services {
       secrets,
       () => config.baseUrl,
       now,
+      (db, input) => bundleMail.queueNotifications(db, input),
     ),
     bundleRecords: new BundleRecordService(repos.bundleVisits, secrets),
     hostKeys: new HostKeyService(hostKeys),

@@ -5,6 +5,7 @@ import { createLogger } from '../src/logger.js'
 import { queueMail, wakeMailWorkers } from '../src/mail/mail-queue.js'
 import { MailWorker } from '../src/mail/mail-worker.js'
 import { makeFile, makeFolder } from './helpers/file-rows.js'
+import { putBytes } from './helpers/files.js'
 import { captureLog } from './helpers/log-capture.js'
 import {
   call,
@@ -425,6 +426,43 @@ describe.each(dialects)('share links by e-mail (%s)', (dialect) => {
 
     expect((await call(s, 'DELETE', `/bundle_notifications/${id}`, { key: alice.key })).status).toBe(204)
     expectError(await call(s, 'GET', `/bundle_notifications/${id}`, { key: alice.key }), 404, 'not-found')
+  })
+
+  it("mails a link's notified users when a visitor registers and uploads through the public API", async () => {
+    const upload = await call(s, 'POST', '/bundles', {
+      key: alice.key,
+      body: { paths: ['alice-files'], permissions: 'read_write' },
+    })
+    expect(upload.status).toBe(201)
+    const { id, code } = upload.body as { id: number; code: string }
+    const n = await call(s, 'POST', '/bundle_notifications', {
+      key: alice.key,
+      body: { bundle_id: id, notify_on_registration: true, notify_on_upload: true },
+    })
+    expect(n.status).toBe(201)
+    await settle()
+    const before = smtp.received.length
+    const pub = (rest: string) => `/public/bundles/${code}${rest}`
+    const reg = await call(s, 'POST', pub('/registrations'), {
+      body: { name: 'Nora Visitor', email: 'nora@guest.example' },
+    })
+    expect(reg.status).toBe(201)
+    const [registered] = (await smtp.waitFor(before + 1)).slice(before)
+    expect(registered!.to).toEqual(['alice@corp.example'])
+    expect(decoded(registered!.raw)).toContain('Nora Visitor')
+    const as = { headers: { 'X-Bundle-Registration-Code': reg.body.code as string } }
+    const put = await call(s, 'POST', pub('/files/alice-files/drop.txt'), { ...as, body: { action: 'put' } })
+    expect(put.status).toBe(201)
+    expect((await putBytes(put.body.upload_uri, Buffer.from('dropped'))).status).toBe(200)
+    const end = await call(s, 'POST', pub('/files/alice-files/drop.txt'), {
+      ...as,
+      body: { action: 'end', ref: put.body.ref },
+    })
+    expect(end.status).toBe(201)
+    const [uploaded] = (await smtp.waitFor(before + 2)).slice(before + 1)
+    expect(uploaded!.to).toEqual(['alice@corp.example'])
+    expect(uploaded!.header('Subject')).toBe(`New upload to share link ${code}`)
+    expect(decoded(uploaded!.raw)).toContain('drop.txt')
   })
 
   it('loses no share on a crash: a message committed while no worker ran is sent once by the next one', async () => {

@@ -1,9 +1,12 @@
 import type { Readable } from 'node:stream'
+import type { Kysely } from 'kysely'
 import { formatDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
 import type { ApiError } from '../../api/errors.js'
 import type { Page } from '../../api/list-spec.js'
+import type { Database } from '../../db/schema.js'
 import type { Principal } from '../../identity/principal.js'
+import { wakeMailWorkers } from '../../mail/mail-queue.js'
 import { hmac, randomHex, safeEqual, tokenHash, verifyPassword } from '../../security/secrets.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import type { Download, DownloadService } from '../files/download-service.js'
@@ -86,6 +89,20 @@ const MAX_ZIP_PATHS = 100
  * download and upload within the shared paths, through the creator's current permissions, as
  * interface web. Every refusal of a link itself is `invalid-bundle-code`, so codes cannot be probed.
  */
+/**
+ * Queues the mail telling the users a link's BundleNotifications name of a registration or an
+ * upload, in the transaction that records it; the ids queued.
+ */
+export type VisitNotifier = (
+  db: Kysely<Database>,
+  input: {
+    bundle: { id: number; site_id: number; code: string; description: string | null }
+    event: 'registration' | 'upload'
+    visitor: { name?: string | null; email?: string | null; company?: string | null; ip?: string | null }
+    paths?: string[]
+  },
+) => Promise<number[]>
+
 export class BundleVisitorService {
   constructor(
     private readonly bundles: BundleRepository,
@@ -100,6 +117,8 @@ export class BundleVisitorService {
     private readonly secrets: SiteSecrets,
     private readonly baseUrl: () => string,
     private readonly now: () => number = Date.now,
+    /** Queues the mail of the link's BundleNotifications in the caller's transaction (none without SMTP). */
+    private readonly notify: VisitNotifier = async () => [],
   ) {}
 
   /** GET /public/bundles/{code} */
@@ -151,12 +170,13 @@ export class BundleVisitorService {
     }
     const fields = registrationFields(bundle, input)
     const regCode = randomHex(20)
+    let queued: number[] = []
     const row = await this.visits.transaction(async (tx) => {
       await tx.lockBundle(bundle.id)
       if (bundle.max_uses !== null && (await tx.countRegistrations(bundle.id)) >= bundle.max_uses) {
         throw usedUp()
       }
-      return tx.insertRegistration({
+      const inserted = await tx.insertRegistration({
         site_id: siteId,
         bundle_id: bundle.id,
         code_hash: tokenHash(regCode),
@@ -165,7 +185,10 @@ export class BundleVisitorService {
         ip,
         created_at: this.now(),
       })
+      queued = await this.notify(tx.db, { bundle, event: 'registration', visitor: { ...fields, ip } })
+      return inserted
     })
+    if (queued.length > 0) wakeMailWorkers()
     return renderRegistration({ ...row, bundle_code: bundle.code }, regCode)
   }
 
@@ -319,6 +342,7 @@ export class BundleVisitorService {
   async endUpload(v: Visit, rawPath: string, ref: string, opts: UploadOptions): Promise<FileJson> {
     const real = this.uploadTarget(v, rawPath)
     const reg = v.registration
+    let queued: number[] = []
     const row = await this.uploads.finish(
       v.as,
       real,
@@ -329,6 +353,12 @@ export class BundleVisitorService {
           display: (_action, path) =>
             `Uploaded ${path} through share link ${v.bundle.code} by ${visitorName(reg)}`,
           alsoRecord: async (db, file, action, now) => {
+            queued = await this.notify(db, {
+              bundle: v.bundle,
+              event: 'upload',
+              visitor: { name: reg.name, email: reg.email, company: reg.company, ip: reg.ip },
+              paths: [relativePath(file.path, this.rootOf(v, file.path))],
+            })
             await this.visits.on(db).insertAction({
               site_id: v.as.siteId,
               bundle_id: v.bundle.id,
@@ -344,6 +374,7 @@ export class BundleVisitorService {
       },
       v.access,
     )
+    if (queued.length > 0) wakeMailWorkers()
     return this.render(v, row, this.rootOf(v, row.path))
   }
 
