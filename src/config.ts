@@ -51,6 +51,8 @@ export interface Config extends ModuleSettings {
   dav: DavSettings
   /** The SFTP front end (docs/decisions.md, "SFTP"). */
   sftp: SftpSettings
+  /** On SIGTERM, how long requests, transfers and sessions in flight may take to finish. */
+  shutdownTimeoutMs: number
   /** Prometheus metrics on a listener of their own (docs/operations.md, "Metrics"). */
   metrics: { enabled: boolean; host: string; port: number; token: string | undefined }
   /** Where file bytes live (docs/decisions.md, "Blob stores"). */
@@ -185,6 +187,7 @@ const SETTINGS = Type.Object({
   DAV_ENABLED: bool(true),
   DAV_PREFIX: Type.Optional(text()),
   DAV_AUTH_CACHE_SECONDS: int(300, 0, 3600),
+  SHUTDOWN_TIMEOUT_SECONDS: int(30, 1, 3600),
   METRICS_ENABLED: bool(false),
   METRICS_HOST: text('127.0.0.1'),
   METRICS_PORT: int(9464, 0, 65535),
@@ -356,6 +359,7 @@ export function loadConfig(env: Env = process.env): Config {
       prefix: parseDavPrefix(s.DAV_PREFIX, problems),
       authCacheSeconds: s.DAV_AUTH_CACHE_SECONDS,
     },
+    shutdownTimeoutMs: s.SHUTDOWN_TIMEOUT_SECONDS * 1000,
     metrics: {
       enabled: isTrue(s.METRICS_ENABLED),
       host: s.METRICS_HOST,

@@ -85,18 +85,31 @@ function announceAdmin(container: Container, logger: Logger): void {
   }
 }
 
-/** On SIGTERM or SIGINT: every front end finishes what is in flight, then the database closes. */
+/**
+ * On SIGTERM or SIGINT: `/readyz` turns 503, every front end stops accepting and finishes what is
+ * in flight (requests, transfers, protocol sessions) for up to SHUTDOWN_TIMEOUT_SECONDS, then the
+ * background work stops (deliveries in flight end within their timeout, export builds and claims
+ * are handed back) and the database closes. What is still open at the deadline is cut: an upload
+ * cut short keeps the parts it stored, and resumes after the restart.
+ */
 function stopOnSignals(frontEnds: FrontEnd[], container: Container, logger: Logger): void {
   let stopping = false
+  const deadline = container.config.shutdownTimeoutMs
   const stop = async (signal: string) => {
     if (stopping) return
     stopping = true
-    logger.info({ signal }, 'shutting down: finishing in-flight requests')
+    logger.info({ signal, timeoutSeconds: deadline / 1000 }, 'shutting down: finishing in-flight requests')
     // A load balancer asking /readyz sends no new work here while the rest finishes.
     container.readiness.listening('http', false)
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), deadline)
+    })
     try {
-      await Promise.all(frontEnds.map((f) => f.close()))
-      logger.info('HTTP server closed; closing the database')
+      const closed = await Promise.race([Promise.all(frontEnds.map((f) => f.close())).then(() => 'closed' as const), late])
+      clearTimeout(timer)
+      if (closed === 'late') logger.warn('shutdown timeout: cutting the connections still open')
+      else logger.info('front ends closed; stopping the background work and closing the database')
       await container.close()
       logger.info('stopped')
       process.exit(0)

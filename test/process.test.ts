@@ -228,4 +228,87 @@ describe('wharf command line and server process (sqlite)', () => {
     expect(await response).toBe(201)
     expect(await s.exited).toBe(0)
   })
+
+  it('cuts what is still open at SHUTDOWN_TIMEOUT_SECONDS and exits; an upload part that finished in the grace period is kept', async () => {
+    const env = baseEnv(await tempDir(), {
+      ADMIN_PASSWORD: 'admin-password-1',
+      SHUTDOWN_TIMEOUT_SECONDS: '2',
+    })
+    const s = await serve(env)
+    const login = await fetch(`${s.url}/sessions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ username: 'admin', password: 'admin-password-1' }),
+    })
+    const auth = {
+      'X-FilesAPI-Auth': ((await login.json()) as { id: string }).id,
+      'Content-Type': 'application/json',
+    }
+    const put = await fetch(`${s.url}/files/kept.bin`, {
+      method: 'POST',
+      headers: auth,
+      body: '{"action":"put"}',
+    })
+    const { upload_uri: uploadUri, ref } = (await put.json()) as { upload_uri: string; ref: string }
+    const bytes = Buffer.alloc(256 * 1024, 7)
+    /** A PUT of the part with the whole length announced: half now, the rest when told. */
+    const partPut = (announced: number) => {
+      const u = new URL(uploadUri)
+      let finish: (rest: Buffer) => void = () => undefined
+      const status = new Promise<number>((resolve, reject) => {
+        const req = http.request(
+          {
+            host: u.hostname,
+            port: u.port,
+            path: u.pathname + u.search,
+            method: 'PUT',
+            headers: { 'Content-Length': announced },
+          },
+          (res) => {
+            res.resume()
+            res.on('end', () => resolve(res.statusCode ?? 0))
+          },
+        )
+        req.on('error', reject)
+        req.write(bytes.subarray(0, bytes.length / 2))
+        finish = (rest) => req.end(rest)
+      })
+      return { status, finish }
+    }
+    const finishing = partPut(bytes.length)
+    // Another client that never sends the rest of its body: only the deadline ends it.
+    const stuck = partPut(bytes.length * 4)
+    stuck.status.catch(() => undefined)
+    await new Promise((r) => setTimeout(r, 200))
+    const signalled = Date.now()
+    s.child.kill('SIGTERM')
+    await vi.waitFor(() => expect(s.stdout()).toContain('shutting down'), { timeout: 10_000 })
+    finishing.finish(bytes.subarray(bytes.length / 2))
+    expect(await finishing.status).toBe(200)
+    expect(await s.exited).toBe(0)
+    // Cut at the 2 s deadline, not held by the stuck client (the default would wait 30 s).
+    expect(Date.now() - signalled).toBeLessThan(20_000)
+    expect(s.stdout()).toContain('shutdown timeout: cutting the connections still open')
+
+    // After the restart the upload goes on where it was: its part is there.
+    const again = await serve(env)
+    const relog = await fetch(`${again.url}/sessions`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ username: 'admin', password: 'admin-password-1' }),
+    })
+    const auth2 = {
+      'X-FilesAPI-Auth': ((await relog.json()) as { id: string }).id,
+      'Content-Type': 'application/json',
+    }
+    const end = await fetch(`${again.url}/files/kept.bin`, {
+      method: 'POST',
+      headers: auth2,
+      body: JSON.stringify({ action: 'end', ref }),
+    })
+    expect(end.status).toBe(201)
+    expect(((await end.json()) as { size: number }).size).toBe(bytes.length)
+    again.child.kill('SIGTERM')
+    expect(await again.exited).toBe(0)
+  })
 })
