@@ -106,7 +106,10 @@ function stopOnSignals(frontEnds: FrontEnd[], container: Container, logger: Logg
       timer = setTimeout(() => resolve('late'), deadline)
     })
     try {
-      const closed = await Promise.race([Promise.all(frontEnds.map((f) => f.close())).then(() => 'closed' as const), late])
+      const closed = await Promise.race([
+        Promise.all(frontEnds.map((f) => f.close())).then(() => 'closed' as const),
+        late,
+      ])
       clearTimeout(timer)
       if (closed === 'late') logger.warn('shutdown timeout: cutting the connections still open')
       else logger.info('front ends closed; stopping the background work and closing the database')
