@@ -59,22 +59,6 @@ export async function sha256File(file: string): Promise<string> {
   return hash.digest('hex')
 }
 
-/** Every file under `dir`, as paths relative to it (`/`-separated), folders walked. */
-export async function* filesUnder(dir: string, prefix = ''): AsyncIterable<string> {
-  let entries: fs.Dirent[]
-  try {
-    entries = await fsp.readdir(path.join(dir, prefix), { withFileTypes: true })
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return
-    throw err
-  }
-  for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
-    const rel = prefix ? `${prefix}/${e.name}` : e.name
-    if (e.isDirectory()) yield* filesUnder(dir, rel)
-    else if (e.isFile()) yield rel
-  }
-}
-
 /** Whether a folder is missing or holds nothing. */
 export async function isEmptyDir(dir: string): Promise<boolean> {
   try {

@@ -10,6 +10,7 @@ const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest()
  * bearer token (compared in constant time); anything else is 401.
  */
 export function metricsServer(token: string | undefined): http.Server {
+  metrics.exposeNodeMetrics()
   const expected = token === undefined ? null : sha256(token)
   return http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0]

@@ -107,8 +107,19 @@ export class Metrics {
   readonly mailQueueSources = new Sources<OutboxState>()
   readonly poolSources = new Sources<PoolState>()
 
-  constructor() {
+  private nodeMetrics = false
+
+  /**
+   * Node's own metrics (event loop lag, heap, GC), whose collectors cost a little all the time:
+   * turned on by the metrics listener only, not in every process (the CLI, metrics off).
+   */
+  exposeNodeMetrics(): void {
+    if (this.nodeMetrics) return
+    this.nodeMetrics = true
     collectDefaultMetrics({ register: this.registry })
+  }
+
+  constructor() {
     const sessions = this.sessionSources
     new Gauge({
       name: 'wharf_sessions_open',
