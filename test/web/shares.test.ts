@@ -90,9 +90,10 @@ describe.skipIf(!hasBrowser)('web interface: share links', BROWSER_SUITE, () => 
       // Escape closes the dialog and gives the focus back to the row's menu button.
       await page.keyboard.press('Escape')
       await expect.poll(() => done.count()).toBe(0)
-      expect(
-        await page.evaluate(() => (globalThis as any).document.activeElement?.getAttribute('aria-label')),
-      ).toBe('Actions for report.txt')
+      // The focus moves once the dialog has gone from the page: poll, as a screen reader would wait.
+      await expect
+        .poll(() => page.evaluate(() => (globalThis as any).document.activeElement?.getAttribute('aria-label')))
+        .toBe('Actions for report.txt')
 
       // A refusal keeps the dialog open and says why.
       await rowAction(page, 'report.txt', 'Share')
