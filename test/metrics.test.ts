@@ -1,10 +1,11 @@
-import type http from 'node:http'
+import http from 'node:http'
 import net from 'node:net'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { SocketConnections } from '../src/connections/socket-connections.js'
 import { metricsServer } from '../src/http/metrics-listener.js'
+import { basic } from './helpers/dav.js'
 import { download, req, target, uploaded } from './helpers/files.js'
-import { dialects, useServer } from './helpers/server.js'
+import { ADMIN_PASSWORD, dialects, useServer } from './helpers/server.js'
 import { startWebhookRecorder, type WebhookRecorder } from './helpers/webhook-recorder.js'
 
 const TOKEN = 'scrape-token-1'
@@ -151,6 +152,33 @@ describe('Prometheus metrics', () => {
         delta('wharf_background_job_runs_total', { worker: 'WebhookDispatcher', result: 'ok' }),
       ).toBeGreaterThan(0)
       if (dialect === 'postgres') expect(value(after, 'wharf_db_pool_connections')).toBeGreaterThan(0)
+    })
+
+    it('counts a WebDAV connection as open from its first signed-in request until it closes', async () => {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+      const propfind = (auth: string | null) =>
+        new Promise<number>((resolve, reject) => {
+          const headers: Record<string, string> = { Depth: '0' }
+          if (auth) headers['Authorization'] = auth
+          http
+            .request(`${s.url}/dav/`, { method: 'PROPFIND', agent, headers }, (res) => {
+              res.resume()
+              res.on('end', () => resolve(res.statusCode ?? 0))
+            })
+            .on('error', reject)
+            .end()
+        })
+      const open = async () => value(await scrape(), 'wharf_sessions_open', { interface: 'dav' })
+      const before = await open()
+      // Refused credentials open no session.
+      expect(await propfind(basic('admin', 'wrong-password'))).toBe(401)
+      expect(await open()).toBe(before)
+      const auth = basic('admin', ADMIN_PASSWORD)
+      expect(await propfind(auth)).toBe(207)
+      expect(await propfind(auth)).toBe(207)
+      expect(await open()).toBe(before + 1)
+      agent.destroy()
+      await vi.waitFor(async () => expect(await open()).toBe(before))
     })
   })
 })

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { refuseEncodedBody } from '../http/content-encoding.js'
 import type { HttpContext } from '../http/http-context.js'
+import { metrics } from '../metrics/metrics.js'
 import { DavAuthenticator } from './dav-auth.js'
 import type { DavContext } from './dav-context.js'
 import { handleDavError } from './dav-errors.js'
@@ -42,7 +43,15 @@ export async function registerDav(
     ),
     bodyLimit: config.bodyLimitBytes,
   }
-  app.addHook('onClose', async () => ctx.auth.close())
+  // WebDAV's sessions, as the metrics count them: the HTTP connections that have carried a signed-in
+  // WebDAV request and are still open (clients such as davfs2 and Windows keep one for a mount).
+  const davSockets = new WeakSet<object>()
+  let davOpen = 0
+  const removeSource = metrics.sessionSources.add(() => ({ interface: 'dav', open: davOpen }))
+  app.addHook('onClose', async () => {
+    removeSource()
+    await ctx.auth.close()
+  })
   // Microsoft Office asks OPTIONS of the server's root, wherever the tree is mounted, and opens
   // documents read-only unless the answer names WebDAV authoring.
   app.options('/', { schema: { hide: true } }, async (_request, reply) =>
@@ -62,6 +71,12 @@ export async function registerDav(
         // OPTIONS says only what the server can do: clients ask it before they have credentials.
         if (request.method === 'OPTIONS') return
         request.principal = await ctx.auth.principal(request.headers.authorization, request.ip)
+        const socket = request.raw.socket
+        if (!davSockets.has(socket)) {
+          davSockets.add(socket)
+          davOpen++
+          socket.once('close', () => davOpen--)
+        }
         const p = request.principal
         const release = container.rateLimiter.acquire(p.apiKey ? `k${p.apiKey.id}` : `s${p.sessionHash}`)
         reply.raw.once('close', release)

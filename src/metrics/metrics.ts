@@ -100,7 +100,7 @@ export class Metrics {
     registers: [this.registry],
   })
 
-  /** Open SFTP and FTP connections, by interface. */
+  /** Open SFTP, FTP and WebDAV connections, by interface. */
   readonly sessionSources = new Sources<{ interface: string; open: number }>()
   /** The webhook outbox, per endpoint. */
   readonly webhookQueueSources = new Sources<(OutboxState & { endpoint: string })[]>()
@@ -123,7 +123,7 @@ export class Metrics {
     const sessions = this.sessionSources
     new Gauge({
       name: 'wharf_sessions_open',
-      help: 'SFTP and FTP connections open now, by interface',
+      help: 'SFTP, FTP and WebDAV connections open now, by interface (WebDAV: connections that carried a signed-in request)',
       labelNames: ['interface'] as const,
       registers: [this.registry],
       async collect() {
