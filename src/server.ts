@@ -92,6 +92,9 @@ function announceAdmin(container: Container, logger: Logger): void {
  * are handed back) and the database closes. What is still open at the deadline is cut: an upload
  * cut short keeps the parts it stored, and resumes after the restart.
  */
+/** After the deadline's cut, how long the cut requests and sessions get to finish their clean-up. */
+const CUT_GRACE_MS = 5_000
+
 function stopOnSignals(frontEnds: FrontEnd[], container: Container, logger: Logger): void {
   let stopping = false
   const deadline = container.config.shutdownTimeoutMs
@@ -106,13 +109,21 @@ function stopOnSignals(frontEnds: FrontEnd[], container: Container, logger: Logg
       timer = setTimeout(() => resolve('late'), deadline)
     })
     try {
-      const closed = await Promise.race([
-        Promise.all(frontEnds.map((f) => f.close())).then(() => 'closed' as const),
-        late,
-      ])
+      const closing = Promise.all(frontEnds.map((f) => f.close()))
+      const closed = await Promise.race([closing.then(() => 'closed' as const), late])
       clearTimeout(timer)
-      if (closed === 'late') logger.warn('shutdown timeout: cutting the connections still open')
-      else logger.info('front ends closed; stopping the background work and closing the database')
+      if (closed === 'late') {
+        logger.warn('shutdown timeout: cutting the connections still open')
+        // Their requests and sessions end as if the clients had gone, and finish their clean-up
+        // (an upload cut short keeps the parts it stored) before the database closes under them.
+        for (const f of frontEnds) f.cut()
+        const unwound = await Promise.race([
+          closing.then(() => true),
+          new Promise<false>((resolve) => setTimeout(() => resolve(false), CUT_GRACE_MS).unref()),
+        ])
+        if (!unwound) logger.warn('connections cut but not all closed; closing the database anyway')
+      }
+      logger.info('front ends closed; stopping the background work and closing the database')
       await container.close()
       logger.info('stopped')
       process.exit(0)

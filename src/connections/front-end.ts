@@ -37,6 +37,11 @@ export interface FrontEnd {
   describe(): ListeningLine[]
   /** Stops listening and ends its connections gracefully; does nothing before it started. */
   close(): Promise<void>
+  /**
+   * Ends at once every connection still open (the shutdown deadline has passed): their requests
+   * and transfers stop as if the client had gone, so that `close()` resolves.
+   */
+  cut(): void
 }
 
 /** Listens on the host and port of `spec` itself (a front end started without a bound port). */

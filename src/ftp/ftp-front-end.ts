@@ -53,6 +53,9 @@ export function ftpFrontEnd(
         },
       ]
     },
+    cut() {
+      ftp?.cut()
+    },
     async close() {
       await ftp?.close()
     },

@@ -103,6 +103,11 @@ export class FtpServer {
     await this.connections.settled()
   }
 
+  /** Ends every connection at once (the shutdown deadline): transfers in progress are aborted. */
+  cut(): void {
+    for (const { socket } of this.connections.all()) socket.destroy()
+  }
+
   /** Stops listening and ends every session: transfers in progress are aborted, nothing half-written is kept. */
   async close(): Promise<void> {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()))

@@ -48,6 +48,9 @@ export function httpFrontEnd(app: FastifyInstance, listening: HttpListening): Fr
           : []),
       ]
     },
+    cut() {
+      app.server.closeAllConnections()
+    },
     async close() {
       // Fastify closes the keep-alive connections that are idle when closing starts; one whose last
       // response is still finishing goes idle a moment later and would hold the close open for the

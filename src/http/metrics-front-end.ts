@@ -38,6 +38,9 @@ export function metricsFrontEnd(cfg: MetricsSettings): FrontEnd {
         },
       ]
     },
+    cut() {
+      server?.closeAllConnections()
+    },
     async close() {
       const s = server
       if (!s) return

@@ -47,6 +47,9 @@ export function sftpFrontEnd(
         },
       ]
     },
+    cut() {
+      sftp?.cut()
+    },
     async close() {
       await sftp?.close()
     },

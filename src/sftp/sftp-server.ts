@@ -22,6 +22,8 @@ export interface SftpServer {
   host: string
   port: number
   hostKeys: HostKey[]
+  /** Destroys every connection at once (the shutdown deadline). */
+  cut(): void
   close(): Promise<void>
 }
 
@@ -91,6 +93,9 @@ export async function startSftp(
     host: addr.address,
     port: addr.port,
     hostKeys,
+    cut() {
+      for (const { socket } of connections.all()) socket.destroy()
+    },
     async close() {
       await new Promise<void>((resolve) => {
         server.close(() => resolve())
