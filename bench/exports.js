@@ -6,7 +6,7 @@
 //
 // Settings (environment): BENCH_EXPORT_RECORDS (1,000,000), BENCH_DATABASE_URL (adds PostgreSQL,
 // in a database the run creates and drops), BENCH_PROFILE=1 (CPU profile of Wharf).
-// See docs/performance.md, "Exports".
+// See docs/performance.md, "Running the benchmarks".
 import { execFile } from 'node:child_process'
 import crypto from 'node:crypto'
 import fs from 'node:fs/promises'

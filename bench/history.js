@@ -6,7 +6,7 @@
 // Settings (environment): BENCH_ACTIONS (1,000,000), BENCH_DEPTH pages (500), BENCH_REQUESTS timed
 // per page (200), BENCH_DATABASE_URL (adds a PostgreSQL run, in a database created and dropped by
 // this run), BENCH_EXPLAIN=1 (prints the query plans), BENCH_PROFILE=1 (CPU profile of Wharf).
-// See docs/performance.md, "History".
+// See docs/performance.md, "Running the benchmarks".
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'

@@ -1,6 +1,6 @@
 // The latency part of `npm run bench:webhooks`: small uploads through Wharf's API, one after
 // another, each timed from its committed end (the action=end response) to the listener receiving
-// its notification. See bench/webhooks.js and docs/performance.md, "Webhooks".
+// its notification. See bench/webhooks.js and docs/performance.md, "Running the benchmarks".
 import crypto from 'node:crypto'
 import { json } from './harness.js'
 

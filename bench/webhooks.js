@@ -8,7 +8,8 @@
 //
 // Settings (environment): BENCH_WEBHOOK_COUNT (20,000), BENCH_WEBHOOK_UPLOADS (300),
 // WEBHOOK_CONCURRENCY (64, Wharf's default; both senders use it), BENCH_DATABASE_URL (also runs
-// against PostgreSQL), BENCH_PROFILE=1 (CPU profiles of Wharf). See docs/performance.md, "Webhooks".
+// against PostgreSQL), BENCH_PROFILE=1 (CPU profiles of Wharf). See docs/performance.md,
+// "Running the benchmarks".
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'

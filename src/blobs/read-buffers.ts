@@ -7,9 +7,9 @@ import vm from 'node:vm'
  * fresh buffers of up to 64 KiB, held outside the JavaScript heap by small objects in its young
  * generation. A young generation that small objects barely fill is scavenged rarely, so V8 frees
  * those buffers only once their total passes its external-memory limit: a fast transfer kept
- * 60 to 80 MiB of buffers already read and done with (docs/performance.md, "Memory: buffers read
- * from sockets"). Streams that move bulk bytes count them here, once per byte (a file read
- * for checksums counts too: its buffers are just as fresh); every RECLAIM_BYTES this
+ * 60 to 80 MiB of buffers already read and done with (docs/performance-history.md, "Memory:
+ * buffers read from sockets"). Streams that move bulk bytes count them here, once per byte (a
+ * file read for checksums counts too: its buffers are just as fresh); every RECLAIM_BYTES this
  * process asks V8 for a scavenge, which frees them at once. A scavenge of Wharf's young
  * generation takes a fraction of a millisecond, about what V8 spends anyway, and happens at most
  * 256 times per GiB moved, across all transfers together.
