@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { type TSchema, Type } from '@sinclair/typebox'
 import {
   INBOX_RECIPIENT_LIST,
   INBOX_REGISTRATION_LIST,
@@ -13,6 +13,8 @@ import { Address, Line, NO_MAIL, Note, recipientFields } from './bundle-mail.js'
 const INBOX =
   'An inbox is a write-only share link (permissions write): its id is the link’s. An id naming no such link: 404 not-found/inbox-not-found; another user’s inbox, unless you are a site admin: 403 not-authorized/need-admin-permission-for-inbox'
 
+const hostedOnly = (schema: TSchema) => ({ ...schema, description: 'Not used by Wharf: always null' })
+
 const InboxRecipientSchema = Type.Object(recipientFields, {
   $id: 'InboxRecipient',
   title: 'InboxRecipient',
@@ -25,11 +27,11 @@ const InboxRegistrationSchema = Type.Object(
     company: Nullable(Type.String({ description: 'Registrant company name' })),
     email: Nullable(Type.String({ description: 'Registrant email address' })),
     ip: Nullable(Type.String({ description: 'Registrant IP address' })),
-    clickwrap_body: Type.Null(),
-    form_field_set_id: Type.Null(),
-    form_field_data: Type.Null(),
+    clickwrap_body: hostedOnly(Nullable(Type.String())),
+    form_field_set_id: hostedOnly(Nullable(Type.Integer())),
+    form_field_data: hostedOnly(Nullable(Type.Object({}, { additionalProperties: true }))),
     inbox_id: Type.Integer({ description: 'The inbox (the share link’s id)' }),
-    inbox_recipient_id: Type.Null(),
+    inbox_recipient_id: hostedOnly(Nullable(Type.Integer())),
     inbox_title: Nullable(Type.String({ description: 'The share link’s description' })),
     created_at: Type.String({ format: 'date-time' }),
   },
@@ -121,7 +123,7 @@ export function inboxRoutes(c: HttpContext): Routes {
         config: { access: 'files', xml: ['inbox-uploads', 'inbox-upload'] },
         schema: {
           summary: 'List the files uploaded to your inboxes (site admins: every inbox’s)',
-          description: `filter[folder_behavior_id] and filter[inbox_registration_id] take equality only. ${INBOX}`,
+          description: `filter[folder_behavior_id] names an inbox, checked as inbox_id is elsewhere. ${INBOX}`,
           tags,
           querystring: listQuery({}, INBOX_UPLOAD_LIST),
           response: { 200: Type.Array(InboxUploadSchema), ...errorResponses },

@@ -100,13 +100,9 @@ export class InboxService {
     })
     let inboxId: number | undefined
     for (const f of list.query.filters) {
-      if (f.field === 'created_at') continue
-      if (f.op !== 'filter') {
-        throw ERRORS.invalidFilterField(
-          `${f.op}[${f.field}] is not supported here (valid fields: created_at)`,
-        )
+      if (f.field === 'folder_behavior_id' && f.op === 'filter') {
+        inboxId = (await this.inbox(p, Number(f.value))).id
       }
-      if (f.field === 'folder_behavior_id') inboxId = (await this.inbox(p, Number(f.value))).id
     }
     const page = await this.repo.uploadPage({ siteId: p.siteId, userId, inboxId }, list)
     return mapPage(page, renderInboxUpload)
