@@ -146,6 +146,11 @@ describe.each(dialects)('inboxes (%s)', (dialect) => {
         'alice-in/1099.pdf',
       )
       await visitAndUpload(bobInbox.code, {}, 'bob-in/other.txt')
+      // A link that lets visitors download too is no inbox: its visit and upload are not listed.
+      const both = await link(alice.key, { paths: ['alice-in'], permissions: 'read_write' })
+      await visitAndUpload(both.code, { name: 'Zed' }, 'alice-in/zed.txt')
+      const bundleActions = await call(s, 'GET', '/bundle_actions', { key: alice.key })
+      expect(bundleActions.body.map((a: any) => a.path)).toContain('alice-in/Zed/zed.txt')
 
       const regs = await call(s, 'GET', `/inbox_registrations?folder_behavior_id=${inbox.id}`, {
         key: alice.key,
@@ -192,6 +197,13 @@ describe.each(dialects)('inboxes (%s)', (dialect) => {
       // A site admin without folder_behavior_id: every inbox's visits, and only inboxes'.
       const all = await call(s, 'GET', '/inbox_registrations', { key: s.adminKey })
       expect(all.body.map((r: any) => r.inbox_id)).toEqual([inbox.id, inbox.id, bobInbox.id])
+
+      const regsXml = await call(s, 'GET', `/inbox_registrations.xml?folder_behavior_id=${inbox.id}`, {
+        key: alice.key,
+      })
+      expect(regsXml.status).toBe(200)
+      expect(regsXml.text).toContain('<inbox-registrations')
+      expect(regsXml.text).toContain('<name>Erin</name>')
 
       const uploads = await call(s, 'GET', '/inbox_uploads', { key: alice.key })
       expect(uploads.status).toBe(200)
@@ -244,7 +256,11 @@ describe.each(dialects)('inboxes (%s)', (dialect) => {
         expect.stringMatching(/^bob-in\/[^/]+\/other\.txt$/),
       ])
       const admins = await call(s, 'GET', '/inbox_uploads', { key: s.adminKey })
-      expect(admins.body).toHaveLength(3)
+      expect(admins.body.map((u: any) => u.inbox_registration.inbox_id)).toEqual([
+        inbox.id,
+        inbox.id,
+        bobInbox.id,
+      ])
 
       const xml = await call(s, 'GET', '/inbox_uploads.xml', { key: alice.key })
       expect(xml.status).toBe(200)
