@@ -445,3 +445,48 @@ describe.each(dialects)('inboxes (%s)', (dialect) => {
     })
   })
 })
+
+describe.each(dialects)('inboxes without mail (%s)', (dialect) => {
+  const s = useServer(dialect)
+
+  it('records a recipient without mail, and refuses to mail one, or an app key’s change', async () => {
+    const u = await makeUser(s, { username: 'dora' })
+    await makeFolder(s, 'dora-in')
+    await grant(s, u.id, 'dora-in', 'full')
+    await call(s, 'PATCH', `/users/${u.id}`, { key: s.adminKey, body: { attachments_permission: true } })
+    const key = (await makeKey(s, u.id)).key
+    const made = await call(s, 'POST', '/bundles', {
+      key,
+      body: { paths: ['dora-in'], permissions: 'write' },
+    })
+    expect(made.status).toBe(201)
+    const inboxId = made.body.id as number
+
+    expectError(
+      await call(s, 'POST', '/inbox_recipients', {
+        key,
+        body: { inbox_id: inboxId, recipient: 'a@client.example', share_after_create: true },
+      }),
+      422,
+      'processing-failure/mail-not-configured',
+    )
+    const quiet = await call(s, 'POST', '/inbox_recipients', {
+      key,
+      body: { inbox_id: inboxId, recipient: 'a@client.example' },
+    })
+    expect(quiet.status).toBe(201)
+    expect(quiet.body.sent_at).toBeNull()
+
+    const office = (await makeKey(s, u.id, { permission_set: 'office_integration' })).key
+    expectError(
+      await call(s, 'POST', '/inbox_recipients', {
+        key: office,
+        body: { inbox_id: inboxId, recipient: 'b@client.example' },
+      }),
+      403,
+      'not-authorized/api-key-only-for-office-integration',
+    )
+    const listed = await call(s, 'GET', `/inbox_recipients?inbox_id=${inboxId}`, { key })
+    expect(listed.body.map((r: any) => r.recipient)).toEqual(['a@client.example'])
+  })
+})
