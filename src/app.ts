@@ -27,6 +27,7 @@ import { folderRoutes } from './http/routes/folders.js'
 import { registerHealthRoutes } from './http/routes/health.js'
 import { historyRoutes } from './http/routes/history.js'
 import { historyExportRoutes } from './http/routes/history-exports.js'
+import { inboxRoutes } from './http/routes/inboxes.js'
 import { permissionRoutes } from './http/routes/permissions.js'
 import { publicKeyRoutes } from './http/routes/public-keys.js'
 import { sessionRoutes } from './http/routes/sessions.js'
@@ -293,6 +294,7 @@ async function registerApi(app: FastifyInstance, container: Container): Promise<
       await api.register(bundleRoutes(container))
       await api.register(bundleMailRoutes(container))
       await api.register(bundleRecordRoutes(container))
+      await api.register(inboxRoutes(container))
       await api.register(publicBundleRoutes(container))
       await api.register(sftpHostKeyRoutes(container))
       await api.register(bannedAddressRoutes(container))

@@ -35,6 +35,7 @@ import { BundleMailService } from './modules/bundles/bundle-mail-service.js'
 import { BundleRecordService } from './modules/bundles/bundle-record-service.js'
 import { BundleService } from './modules/bundles/bundle-service.js'
 import { BundleVisitorService } from './modules/bundles/bundle-visitor-service.js'
+import { InboxService } from './modules/bundles/inbox-service.js'
 import { ExportService } from './modules/exports/export-service.js'
 import { DownloadService } from './modules/files/download-service.js'
 import { FileAccess } from './modules/files/file-access.js'
@@ -568,6 +569,7 @@ function createServices(p: ServiceParts): Services {
       (db, input) => bundleMail.queueNotifications(db, input),
     ),
     bundleRecords: new BundleRecordService(repos.bundleVisits, secrets),
+    inboxes: new InboxService(repos.inboxes, repos.bundles, bundleMail, secrets),
     hostKeys: new HostKeyService(hostKeys),
     history: new HistoryService(repos.history, fileAccess, secrets, now),
     webhookSettings,

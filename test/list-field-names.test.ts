@@ -28,6 +28,7 @@ describe.each(dialects)('inherited property names as list fields (%s)', (dialect
     '/users',
     '/api_keys',
     '/bundles',
+    '/inbox_uploads',
     '/permissions',
     '/history',
     '/history/login',

@@ -80,7 +80,13 @@ const STATE_ANSWERS: [ops: string | string[], status: number, type: string, mess
     /^Start access on date must not be after expires_at$/,
   ],
   // The server under test has no SMTP_URL: what would send mail says so (after the form is checked).
-  [['POST /bundles/{id}/share', 'POST /bundle_recipients'], 422, 'processing-failure/mail-not-configured'],
+  [
+    ['POST /bundles/{id}/share', 'POST /bundle_recipients', 'POST /inbox_recipients'],
+    422,
+    'processing-failure/mail-not-configured',
+  ],
+  // Inboxes: a drawn filter[folder_behavior_id] names no inbox (the fixtures' ids are others).
+  ['GET /inbox_uploads', 404, 'not-found/inbox-not-found'],
   // "at least one address" between to and recipients (the description of the share).
   ['POST /bundles/{id}/share', 400, 'bad-request/request-params-required', /^to or recipients is required$/],
   // A share link's visitor: without the (optional) header no visit; the bundle is read-only, so
@@ -176,6 +182,12 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       paths: [folder],
       user_id: user.id,
     })
+    // An inbox: a write-only share link of the same folder.
+    const inbox = await s.container.services.bundles.create(operatorPrincipal(s.container.site.id), {
+      paths: [folder],
+      user_id: user.id,
+      permissions: 'write',
+    })
     const notification = await s.container.services.bundleMail.createNotification(
       operatorPrincipal(s.container.site.id),
       { bundle_id: bundle.id, notify_user_id: user.id },
@@ -203,6 +215,8 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       action_notification_export_id: exports['action_notification_export_id']!,
       public_key: sshKey(),
       bundle_id: bundle.id,
+      inbox_id: inbox.id,
+      folder_behavior_id: inbox.id,
       notify_user_id: user.id,
     }
     // Folders for the folder routes, copies and moves (so structure=true has one to copy) and
@@ -341,7 +355,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     expect(failures).toEqual([])
     // The state answers did occur (which ones depends on the values drawn).
     expect(seen.size).toBeGreaterThanOrEqual(5)
-    expect(ops.length).toBe(88)
+    expect(ops.length).toBe(92)
     expect(sent).toBeGreaterThan(ops.length * VARIANTS)
   })
 })

@@ -6,6 +6,7 @@ import { BillingRepository } from './billing/billing-repository.js'
 import { BundleMailRepository } from './bundles/bundle-mail-repository.js'
 import { BundleRepository } from './bundles/bundle-repository.js'
 import { BundleVisitRepository } from './bundles/bundle-visit-repository.js'
+import { InboxRepository } from './bundles/inbox-repository.js'
 import { ExportRepository } from './exports/export-repository.js'
 import { FileRepository } from './files/file-repository.js'
 import { FolderRepository } from './files/folder-repository.js'
@@ -33,6 +34,7 @@ export interface Repositories {
   bundles: BundleRepository
   bundleMail: BundleMailRepository
   bundleVisits: BundleVisitRepository
+  inboxes: InboxRepository
   exports: ExportRepository
   serverKeys: ServerKeyRepository
   webhookSettings: WebhookSettingsRepository
@@ -56,6 +58,7 @@ export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): R
     bundles: new BundleRepository(db, dialect, files),
     bundleMail: new BundleMailRepository(db, dialect),
     bundleVisits: new BundleVisitRepository(db, dialect),
+    inboxes: new InboxRepository(db, dialect),
     exports: new ExportRepository(db, dialect),
     serverKeys: new ServerKeyRepository(db, dialect),
     webhookSettings: new WebhookSettingsRepository(db, dialect),

@@ -8,6 +8,7 @@ import type { BundleMailService } from './bundles/bundle-mail-service.js'
 import type { BundleRecordService } from './bundles/bundle-record-service.js'
 import type { BundleService } from './bundles/bundle-service.js'
 import type { BundleVisitorService } from './bundles/bundle-visitor-service.js'
+import type { InboxService } from './bundles/inbox-service.js'
 import type { ExportService } from './exports/export-service.js'
 import type { DownloadService } from './files/download-service.js'
 import type { FileAccess } from './files/file-access.js'
@@ -57,6 +58,8 @@ export interface Services {
   bundleVisitors: BundleVisitorService
   /** What recipients did: GET /bundle_registrations, /bundle_downloads, /bundle_actions. */
   bundleRecords: BundleRecordService
+  /** Inboxes (write-only share links): GET/POST /inbox_recipients, GET /inbox_registrations, /inbox_uploads. */
+  inboxes: InboxService
   /** The SFTP server's host keys, generated on first use (GET /sftp_host_keys). */
   hostKeys: HostKeyService
   /** The /history endpoints: recent actions. */

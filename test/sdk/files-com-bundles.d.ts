@@ -94,3 +94,37 @@ declare module 'files.com/lib/models/BundleAction.js' {
     static list(params?: Record<string, unknown>): Promise<BundleAction[]>
   }
 }
+
+declare module 'files.com/lib/models/InboxRecipient.js' {
+  export default class InboxRecipient {
+    readonly recipient: string
+    readonly name: string | null
+    readonly company: string | null
+    readonly note: string | null
+    readonly sent_at: string | null
+    readonly attributes: Record<string, unknown>
+    static list(params: Record<string, unknown>): Promise<InboxRecipient[]>
+    static create(params: Record<string, unknown>): Promise<InboxRecipient>
+  }
+}
+
+declare module 'files.com/lib/models/InboxRegistration.js' {
+  export default class InboxRegistration {
+    readonly name: string | null
+    readonly email: string | null
+    readonly inbox_id: number
+    readonly inbox_title: string | null
+    readonly attributes: Record<string, unknown>
+    static list(params?: Record<string, unknown>): Promise<InboxRegistration[]>
+  }
+}
+
+declare module 'files.com/lib/models/InboxUpload.js' {
+  export default class InboxUpload {
+    readonly path: string
+    readonly created_at: string
+    readonly inbox_registration: Record<string, unknown>
+    readonly attributes: Record<string, unknown>
+    static list(params?: Record<string, unknown>): Promise<InboxUpload[]>
+  }
+}

@@ -21,18 +21,21 @@ import {
   UserIdParam,
 } from '../schemas.js'
 
-const NO_MAIL = 'Without SMTP_URL the server sends no mail: 422 processing-failure/mail-not-configured'
+export const NO_MAIL = 'Without SMTP_URL the server sends no mail: 422 processing-failure/mail-not-configured'
 
-export const BundleRecipientSchema = Type.Object(
-  {
-    company: Nullable(Type.String({ description: "The recipient's company" })),
-    name: Nullable(Type.String({ description: "The recipient's name" })),
-    note: Nullable(Type.String({ description: 'The note sent with the link' })),
-    recipient: Type.String({ description: "The recipient's e-mail address" }),
-    sent_at: DateTime('When the link was last mailed to them; null if never'),
-  },
-  { $id: 'BundleRecipient', title: 'BundleRecipient' },
-)
+/** The fields of a recipient, as BundleRecipient and InboxRecipient show them. */
+export const recipientFields = {
+  company: Nullable(Type.String({ description: "The recipient's company" })),
+  name: Nullable(Type.String({ description: "The recipient's name" })),
+  note: Nullable(Type.String({ description: 'The note sent with the link' })),
+  recipient: Type.String({ description: "The recipient's e-mail address" }),
+  sent_at: DateTime('When the link was last mailed to them; null if never'),
+}
+
+export const BundleRecipientSchema = Type.Object(recipientFields, {
+  $id: 'BundleRecipient',
+  title: 'BundleRecipient',
+})
 
 export const BundleNotificationSchema = Type.Object(
   {
@@ -45,14 +48,14 @@ export const BundleNotificationSchema = Type.Object(
   { $id: 'BundleNotification', title: 'BundleNotification' },
 )
 
-const Address = Type.String({
+export const Address = Type.String({
   maxLength: 254,
   pattern: ADDRESS_PATTERN,
   description: 'An e-mail address, without a display name',
   ...checked('email'),
 })
-const Note = Type.Optional(Nullable(FreeText(4096, 'lines', 'Note included in the message')))
-const Line = (description: string) => Type.Optional(Nullable(FreeText(255, 'line', description)))
+export const Note = Type.Optional(Nullable(FreeText(4096, 'lines', 'Note included in the message')))
+export const Line = (description: string) => Type.Optional(Nullable(FreeText(255, 'line', description)))
 const Ignored = Type.Optional(Type.Unknown({ description: 'Accepted and ignored by Wharf' }))
 
 const ShareBody = Type.Object(

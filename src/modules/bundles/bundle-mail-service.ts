@@ -378,7 +378,13 @@ export class BundleMailService {
       kind: 'bundle_share',
       to,
       senderUserId: p.user?.id ?? null,
-      ...shareMail({ sender, note, url: bundleUrl(settings.baseUrl, bundle.code), site: settings.siteName }),
+      ...shareMail({
+        sender,
+        note,
+        url: bundleUrl(settings.baseUrl, bundle.code),
+        site: settings.siteName,
+        asksForFiles: bundle.permissions === 'write',
+      }),
     }
   }
 

@@ -29,16 +29,22 @@ const para = (s: string) => `<p>${escapeHtml(s).replace(/\r?\n/g, '<br>')}</p>`
 const page = (body: string[]) =>
   `<!DOCTYPE html>\n<html><body style="font-family: sans-serif">\n${body.join('\n')}\n</body></html>\n`
 
-/** The link sent to a recipient: who shares it, their note, the URL. */
+/**
+ * The link sent to a recipient: who shares it, their note, the URL. A write-only link (an inbox)
+ * asks for files rather than sharing them.
+ */
 export function shareMail(input: {
   sender: string
   note: string | null
   url: string
   site: string
+  /** The link takes uploads only. */
+  asksForFiles?: boolean
 }): MailText {
   const sender = oneLine(input.sender)
-  const text = [`${sender} has shared files with you.`, '']
-  const html = [para(`${sender} has shared files with you.`)]
+  const what = input.asksForFiles ? 'has asked you to send files' : 'has shared files with you'
+  const text = [`${sender} ${what}.`, '']
+  const html = [para(`${sender} ${what}.`)]
   if (input.note) {
     text.push(`${sender} wrote:`, '', input.note, '')
     html.push(para(`${sender} wrote:`), `<blockquote>${para(input.note)}</blockquote>`)
@@ -49,7 +55,7 @@ export function shareMail(input: {
     para(`Sent by ${input.site}.`),
   )
   return {
-    subject: `${sender} has shared files with you`,
+    subject: `${sender} ${what}`,
     text: `${text.join('\n')}\n`,
     html: page(html),
   }
