@@ -101,7 +101,7 @@ describe.skipIf(!url)('the outbox’s writes on PostgreSQL', () => {
       duration_ms: 1,
     }
     const state = { id: Number(row!.id), attempts: 1, state: 'delivered' as const, next: null, now: NOW }
-    const target = { db: h.db, dialect: dialectOf(h.db) }
+    const target = { db: h.db }
     await writeAttempts(target, 'another worker', [attempt], [state])
     const before = await h.db
       .selectFrom('webhook_notifications')

@@ -1,4 +1,5 @@
 import type pg from 'pg'
+import { to as copyTo } from 'pg-copy-streams'
 
 /** Records of CSV, each ending in CRLF, and how many. */
 export interface CsvBlock {
@@ -8,153 +9,124 @@ export interface CsvBlock {
 
 /** About this much CSV per block: the file is written a block at a time. */
 const BLOCK_BYTES = 1 << 20
-/** Blocks waiting for the reader before the socket is paused. */
-const QUEUED_BLOCKS = 2
-
-/** What the driver hands a submitted query (`pg`'s Connection), as far as COPY needs it. */
-interface Connection {
-  query(text: string): void
-  stream: { pause(): void; resume(): void }
-}
 
 /**
- * One `COPY … TO STDOUT` run through the driver's own protocol parser, which calls
- * `handleCopyData` once per CopyData message, and PostgreSQL sends each row of a COPY as exactly
- * one such message (the protocol's "COPY Operations"). That is how the end of a row is known: the
- * database ends each with LF, but a row holds LFs of its own inside quoted fields, and Wharf's CSV
- * ends records with CRLF. Rows are copied into blocks; while the reader lets blocks wait, the
- * socket is paused, so memory holds a few blocks whatever the export's size.
+ * The CSV PostgreSQL writes for a `COPY … TO STDOUT (FORMAT csv)`, read as npm `pg-copy-streams`
+ * streams it, turned into blocks of whole records ending in CRLF, as Wharf's CSV ends them: the
+ * database ends each record with LF, and a record holds LFs of its own inside quoted fields, so a
+ * record ends at an LF outside quotes (a `"` opens and closes quotes; a doubled one inside closes
+ * and opens them again). A block holds about BLOCK_BYTES; a record cut between two chunks of the
+ * stream waits in the block being filled until its end arrives.
  */
-class CopyToBlocks {
+export class CsvRecordBlocks {
   private block = Buffer.allocUnsafe(BLOCK_BYTES)
   private used = 0
+  /** Where the last whole record in `block` ends, and how many whole records it holds. */
+  private ended = 0
   private count = 0
-  private readonly ready: CsvBlock[] = []
-  private paused = false
-  private connection: Connection | null = null
-  private wake: (() => void) | null = null
-  private error: Error | null = null
-  /** The server said it is ready again: every row arrived, or the error did. */
-  ended = false
+  private quoted = false
 
-  constructor(readonly text: string) {}
-
-  submit(connection: Connection): void {
-    this.connection = connection
-    connection.query(this.text)
-  }
-
-  handleCopyData(msg: { chunk: Buffer }): void {
-    const row = msg.chunk
-    const n = row.length
-    if (n === 0 || row[n - 1] !== 10) {
-      this.fail(new Error('COPY sent a row that does not end with a line feed'))
-      return
-    }
-    if (this.used + n + 1 > this.block.length) this.flush(n + 1)
-    this.used += row.copy(this.block, this.used, 0, n - 1)
-    this.block[this.used++] = 13
-    this.block[this.used++] = 10
-    this.count++
-  }
-
-  handleCommandComplete(): void {}
-
-  handleReadyForQuery(): void {
-    this.flush(0)
-    this.ended = true
-    this.notify()
-  }
-
-  handleError(err: Error): void {
-    this.fail(err)
-  }
-
-  // Not part of a COPY's answer: a statement that is no COPY fails rather than yields nothing.
-  handleRowDescription(): void {
-    this.fail(new Error('not a COPY … TO STDOUT statement'))
-  }
-  handleDataRow(): void {}
-  handleEmptyQuery(): void {
-    this.fail(new Error('not a COPY … TO STDOUT statement'))
-  }
-  handleCopyInResponse(): void {
-    this.fail(new Error('not a COPY … TO STDOUT statement'))
-  }
-
-  /** The next block, or null after the last. */
-  async next(): Promise<CsvBlock | null> {
+  /** Takes the next chunk of COPY's output; returns the blocks it completed. */
+  push(chunk: Buffer): CsvBlock[] {
+    const out: CsvBlock[] = []
+    let from = 0
+    let at = 0
+    // Where the next quote is, computed once per quote passed (-1: none left in the chunk).
+    let quote = chunk.indexOf(34, 0)
+    // And the next line feed, looked for again only once passed (-1: none left).
+    let lf = chunk.indexOf(10, 0)
     for (;;) {
-      if (this.error) throw this.error
-      const block = this.ready.shift()
-      if (block) {
-        if (this.paused && this.ready.length < QUEUED_BLOCKS) {
-          this.paused = false
-          this.connection?.stream.resume()
-        }
-        return block
+      if (this.quoted) {
+        if (quote === -1) break
+        this.quoted = false
+        at = quote + 1
+        quote = chunk.indexOf(34, at)
+        continue
       }
-      if (this.ended) return null
-      await new Promise<void>((resolve) => {
-        this.wake = resolve
-      })
-    }
-  }
-
-  /** Hands the block on when it holds rows; the next one has room for `need` bytes at least. */
-  private flush(need: number): void {
-    if (this.count > 0) {
-      this.ready.push({ csv: this.block.subarray(0, this.used), count: this.count })
-      this.block = Buffer.allocUnsafe(Math.max(BLOCK_BYTES, need))
-      this.used = 0
-      this.count = 0
-      if (!this.paused && this.ready.length >= QUEUED_BLOCKS && !this.ended) {
-        this.paused = true
-        this.connection?.stream.pause()
+      if (lf !== -1 && lf < at) lf = chunk.indexOf(10, at)
+      if (quote !== -1 && (lf === -1 || quote < lf)) {
+        this.quoted = true
+        at = quote + 1
+        quote = chunk.indexOf(34, at)
+        continue
       }
-      this.notify()
-    } else if (need > this.block.length) {
-      this.block = Buffer.allocUnsafe(need)
+      if (lf === -1) break
+      // A record ends here: its bytes, then CRLF.
+      this.append(chunk, from, lf)
+      this.ensure(2)
+      this.block[this.used++] = 13
+      this.block[this.used++] = 10
+      this.ended = this.used
+      this.count++
+      from = at = lf + 1
+      if (this.used >= BLOCK_BYTES) out.push(this.take())
     }
+    this.append(chunk, from, chunk.length)
+    return out
   }
 
-  /** The COPY failed, or its reader stopped: next() throws this (or the earlier error). */
-  stop(err: Error): void {
-    this.fail(err)
+  /** The records not yet handed on, at the end of the COPY; an unfinished record is an error. */
+  end(): CsvBlock | null {
+    if (this.used !== this.ended) throw new Error('COPY ended in the middle of a record')
+    return this.count > 0 ? this.take() : null
   }
 
-  get failed(): boolean {
-    return this.error !== null
+  /** Hands on the whole records; a record begun stays for the next block. */
+  private take(): CsvBlock {
+    const done = { csv: this.block.subarray(0, this.ended), count: this.count }
+    const rest = this.used - this.ended
+    const next = Buffer.allocUnsafe(Math.max(BLOCK_BYTES, rest * 2))
+    this.block.copy(next, 0, this.ended, this.used)
+    this.block = next
+    this.used = rest
+    this.ended = 0
+    this.count = 0
+    return done
   }
 
-  private fail(err: Error): void {
-    this.error ??= err
-    this.notify()
+  private append(chunk: Buffer, from: number, to: number): void {
+    if (to <= from) return
+    this.ensure(to - from)
+    this.used += chunk.copy(this.block, this.used, from, to)
   }
 
-  private notify(): void {
-    const wake = this.wake
-    this.wake = null
-    wake?.()
+  private ensure(n: number): void {
+    if (this.used + n <= this.block.length) return
+    const bigger = Buffer.allocUnsafe(Math.max(this.block.length * 2, this.used + n))
+    this.block.copy(bigger, 0, 0, this.used)
+    this.block = bigger
   }
 }
 
 /**
- * The blocks of a submitted COPY, in order. Stopping (`signal`) fails the COPY at once, even while
- * it waits for the server, so that the reader never outlives a stopped build.
+ * The blocks of one COPY run on `client`, in order. The stream is read as fast as the blocks are:
+ * while they wait, the socket is not read, so memory holds a block or two whatever the export's
+ * size. Stopping (`signal`) fails the COPY at once, even while it waits for the server, so that
+ * the reader never outlives a stopped build. Resolves `clean` once the COPY ended and every block
+ * was read (the connection may go back to the pool).
  */
-async function* blocksOf(copy: CopyToBlocks, signal: AbortSignal): AsyncGenerator<CsvBlock> {
-  const onAbort = () => copy.stop(signal.reason instanceof Error ? signal.reason : new Error('aborted'))
+async function* blocksOf(
+  client: pg.PoolClient,
+  text: string,
+  signal: AbortSignal,
+  clean: { value: boolean },
+): AsyncGenerator<CsvBlock> {
+  signal.throwIfAborted()
+  const stream = client.query(copyTo(text))
+  const onAbort = () => stream.destroy(signal.reason instanceof Error ? signal.reason : new Error('aborted'))
   signal.addEventListener('abort', onAbort, { once: true })
+  const records = new CsvRecordBlocks()
   try {
-    for (;;) {
-      signal.throwIfAborted()
-      const block = await copy.next()
-      if (block === null) return
-      yield block
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      for (const block of records.push(chunk)) yield block
     }
+    signal.throwIfAborted()
+    const last = records.end()
+    if (last) yield last
+    clean.value = true
   } finally {
     signal.removeEventListener('abort', onAbort)
+    if (!stream.destroyed) stream.destroy()
   }
 }
 
@@ -169,15 +141,11 @@ export async function* copyCsvBlocks(
   signal: AbortSignal,
 ): AsyncGenerator<CsvBlock> {
   const client = await pool.connect()
-  const copy = new CopyToBlocks(text)
-  let clean = false
+  const clean = { value: false }
   try {
-    // A submittable: the driver calls its handle… methods as the server answers.
-    client.query(copy as unknown as pg.QueryConfig)
-    yield* blocksOf(copy, signal)
-    clean = copy.ended && !copy.failed
+    yield* blocksOf(client, text, signal, clean)
   } finally {
-    client.release(clean ? undefined : true)
+    client.release(clean.value ? undefined : true)
   }
 }
 
@@ -241,10 +209,9 @@ export async function copyCsvInOneSnapshot<T>(
       for (const c of clients.slice(1)) await c.query(`${begin}; set transaction snapshot ${snapshot}`)
     }
     signal.throwIfAborted()
-    const copies = texts.map((text) => new CopyToBlocks(text))
-    for (const [i, copy] of copies.entries()) clients[i]!.query(copy as unknown as pg.QueryConfig)
-    const result = await read(copies.map((copy) => blocksOf(copy, signal)))
-    if (copies.every((c) => c.ended && !c.failed)) {
+    const ends = texts.map(() => ({ value: false }))
+    const result = await read(texts.map((text, i) => blocksOf(clients[i]!, text, signal, ends[i]!)))
+    if (ends.every((e) => e.value)) {
       for (const c of clients) await c.query('commit')
       clean = true
     }

@@ -1,6 +1,5 @@
-import { CompiledQuery, type Kysely, type Selectable } from 'kysely'
+import type { Kysely, Selectable } from 'kysely'
 import type { PreparedArrays, RawSqlite } from '../db/database.js'
-import type { SqlDialect } from '../db/dialects/dialect.js'
 import type { Database, NotificationState, WebhookAttemptsTable } from '../db/schema.js'
 
 /** One `webhook_attempts` row as written. */
@@ -75,7 +74,6 @@ export type Returned = { id: number; notification_id: number; attempt: number }
 /** Where the log is written: the database, and on SQLite the connection itself. */
 export interface LogTarget {
   db: Kysely<Database>
-  dialect: SqlDialect
   /** SQLite: the connection itself, for the log's two statements without an executor. */
   raw?: RawSqlite | undefined
   /** PostgreSQL: the log's one statement prepared, without an executor. */
@@ -86,6 +84,12 @@ export interface LogTarget {
  * The one write of the delivery log: the attempts and their notifications' new state, committed
  * together, where this worker (`owner`) still holds each notification's claim. Resolves to the
  * attempts' ids with what identifies each (RETURNING promises no order).
+ *
+ * Each database has one fast way, which the webhook benchmark's figures rest on (a delivery is
+ * written many thousand times a second: docs/performance.md, "Webhook outbox"): on SQLite the
+ * connection itself, on PostgreSQL one prepared statement. Without them (a database opened
+ * without its direct handles) the log is written the plain way, through Kysely, with the same
+ * result; a test compares the two on both databases.
  */
 export function writeAttempts(
   to: LogTarget,
@@ -96,18 +100,45 @@ export function writeAttempts(
   const raw = to.raw
   if (raw) return raw.hold(() => writeOnConnection(raw, owner, rows, states))
   if (to.prepared) return writePrepared(to.prepared, owner, rows, states)
-  if (to.dialect.writableCte) return writeInOneStatement(to.db, owner, rows, states)
-  return to.db.transaction().execute(async (trx) => {
-    const out: Returned[] = []
-    for (const [text, params] of insertChunks(rows)) {
-      out.push(...(await trx.executeQuery<Returned>(CompiledQuery.raw(text, params))).rows)
-    }
+  return writePlain(to.db, owner, rows, states)
+}
+
+/** The plain way: Kysely's query builder, in one transaction, on either database. */
+function writePlain(
+  db: Kysely<Database>,
+  owner: string,
+  rows: AttemptRow[],
+  states: NextState[],
+): Promise<Returned[]> {
+  return db.transaction().execute(async (trx) => {
+    const inserted =
+      rows.length === 0
+        ? []
+        : await trx
+            .insertInto('webhook_attempts')
+            .values(rows)
+            .returning(['id', 'notification_id', 'attempt'])
+            .execute()
     for (const s of states) {
-      await trx.executeQuery(
-        CompiledQuery.raw(SQLITE_UPDATE, [s.attempts, s.state, s.next, s.now, s.id, owner]),
-      )
+      await trx
+        .updateTable('webhook_notifications')
+        .set({
+          attempts: s.attempts,
+          state: s.state,
+          next_attempt_at: s.next,
+          lease_owner: null,
+          lease_until: null,
+          updated_at: s.now,
+        })
+        .where('id', '=', s.id)
+        .where('lease_owner', '=', owner)
+        .execute()
     }
-    return out
+    return inserted.map((r) => ({
+      id: Number(r.id),
+      notification_id: Number(r.notification_id),
+      attempt: Number(r.attempt),
+    }))
   })
 }
 
@@ -128,21 +159,10 @@ function* insertChunks(rows: AttemptRow[]): Generator<[string, unknown[]]> {
 
 /**
  * PostgreSQL: the attempts and their notifications' new state in one statement (a statement is
- * atomic on its own, and a data-modifying WITH always runs to completion): one round trip and
- * one plan per batch, instead of BEGIN, two statements and COMMIT.
+ * atomic on its own, and a data-modifying WITH always runs to completion), prepared once per
+ * connection, its ids as arrays: one round trip and no plan per batch, instead of BEGIN, two
+ * statements and COMMIT.
  */
-function writeInOneStatement(
-  db: Kysely<Database>,
-  owner: string,
-  rows: AttemptRow[],
-  states: NextState[],
-): Promise<Returned[]> {
-  return db
-    .executeQuery<Returned>(CompiledQuery.raw(PG_WRITE, pgParams(owner, rows, states)))
-    .then((r) => r.rows)
-}
-
-/** The same statement prepared once per connection, its ids as arrays. */
 async function writePrepared(
   prepared: PreparedArrays,
   owner: string,

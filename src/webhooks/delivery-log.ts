@@ -1,6 +1,5 @@
 import type { Kysely } from 'kysely'
 import type { PreparedArrays, RawSqlite } from '../db/database.js'
-import { dialectOf } from '../db/dialects/dialect-of.js'
 import type { Database, NotificationState } from '../db/schema.js'
 import { type AttemptRow, type LogTarget, type NextState, writeAttempts } from './delivery-log-sql.js'
 import type { RetryPolicy } from './retry-policy.js'
@@ -70,7 +69,7 @@ export class DeliveryLogWriter {
     direct: { raw?: RawSqlite | undefined; prepared?: PreparedArrays | undefined } = {},
     private readonly maxBatch = 256,
   ) {
-    this.target = { db, dialect: dialectOf(db), raw: direct.raw, prepared: direct.prepared }
+    this.target = { db, raw: direct.raw, prepared: direct.prepared }
   }
 
   record(n: ClaimedNotification, r: AttemptRecord): Promise<DeliveryLog> {
