@@ -121,6 +121,33 @@ describe.each(dialects)('Share links, the recipients’ side (%s)', (dialect) =>
     expectError(await call(s, 'GET', pub(deleted.code)), 422, 'processing-failure/invalid-bundle-code')
   })
 
+  it('rests a disabled creator’s links, visits already made included, until the creator is enabled again', async () => {
+    const b = await share({ permissions: 'read' })
+    const reg = await register(b.code)
+    const file = await call(s, 'GET', pub(b.code, '/files/docs/a.txt'), as(reg))
+    expect(file.status).toBe(200)
+    const disable = async (disabled: boolean) =>
+      expect(
+        (await call(s, 'PATCH', `/users/${b.user.id}`, { key: s.adminKey, body: { disabled } })).status,
+      ).toBe(200)
+    await disable(true)
+    expectError(await call(s, 'GET', pub(b.code)), 422, 'processing-failure/invalid-bundle-code')
+    expectError(
+      await call(s, 'POST', pub(b.code, '/registrations'), { body: {} }),
+      422,
+      'processing-failure/invalid-bundle-code',
+    )
+    expectError(
+      await call(s, 'GET', pub(b.code, '/folders/docs'), as(reg)),
+      422,
+      'processing-failure/invalid-bundle-code',
+    )
+    expect((await fetch(file.body.download_uri)).status).toBe(422)
+    await disable(false)
+    expect((await call(s, 'GET', pub(b.code, '/folders/docs'), as(reg))).status).toBe(200)
+    expect(await (await fetch(file.body.download_uri)).text()).toBe('hello share')
+  })
+
   it('asks for the password, counts wrong ones, and needs a registration code of its own link', async () => {
     const b = await share({ password: 'open sesame', require_registration: true, skip_company: true })
     const shown = await call(s, 'GET', pub(b.code))

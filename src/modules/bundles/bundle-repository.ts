@@ -12,7 +12,7 @@ export interface BundlePathJson {
   path: string
 }
 /** A bundle with its creator's username. */
-export type BundleWithOwner = BundleRow & { username: string | null }
+export type BundleWithOwner = BundleRow & { username: string | null; owner_disabled: number | null }
 
 /** The bundles and bundle_paths tables. */
 export class BundleRepository extends Repository {
@@ -34,7 +34,7 @@ export class BundleRepository extends Repository {
       .selectFrom('bundles')
       .leftJoin('users', 'users.id', 'bundles.user_id')
       .selectAll('bundles')
-      .select('users.username as username')
+      .select(['users.username as username', 'users.disabled as owner_disabled'])
       .where('bundles.site_id', '=', siteId)
   }
 

@@ -486,7 +486,7 @@ export class BundleVisitorService {
     ip: string,
   ): Promise<Visit> {
     const creator = bundle.user_id === null ? null : await this.users.find(bundle.site_id, bundle.user_id)
-    if (bundle.user_id !== null && !creator) throw invalidCode()
+    if (bundle.user_id !== null && (!creator || creator.disabled === 1)) throw invalidCode()
     const as: Principal = {
       siteId: bundle.site_id,
       user: creator ?? null,
@@ -512,9 +512,11 @@ export class BundleVisitorService {
     return bundle
   }
 
+  /** In its dates, and its creator not disabled (a disabled user's links rest until re-enabled). */
   private isOpen(b: BundleWithOwner): boolean {
     const now = this.now()
     return (
+      b.owner_disabled !== 1 &&
       (b.expires_at === null || b.expires_at > now) &&
       (b.start_access_on_date === null || b.start_access_on_date <= now)
     )
