@@ -69,10 +69,11 @@ export interface Answer<T> {
 export async function request<T>(
   method: string,
   path: string,
-  opts: { query?: Query; body?: unknown } = {},
+  opts: { query?: Query; body?: unknown; headers?: Record<string, string>; anonymous?: boolean } = {},
 ): Promise<Answer<T>> {
-  const headers: Record<string, string> = { Accept: 'application/json' }
-  const sid = sessionId()
+  const headers: Record<string, string> = { Accept: 'application/json', ...opts.headers }
+  // A share link's visitor calls the public API as nobody, even in a tab with a session.
+  const sid = opts.anonymous ? null : sessionId()
   if (sid) headers['X-ServiceAPI-Auth'] = sid
   if (opts.body !== undefined) headers['Content-Type'] = 'application/json'
   let res: Response

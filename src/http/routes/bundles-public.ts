@@ -51,7 +51,7 @@ export const PublicBundleSchema = Type.Object(
     paths: Type.Optional(
       Type.Array(Type.String(), {
         description:
-          'The shared files and folders, by name; only for a link without password or registration',
+          'The shared files and folders, by name: for a link without password or registration, or with one of its registration codes',
       }),
     ),
   },
@@ -138,11 +138,12 @@ export function publicBundleRoutes(c: HttpContext): Routes {
           summary: 'What a visitor sees of a share link before unlocking it',
           tags,
           ...open,
+          headers: RegistrationHeader,
           params: CodeParams,
           response: { 200: PublicBundleSchema, ...errorResponses },
         },
       },
-      async (request) => svc.show(siteId(), request.params.code),
+      async (request) => svc.show(siteId(), request.params.code, regCode(request)),
     )
 
     app.post(
