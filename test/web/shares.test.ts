@@ -92,7 +92,9 @@ describe.skipIf(!hasBrowser)('web interface: share links', BROWSER_SUITE, () => 
       await expect.poll(() => done.count()).toBe(0)
       // The focus moves once the dialog has gone from the page: poll, as a screen reader would wait.
       await expect
-        .poll(() => page.evaluate(() => (globalThis as any).document.activeElement?.getAttribute('aria-label')))
+        .poll(() =>
+          page.evaluate(() => (globalThis as any).document.activeElement?.getAttribute('aria-label')),
+        )
         .toBe('Actions for report.txt')
 
       // A refusal keeps the dialog open and says why.

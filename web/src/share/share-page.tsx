@@ -62,6 +62,8 @@ export function SharePage({ code }: { code: string }) {
   async function load() {
     setError(null)
     try {
+      // `/f/` names no link: said as of an unknown one.
+      if (code === '') throw new ApiError(422, 'processing-failure/invalid-bundle-code', 'No link')
       let b = await api.show()
       if (!api.registered && !b.password_protected && !b.require_registration) {
         // Nothing to ask: the visit starts at once.
