@@ -39,6 +39,15 @@ export function onSessionChange(l: Listener): () => void {
   return () => listeners.delete(l)
 }
 
+/**
+ * One of Wharf's signed links on the page's own origin: the server signs it with its BASE_URL,
+ * which may name another host than the one the browser reached, and the page talks to its own.
+ */
+export function ownOrigin(uri: string): string {
+  const u = new URL(uri, location.href)
+  return u.origin === location.origin ? u.href : `${u.pathname}${u.search}`
+}
+
 /** Path segments encoded one by one: slashes stay separators, everything else is escaped. */
 export function encodePath(path: string): string {
   return path

@@ -1,4 +1,4 @@
-import { encodePath, request } from '../api'
+import { encodePath, ownOrigin, request } from '../api'
 import type { UploadPart, UploadTarget } from '../pages/files/upload'
 
 /** What a visitor sees of a share link before unlocking it (`GET /public/bundles/{code}`). */
@@ -115,13 +115,4 @@ export class ShareApi {
         .data,
     end: (path, ref) => this.call('POST', `/files/${encodePath(path)}`, { action: 'end', ref }),
   }
-}
-
-/**
- * The server signs links with its BASE_URL, which may name another host than the one the browser
- * reached: the page only ever talks to its own origin.
- */
-function ownOrigin(uri: string): string {
-  const u = new URL(uri, location.href)
-  return u.origin === location.origin ? u.href : `${u.pathname}${u.search}`
 }
