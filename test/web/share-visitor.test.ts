@@ -96,6 +96,10 @@ describe.skipIf(!hasBrowser)('web interface: a share link’s page for its recip
       expect(await textOf(page.getByRole('row', { name: /a\.bin/ }))).toContain('2.9 KiB')
       await table(page).getByRole('link', { name: 'sub (folder)' }).click()
       await shown(table(page).getByRole('cell', { name: 'b.txt', exact: true }))
+      // Each folder opened puts the focus on the page's heading, for a screen reader to start there.
+      expect(await page.evaluate(() => (globalThis as any).document.activeElement?.textContent)).toBe(
+        'Papers for you',
+      )
       const crumbs = page.getByRole('navigation', { name: 'Folders' })
       expect(await crumbs.getByRole('link', { name: 'sub' }).getAttribute('aria-current')).toBe('page')
       await crumbs.getByRole('link', { name: 'docs' }).click()
@@ -123,6 +127,19 @@ describe.skipIf(!hasBrowser)('web interface: a share link’s page for its recip
         .split('\n')
         .sort()
       expect(names).toEqual(['docs/c.txt', 'docs/sub/', 'docs/sub/b.txt'])
+
+      // The folder shown, as one ZIP.
+      await page.getByRole('button', { name: 'Clear selection' }).click()
+      const [folderZip] = await Promise.all([
+        page.waitForEvent('download', { timeout: 10_000 }),
+        page.getByRole('button', { name: 'Download this folder as ZIP' }).click(),
+      ])
+      const all = execFileSync('unzip', ['-Z1', (await folderZip.path())!])
+        .toString()
+        .trim()
+        .split('\n')
+        .sort()
+      expect(all).toEqual(['docs/', 'docs/a.bin', 'docs/c.txt', 'docs/sub/', 'docs/sub/b.txt'])
 
       // An upload in three parts, its progress shown; it lands in the visitor's own folder.
       const big = bytes(PART * 2 + 777, 5)

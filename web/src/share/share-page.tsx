@@ -227,7 +227,8 @@ function Visit({ bundle, api, onLost }: { bundle: PublicBundle; api: ShareApi; o
   const [selected, setSelected] = useState<Set<string>>(new Set())
   const [changed, setChanged] = useState(0)
   const heading = useRef<HTMLHeadingElement>(null)
-  useEffect(() => heading.current?.focus(), [])
+  // On opening and on each folder: the heading, so a screen reader starts at the top again.
+  useEffect(() => heading.current?.focus(), [folder])
 
   const lost = (err: unknown) =>
     err instanceof ApiError && err.type === 'not-authenticated/bundle-registration-code-failed'
