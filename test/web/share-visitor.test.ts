@@ -176,7 +176,21 @@ describe.skipIf(!hasBrowser)('web interface: a share link’s page for its recip
       await page
         .getByLabel('Choose files to upload')
         .setInputFiles([{ name: 'invoice.txt', mimeType: 'text/plain', buffer: Buffer.from('pay me') }])
+      // And one dropped on the page.
+      const dt = await page.evaluateHandle(() => {
+        // Runs in the page (this file is typed without the DOM).
+        const w = globalThis as any
+        const d = new w.DataTransfer()
+        d.items.add(new w.File(['dropped in'], 'dropped.txt'))
+        return d
+      })
+      await page.dispatchEvent('[data-testid=drop-zone]', 'dragenter', { dataTransfer: dt })
+      await page.dispatchEvent('[data-testid=drop-zone]', 'drop', { dataTransfer: dt })
       await waitComplete(page, 'invoice.txt')
+      await waitComplete(page, 'dropped.txt')
+      expect((await download(target(web.s), `${root}/inbox/Sam Sender/dropped.txt`)).toString()).toBe(
+        'dropped in',
+      )
       expect((await download(target(web.s), `${root}/inbox/Sam Sender/invoice.txt`)).toString()).toBe(
         'pay me',
       )
