@@ -295,7 +295,12 @@ export function publicBundleRoutes(c: HttpContext): Routes {
             mtime: entry.row.mtime,
             open: async () => {
               const stream = await svc.open(entry.row)
-              await svc.recordZipEntry(z, entry, request.ip)
+              try {
+                await svc.recordZipEntry(z, entry, request.ip)
+              } catch (err) {
+                stream.destroy()
+                throw err
+              }
               return stream
             },
           })),

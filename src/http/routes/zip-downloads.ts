@@ -69,7 +69,12 @@ export function zipDownloadRoutes(c: HttpContext): Routes {
             mtime: entry.row.mtime,
             open: async () => {
               const stream = await svc.open(entry.row)
-              await svc.record(plan, entry.row, request.ip)
+              try {
+                await svc.record(plan, entry.row, request.ip)
+              } catch (err) {
+                stream.destroy()
+                throw err
+              }
               return stream
             },
           })),
