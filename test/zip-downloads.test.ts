@@ -7,7 +7,8 @@ import { makeFile, makeFolder } from './helpers/file-rows.js'
 import { call, dialects, expectError, grant, makeKey, makeUser, useServer } from './helpers/server.js'
 
 describe.each(dialects)('A user’s files as one ZIP (%s)', (dialect) => {
-  const s = useServer(dialect)
+  let skew = 0
+  const s = useServer(dialect, {}, { now: () => Date.now() + skew })
   let n = 0
 
   /** A user with read on z<n>/, a file and a folder in it, and the user's key. */
@@ -106,6 +107,20 @@ describe.each(dialects)('A user’s files as one ZIP (%s)', (dialect) => {
       401,
       'not-authenticated/invalid-or-expired-code',
     )
+
+    // Past its time (DOWNLOAD_URL_SECONDS), as a download link.
+    const late = await uri([`${root}/a.txt`])
+    skew = 2 * 3600_000
+    try {
+      expectError(
+        await call(s, 'GET', late.replace('/api/rest/v1', '')),
+        401,
+        'not-authenticated/invalid-or-expired-code',
+      )
+    } finally {
+      skew = 0
+    }
+    expect((await call(s, 'GET', late.replace('/api/rest/v1', ''))).status).toBe(200)
 
     const foreign = await s.app.inject({
       method: 'GET',
