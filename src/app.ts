@@ -37,6 +37,7 @@ import { transferRoutes } from './http/routes/transfers.js'
 import { userRoutes } from './http/routes/users.js'
 import { webhookDeliveryRoutes } from './http/routes/webhook-delivery.js'
 import { webhookSettingsRoutes } from './http/routes/webhook-settings.js'
+import { zipDownloadRoutes } from './http/routes/zip-downloads.js'
 import { FilePathParams } from './http/schemas.js'
 import { connectionOptions, guardBodyRate } from './http/slow-clients.js'
 import { prepareBody } from './http/text-values.js'
@@ -282,6 +283,7 @@ async function registerApi(app: FastifyInstance, container: Container): Promise<
       await api.register(transferRoutes(container))
       await api.register(folderRoutes(container))
       await api.register(fileOperationRoutes(container))
+      await api.register(zipDownloadRoutes(container))
       await api.register(historyRoutes(container))
       await api.register(webhookSettingsRoutes(container))
       await api.register(webhookDeliveryRoutes(container))

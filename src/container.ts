@@ -44,6 +44,7 @@ import { FolderService } from './modules/files/folder-service.js'
 import { UploadParts } from './modules/files/upload-parts.js'
 import { UploadService } from './modules/files/upload-service.js'
 import { FileSystem } from './modules/files/vfs/file-system.js'
+import { ZipDownloadService } from './modules/files/zip-download-service.js'
 import { HistoryService } from './modules/history/history-service.js'
 import { LoginDefender } from './modules/login-defender/login-defender.js'
 import { PermissionService } from './modules/permissions/permission-service.js'
@@ -504,6 +505,15 @@ function createServices(p: ServiceParts): Services {
     now,
     heldReads,
   )
+  const zipDownloads = new ZipDownloadService(
+    repos.files,
+    repos.users,
+    fileAccess,
+    downloads,
+    secrets,
+    config,
+    now,
+  )
   const folders = new FolderService(fileRepos, fileAccess, secrets, now)
   const fileOps = new FileOperations(fileRepos, blobs, fileAccess, now)
   const bundles = new BundleService(
@@ -535,6 +545,7 @@ function createServices(p: ServiceParts): Services {
     permissions: new PermissionService(repos.permissions, repos.users, secrets, now),
     uploads,
     downloads,
+    zipDownloads,
     fileAccess,
     folders,
     fileOps,

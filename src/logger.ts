@@ -21,9 +21,9 @@ const SECRET_PARAM = /pass|key|secret|token|auth|session|sig/i
 // as good as a password for the file until it expires, so the log keeps only the route's name.
 // Every other signed link (upload parts, export CSVs, billing PDFs) signs in the query string.
 // Share links' codes are their passwords too: `/public/bundles/<code>`, `/f/<code>`, and the
-// signed links of their downloads and ZIPs.
+// signed links of their downloads and ZIPs; a user's ZIP link (`/zip_downloads/<token>`) as well.
 const SECRET_PATH_SEGMENT =
-  /(\/api\/rest\/v1\/(?:downloads|public\/bundles|public\/bundle_downloads|public\/bundle_zips)\/|^\/f\/)[^/?#]+/gi
+  /(\/api\/rest\/v1\/(?:downloads|zip_downloads|public\/bundles|public\/bundle_downloads|public\/bundle_zips)\/|^\/f\/)[^/?#]+/gi
 
 /** The URL with signed-link tokens and the values of secret-looking query parameters replaced. */
 export function redactUrl(url: string): string {

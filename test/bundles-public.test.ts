@@ -301,6 +301,45 @@ describe.each(dialects)('Share links, the recipients’ side (%s)', (dialect) =>
     ])
   })
 
+  it('takes an upload through a link a site-wide key made (no creator: a site admin’s reach)', async () => {
+    n++
+    await makeFolder(s, `site${n}/inbox`)
+    const made = await call(s, 'POST', '/bundles', {
+      key: s.adminKey,
+      body: { paths: [`site${n}/inbox`], permissions: 'write' },
+    })
+    expect(made.status).toBe(201)
+    const reg = await register(made.body.code, { name: 'Sid' })
+    const path = pub(made.body.code, '/files/inbox/s.txt')
+    const put = await call(s, 'POST', path, { ...as(reg), body: { action: 'put' } })
+    expect(put.status).toBe(201)
+    expect((await putBytes(put.body.upload_uri, Buffer.from('site'))).status).toBe(200)
+    // Another visit of the link cannot end it: its uploads go to a folder of its own.
+    const other = await register(made.body.code, { name: 'Other' })
+    expectError(
+      await call(s, 'POST', path, { ...as(other), body: { action: 'end', ref: put.body.ref } }),
+      404,
+      'not-found/file-upload-not-found',
+    )
+    const end = await call(s, 'POST', path, { ...as(reg), body: { action: 'end', ref: put.body.ref } })
+    expect(end.status).toBe(201)
+    expect(end.body.path).toBe('inbox/Sid/s.txt')
+  })
+
+  it('names the shared paths to a registered visitor of a link with a password, not before', async () => {
+    const b = await share({ permissions: 'write', password: 'pw for names' })
+    const before = await call(s, 'GET', pub(b.code))
+    expect(before.status).toBe(200)
+    expect(before.body.paths).toBeUndefined()
+    const reg = await register(b.code, { password: 'pw for names' })
+    const after = await call(s, 'GET', pub(b.code), as(reg))
+    expect(after.body.paths).toEqual(['docs', 'inbox'])
+    // A registration of another link unlocks nothing here.
+    const other = await share({ permissions: 'read' })
+    const foreign = await register(other.code)
+    expect((await call(s, 'GET', pub(b.code), as(foreign))).body.paths).toBeUndefined()
+  })
+
   it('takes uploads into a folder per visitor', async () => {
     const b = await share({ permissions: 'read_write' })
     const reg = await register(b.code, { name: 'Uma/Upload' })

@@ -451,5 +451,8 @@ describe.each(dialects)('unexpected failures and the server log (%s)', (dialect)
     expect(redactUrl('/api/rest/v1/public/bundle_zips/tok~sig/x.zip')).toBe(
       '/api/rest/v1/public/bundle_zips/[redacted]/x.zip',
     )
+    expect(redactUrl('/api/rest/v1/zip_downloads/tok~sig/docs.zip')).toBe(
+      '/api/rest/v1/zip_downloads/[redacted]/docs.zip',
+    )
   })
 })

@@ -14,6 +14,10 @@ describe('web interface files', () => {
       path.join(dir, 'index.html'),
       '<!doctype html><title>Wharf</title><div id="app"></div>',
     )
+    await fs.writeFile(
+      path.join(dir, 'share.html'),
+      '<!doctype html><title>Shared files</title><div id="share"></div>',
+    )
     await fs.writeFile(path.join(dir, 'assets', 'index-abc123.js'), 'console.log("wharf")')
     await fs.writeFile(path.join(dir, 'favicon.svg'), '<svg xmlns="http://www.w3.org/2000/svg"/>')
   })
@@ -35,6 +39,19 @@ describe('web interface files', () => {
     expect(csp).toContain("frame-ancestors 'none'")
     expect(r.headers.get('x-content-type-options')).toBe('nosniff')
     expect(await r.text()).toContain('<div id="app">')
+  })
+
+  it('serves the share page at /f/<code> for any code, uncached, with the same policy', async () => {
+    for (const code of ['0123456789abcdef0123456789abcdef', 'no-such-link']) {
+      const r = await fetch(`${s.url}/f/${code}`)
+      expect(r.status).toBe(200)
+      expect(r.headers.get('content-type')).toBe('text/html; charset=utf-8')
+      expect(r.headers.get('cache-control')).toBe('no-cache')
+      expect(r.headers.get('content-security-policy') ?? '').toContain("connect-src 'self'")
+      expect(await r.text()).toContain('<div id="share">')
+    }
+    // More than one segment names no link: no page.
+    expect((await fetch(`${s.url}/f/a/b`)).status).toBe(404)
   })
 
   it('serves hashed assets for good and other files uncached', async () => {

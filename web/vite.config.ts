@@ -11,6 +11,14 @@ export default defineConfig({
     emptyOutDir: true,
     target: 'es2022',
     assetsInlineLimit: 0,
+    // Two pages: the signed-in interface (index.html, at `/`) and a share link's page for its
+    // recipients (share.html, served at `/f/<code>`); they share the API client and the styles.
+    rolldownOptions: {
+      input: {
+        index: fileURLToPath(new URL('index.html', import.meta.url)),
+        share: fileURLToPath(new URL('share.html', import.meta.url)),
+      },
+    },
   },
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
   server: { proxy: { '/api': 'http://127.0.0.1:8080' } },

@@ -20,6 +20,7 @@ const FILE_PATH_PREFIXES = [
   '/history/files/',
   '/history/folders/',
   '/downloads/',
+  '/zip_downloads/',
   '/public/bundle_downloads/',
   '/public/bundle_zips/',
 ]

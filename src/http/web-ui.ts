@@ -63,6 +63,18 @@ export async function registerWebUi(
       .type('text/html; charset=utf-8')
       .send(index),
   )
+  // A share link's page (`{BASE_URL}/f/<code>`) for its recipients: the page itself asks the API
+  // about the code, so every code gets the same page and an unknown one is told so there.
+  const shareFile = path.join(webDir, 'share.html')
+  if (fs.existsSync(shareFile)) {
+    const share = await fs.promises.readFile(shareFile)
+    app.get('/f/:code', { schema: { hide: true } }, async (_request, reply) =>
+      reply
+        .headers({ ...SECURITY_HEADERS, 'cache-control': 'no-cache' })
+        .type('text/html; charset=utf-8')
+        .send(share),
+    )
+  }
   await app.register(fastifyStatic, {
     root: webDir,
     prefix: '/',

@@ -16,6 +16,7 @@ import type { FileOperations } from './files/file-operations.js'
 import type { FolderService } from './files/folder-service.js'
 import type { UploadService } from './files/upload-service.js'
 import type { FileSystem } from './files/vfs/file-system.js'
+import type { ZipDownloadService } from './files/zip-download-service.js'
 import type { HistoryService } from './history/history-service.js'
 import type { LoginDefender } from './login-defender/login-defender.js'
 import type { PermissionService } from './permissions/permission-service.js'
@@ -40,6 +41,8 @@ export interface Services {
   uploads: UploadService
   /** File metadata, signed download links and the bytes behind them. */
   downloads: DownloadService
+  /** A user's files and folders as one streamed ZIP (POST /file_actions/zip_download). */
+  zipDownloads: ZipDownloadService
   /** Folder listings and mkdir. */
   folders: FolderService
   /** Delete, copy and move of files and folders. */

@@ -1,6 +1,16 @@
+import { execFileSync } from 'node:child_process'
 import type { Page } from 'playwright-core'
 import { describe, expect, it } from 'vitest'
-import { BROWSER_SUITE, hasBrowser, newPage, shown, signIn, textOf, webSuite } from '../helpers/browser.js'
+import {
+  BROWSER_SUITE,
+  expectNoOutsideRequests,
+  hasBrowser,
+  newPage,
+  shown,
+  signIn,
+  textOf,
+  webSuite,
+} from '../helpers/browser.js'
 import { uploaded } from '../helpers/files.js'
 import { rowAction } from '../helpers/files-page.js'
 import { call } from '../helpers/server.js'
@@ -221,4 +231,37 @@ describe.skipIf(!hasBrowser)('web interface: selecting, the row menu and preview
       await page.context().close()
     })
   }
+
+  it('downloads the selection as one ZIP, folders with what is inside them, recorded as web reads', async () => {
+    const dir = 'zip-pick'
+    await uploaded(web.s, `${dir}/one.txt`, 'first')
+    await uploaded(web.s, `${dir}/two.txt`, 'second')
+    await uploaded(web.s, `${dir}/inner/three.txt`, 'third')
+    const page = await freshPage()
+    await openFolder(page, dir)
+    await page.getByLabel('Select one.txt').click()
+    await page.getByLabel('Select inner').click()
+    const [zip] = await Promise.all([
+      page.waitForEvent('download', { timeout: 10_000 }),
+      page.getByRole('button', { name: 'Download as ZIP' }).click(),
+    ])
+    expect(zip.suggestedFilename()).toBe(`${dir}.zip`)
+    const file = (await zip.path())!
+    const names = execFileSync('unzip', ['-Z1', file]).toString().split('\n').filter(Boolean).sort()
+    expect(names).toEqual(['inner/', 'inner/three.txt', 'one.txt'])
+    expect(execFileSync('unzip', ['-p', file, 'inner/three.txt']).toString()).toBe('third')
+    const reads = await web.s.container.db
+      .selectFrom('actions')
+      .select(['path', 'interface'])
+      .where('action', '=', 'read')
+      .where('path', 'like', `${dir}/%`)
+      .orderBy('path')
+      .execute()
+    expect(reads).toEqual([
+      { path: `${dir}/inner/three.txt`, interface: 'web' },
+      { path: `${dir}/one.txt`, interface: 'web' },
+    ])
+    expectNoOutsideRequests(page)
+    await page.context().close()
+  })
 })

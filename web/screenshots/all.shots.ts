@@ -5,6 +5,7 @@ import { hasBrowser, launchBrowser, newPage, signIn, startWebServer } from '../.
 import * as accounts from './accounts.js'
 import * as admin from './admin.js'
 import * as files from './files.js'
+import * as shareVisitor from './share-visitor.js'
 import * as shares from './shares.js'
 import type { ShotContext } from './shot.js'
 import * as signInShots from './sign-in.js'
@@ -17,6 +18,7 @@ const MODULES: Record<string, { shoot(ctx: ShotContext): Promise<void> }> = {
   'sign-in': signInShots,
   files,
   shares,
+  'share-visitor': shareVisitor,
   webhooks,
   admin,
   accounts,

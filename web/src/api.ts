@@ -39,6 +39,15 @@ export function onSessionChange(l: Listener): () => void {
   return () => listeners.delete(l)
 }
 
+/**
+ * One of Wharf's signed links on the page's own origin: the server signs it with its BASE_URL,
+ * which may name another host than the one the browser reached, and the page talks to its own.
+ */
+export function ownOrigin(uri: string): string {
+  const u = new URL(uri, location.href)
+  return u.origin === location.origin ? u.href : `${u.pathname}${u.search}`
+}
+
 /** Path segments encoded one by one: slashes stay separators, everything else is escaped. */
 export function encodePath(path: string): string {
   return path
@@ -69,10 +78,11 @@ export interface Answer<T> {
 export async function request<T>(
   method: string,
   path: string,
-  opts: { query?: Query; body?: unknown } = {},
+  opts: { query?: Query; body?: unknown; headers?: Record<string, string>; anonymous?: boolean } = {},
 ): Promise<Answer<T>> {
-  const headers: Record<string, string> = { Accept: 'application/json' }
-  const sid = sessionId()
+  const headers: Record<string, string> = { Accept: 'application/json', ...opts.headers }
+  // A share link's visitor calls the public API as nobody, even in a tab with a session.
+  const sid = opts.anonymous ? null : sessionId()
   if (sid) headers['X-ServiceAPI-Auth'] = sid
   if (opts.body !== undefined) headers['Content-Type'] = 'application/json'
   let res: Response

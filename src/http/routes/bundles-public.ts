@@ -1,13 +1,12 @@
-import type { Readable } from 'node:stream'
 import { type TSchema, Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
-import yazl from 'yazl'
 import { ERRORS } from '../../api/error-factories.js'
 import { sendFileBytes } from '../file-bytes.js'
 import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
 import { DateTime, errorResponses, Nullable } from '../schemas.js'
+import { sendZip } from '../zip-stream.js'
 import { FileSchema, FileUploadPartSchema } from './file-schemas.js'
 import { asFile, UploadBody, uploadOptions } from './files.js'
 import { FolderListQuery } from './folders.js'
@@ -51,7 +50,7 @@ export const PublicBundleSchema = Type.Object(
     paths: Type.Optional(
       Type.Array(Type.String(), {
         description:
-          'The shared files and folders, by name; only for a link without password or registration',
+          'The shared files and folders, by name: for a link without password or registration, or with one of its registration codes',
       }),
     ),
   },
@@ -138,11 +137,12 @@ export function publicBundleRoutes(c: HttpContext): Routes {
           summary: 'What a visitor sees of a share link before unlocking it',
           tags,
           ...open,
+          headers: RegistrationHeader,
           params: CodeParams,
           response: { 200: PublicBundleSchema, ...errorResponses },
         },
       },
-      async (request) => svc.show(siteId(), request.params.code),
+      async (request) => svc.show(siteId(), request.params.code, regCode(request)),
     )
 
     app.post(
@@ -285,34 +285,26 @@ export function publicBundleRoutes(c: HttpContext): Routes {
       },
       async (request, reply) => {
         const z = await svc.zipEntries(request.params.token, request.ip)
-        const zip = new yazl.ZipFile()
-        for (const dir of z.directories) zip.addEmptyDirectory(dir, { mtime: new Date(c.now()) })
-        for (const entry of z.entries) {
-          zip.addReadStreamLazy(
-            entry.name,
-            { size: entry.row.size, mtime: new Date(entry.row.mtime), compress: false },
-            (cb) => {
-              svc
-                .open(entry.row)
-                .then(async (stream) => {
-                  await svc.recordZipEntry(z, entry, request.ip)
-                  cb(null, stream)
-                })
-                .catch((err: Error) => cb(err, undefined as never))
+        return sendZip(request, reply, {
+          name: z.name,
+          directories: z.directories,
+          now: c.now(),
+          entries: z.entries.map((entry) => ({
+            name: entry.name,
+            size: entry.row.size,
+            mtime: entry.row.mtime,
+            open: async () => {
+              const stream = await svc.open(entry.row)
+              try {
+                await svc.recordZipEntry(z, entry, request.ip)
+              } catch (err) {
+                stream.destroy()
+                throw err
+              }
+              return stream
             },
-          )
-        }
-        // A blob lost mid-way cannot become an error response any more: the ZIP is cut short.
-        zip.on('error', (err: Error) => {
-          request.log.warn({ err }, 'share link ZIP cut short')
-          ;(zip.outputStream as unknown as Readable).destroy(err)
+          })),
         })
-        zip.end()
-        return reply
-          .code(200)
-          .header('Content-Type', 'application/zip')
-          .header('Content-Disposition', `attachment; filename="${z.name.replace(/[^A-Za-z0-9_.-]/g, '_')}"`)
-          .send(zip.outputStream)
       },
     )
   }

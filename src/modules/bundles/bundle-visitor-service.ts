@@ -121,8 +121,12 @@ export class BundleVisitorService {
     private readonly notify: VisitNotifier = async () => [],
   ) {}
 
-  /** GET /public/bundles/{code} */
-  async show(siteId: number, code: string): Promise<PublicBundleJson> {
+  /**
+   * GET /public/bundles/{code}. The shared names come with it when the link needs neither a
+   * password nor a registration, or when `regCode` is one of this link's registrations: a visitor
+   * of a write-only link learns where to upload.
+   */
+  async show(siteId: number, code: string, regCode?: string): Promise<PublicBundleJson> {
     const bundle = await this.active(siteId, code)
     await this.refuseUsedUp(bundle)
     const json: PublicBundleJson = {
@@ -141,7 +145,10 @@ export class BundleVisitorService {
       can_upload: WRITING_PERMISSIONS.has(bundle.permissions),
       dont_allow_folders_in_uploads: bundle.dont_allow_folders_in_uploads === 1,
     }
-    if (bundle.password_hash === null && bundle.require_registration !== 1) {
+    const open = bundle.password_hash === null && bundle.require_registration !== 1
+    const registration =
+      !open && regCode ? await this.visits.findRegistrationByHash(tokenHash(regCode)) : undefined
+    if (open || (registration && Number(registration.bundle_id) === bundle.id)) {
       json.paths = (await this.bundles.paths(bundle.id)).map((p) => p.path.slice(p.path.lastIndexOf('/') + 1))
     }
     return json

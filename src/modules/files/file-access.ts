@@ -1,7 +1,7 @@
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
 import { isWithin } from '../../api/paths.js'
-import { isSiteAdmin, type Principal } from '../../identity/principal.js'
+import type { Principal, UserRow } from '../../identity/principal.js'
 import type { PermissionRepository } from '../permissions/permission-repository.js'
 
 /**
@@ -125,9 +125,16 @@ export class FileAccess {
   constructor(private readonly permissions: PermissionRepository) {}
 
   async of(p: Principal): Promise<AccessView> {
-    const keyPath = p.apiKey?.path ? p.apiKey.path : null
-    if (isSiteAdmin(p)) return new AccessView(null, keyPath)
-    const rows = await this.permissions.grantsOf(p.siteId, p.user!.id)
+    return this.ofUser(p.siteId, p.user, p.apiKey?.path ? p.apiKey.path : null)
+  }
+
+  /**
+   * A user's access (null: a site-wide key), within an API key's folder if `keyPath`: what a
+   * signed link recorded of its caller, read again when it is used.
+   */
+  async ofUser(siteId: number, user: UserRow | null, keyPath: string | null): Promise<AccessView> {
+    if (user === null || user.site_admin === 1) return new AccessView(null, keyPath)
+    const rows = await this.permissions.grantsOf(siteId, user.id)
     return new AccessView(
       rows.map((r) => ({ path: r.path, caps: GRANTS[r.permission] ?? [] })),
       keyPath,

@@ -383,9 +383,11 @@ type NewBlob = StoredBlob & Partial<BlobChecksums>
 
 /** Whoever opened the upload: the same user, or (for a site-wide key) the same key. */
 function isOwner(p: Principal, upload: UploadRow): boolean {
-  return p.user
-    ? upload.user_id === p.user.id
-    : upload.user_id === null && upload.api_key_id !== null && upload.api_key_id === p.apiKey?.id
+  if (p.user) return upload.user_id === p.user.id
+  if (upload.user_id !== null) return false
+  // Neither user nor key: the operator, or the visitor of a share link a site-wide key made (it
+  // acts as a site admin); their uploads are recorded with neither too.
+  return p.apiKey ? upload.api_key_id === p.apiKey.id : upload.api_key_id === null
 }
 
 /** The janitor's grace period is an hour: a queue row is touched well before it runs out. */

@@ -6,8 +6,8 @@ import { type Entry, joinPath } from './dialogs'
 export type BulkOperation = 'move' | 'copy' | 'delete'
 
 /**
- * What can be done to the selected entries at once. `onDownloadZip` is where a download of them
- * all as one ZIP file will go; without it, no such button is offered.
+ * What can be done to the selected entries at once. `onDownloadZip` downloads them all as one ZIP
+ * file; without it, no such button is offered.
  */
 export function BulkBar({
   entries,

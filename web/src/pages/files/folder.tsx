@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
-import { encodePath, get, type Me, page } from '../../api'
+import { encodePath, get, type Me, ownOrigin, page, post } from '../../api'
 import { ShareDialog } from '../../components/share-dialog'
 import { ErrorBox, Loading, Notice, useAsync } from '../../ui'
 import { BulkBar, BulkDialog, type BulkOperation } from './bulk'
@@ -139,6 +139,23 @@ export function Folder({
       setActionError(err)
     }
   }
+  /** The selection as one ZIP: a link for this address, then the browser downloads it. */
+  async function downloadZip(entries: Entry[]) {
+    setNotice(null)
+    setActionError(null)
+    try {
+      const z = await post<{ download_uri: string }>('/file_actions/zip_download', {
+        paths: entries.map((e) => e.path),
+      })
+      const a = document.createElement('a')
+      a.href = ownOrigin(z.download_uri)
+      document.body.append(a)
+      a.click()
+      a.remove()
+    } catch (err) {
+      setActionError(err)
+    }
+  }
   const folderName = folder === '' ? 'All files' : folder.slice(folder.lastIndexOf('/') + 1)
 
   return (
@@ -200,6 +217,7 @@ export function Folder({
           }}
           onShare={() => setShare({ paths: chosen.map((e) => e.path), permissions: 'read' })}
           onClear={() => setSelected(new Set())}
+          onDownloadZip={() => downloadZip(chosen)}
         />
       ) : null}
       <ErrorBox error={actionError} />

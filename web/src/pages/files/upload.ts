@@ -26,12 +26,45 @@ export interface UploadHandle {
 }
 
 /**
+ * Where an upload's three kinds of call go: the signed-in user's own files (`OWN_FILES`), or a
+ * share link's public API with the visitor's registration code (share/share-api.ts).
+ */
+export interface UploadTarget {
+  /** Opens the upload at `path`: part 1. */
+  begin(path: string, size: number): Promise<UploadPart>
+  /** Part `n` of the upload `ref`, asked for just before it is sent. */
+  part(path: string, ref: string, n: number): Promise<UploadPart>
+  /** Makes the file of the parts sent. */
+  end(path: string, ref: string): Promise<unknown>
+}
+
+/** The signed-in user's files: begin_upload, then `POST /files/{path}` for parts and the end. */
+export const OWN_FILES: UploadTarget = {
+  async begin(path, size) {
+    const [first] = await post<UploadPart[]>(`/file_actions/begin_upload/${encodePath(path)}`, {
+      size,
+      parts: 1,
+      mkdir_parents: true,
+    })
+    if (!first) throw new Error('The server opened no upload')
+    return first
+  },
+  part: (path, ref, n) => post<UploadPart>(`/files/${encodePath(path)}`, { action: 'put', ref, part: n }),
+  end: (path, ref) => post(`/files/${encodePath(path)}`, { action: 'end', ref }),
+}
+
+/**
  * Uploads one file the Files.com way: begin_upload opens it and gives part 1's signed URL, every
  * further part's URL is asked for just before it is sent (the URLs expire), the bytes of each
  * part (a slice of the File) are PUT to its URL without credentials, and `action=end` makes the
  * file. `onProgress` gets the bytes sent so far.
  */
-export function uploadFile(path: string, file: Blob, onProgress: (sent: number) => void): UploadHandle {
+export function uploadFile(
+  path: string,
+  file: Blob,
+  onProgress: (sent: number) => void,
+  target: UploadTarget = OWN_FILES,
+): UploadHandle {
   const xhrs = new Set<XMLHttpRequest>()
   let aborted = false
   const sentByPart = new Map<number, number>()
@@ -42,12 +75,7 @@ export function uploadFile(path: string, file: Blob, onProgress: (sent: number) 
   }
 
   async function run(): Promise<string> {
-    const [first] = await post<UploadPart[]>(`/file_actions/begin_upload/${encodePath(path)}`, {
-      size: file.size,
-      parts: 1,
-      mkdir_parents: true,
-    })
-    if (!first) throw new Error('The server opened no upload')
+    const first = await target.begin(path, file.size)
     const partSize = Math.max(1, first.partsize)
     // An empty file has no part at all.
     const count = file.size === 0 ? 0 : Math.ceil(file.size / partSize)
@@ -55,14 +83,7 @@ export function uploadFile(path: string, file: Blob, onProgress: (sent: number) 
     const worker = async () => {
       while (!aborted && nextPart <= count) {
         const n = nextPart++
-        const part =
-          n === 1
-            ? first
-            : await post<UploadPart>(`/files/${encodePath(first.path)}`, {
-                action: 'put',
-                ref: first.ref,
-                part: n,
-              })
+        const part = n === 1 ? first : await target.part(first.path, first.ref, n)
         const slice = file.slice((n - 1) * partSize, Math.min(n * partSize, file.size))
         await sendWithRetries(part, slice, n, first.retry_parts)
       }
@@ -70,7 +91,7 @@ export function uploadFile(path: string, file: Blob, onProgress: (sent: number) 
     const width = first.parallel_parts ? PARALLEL : 1
     await Promise.all(Array.from({ length: Math.min(width, Math.max(count, 1)) }, worker))
     if (aborted) throw new Error('Upload cancelled')
-    await post(`/files/${encodePath(first.path)}`, { action: 'end', ref: first.ref })
+    await target.end(first.path, first.ref)
     return first.path
   }
 

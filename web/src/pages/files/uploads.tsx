@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { describe } from '../../api'
-import { uploadFile } from './upload'
+import { type UploadTarget, uploadFile } from './upload'
 
 export interface UploadItem {
   id: number
@@ -16,9 +16,10 @@ const joinPath = (folder: string, name: string) => (folder === '' ? name : `${fo
 
 /**
  * The uploads of this visit to the Files page: `start` sends files into a folder, each with its
- * own progress; `onStored(folder)` says when one was stored, so the listing can refresh.
+ * own progress; `onStored(folder)` says when one was stored, so the listing can refresh. `target`:
+ * where the calls go (the user's own files unless told).
  */
-export function useUploads(onStored: (folder: string) => void) {
+export function useUploads(onStored: (folder: string) => void, target?: UploadTarget) {
   const [items, setItems] = useState<UploadItem[]>([])
   const seq = useRef(0)
   const aborts = useRef(new Map<number, () => void>())
@@ -36,7 +37,7 @@ export function useUploads(onStored: (folder: string) => void) {
     setItems((list) => list.map((u) => (u.id === id ? { ...u, ...change } : u)))
 
   function run(item: UploadItem, folder: string) {
-    const h = uploadFile(item.path, item.file, (sent) => update(item.id, { sent }))
+    const h = uploadFile(item.path, item.file, (sent) => update(item.id, { sent }), target)
     aborts.current.set(item.id, h.abort)
     h.done.then(
       () => {
