@@ -10,7 +10,6 @@
 import crypto from 'node:crypto'
 import fs from 'node:fs'
 import fsp from 'node:fs/promises'
-import http from 'node:http'
 import os from 'node:os'
 import path from 'node:path'
 import { pipeline } from 'node:stream/promises'
@@ -30,6 +29,7 @@ import {
   stopChild,
   table,
 } from './harness.js'
+import { agent, apiJson, readJson, request } from './rest-client.js'
 import { benchS3 } from './transfer-s3.js'
 
 const MB = intSetting('BENCH_TRANSFER_MB', 1024, 1, 65536)
@@ -38,7 +38,6 @@ const PART_MB = intSetting('BENCH_PART_MB', 0, 0, 5120)
 const PG_URL = process.env['BENCH_DATABASE_URL'] || undefined
 const TARGET_RATIO = 0.6
 const TARGET_RSS_MB = 150
-const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
 
 /**
  * Plain Node: a read stream piped into a write stream on the same disk, flushed to disk at the
@@ -51,31 +50,6 @@ async function plainCopy(src, dir) {
   const ms = Number(process.hrtime.bigint() - t) / 1e6
   await fsp.rm(dst)
   return ms
-}
-
-function request(url, { method = 'GET', headers = {}, body } = {}) {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, headers, agent }, (res) => resolve(res))
-    req.once('error', reject)
-    if (body && typeof body.pipe === 'function') body.pipe(req)
-    else req.end(body)
-  })
-}
-
-async function readJson(res, what) {
-  let text = ''
-  for await (const c of res) text += c
-  if (res.statusCode >= 300) throw new Error(`${what}: HTTP ${res.statusCode} ${text}`)
-  return text === '' ? null : JSON.parse(text)
-}
-
-async function apiJson(w, method, rel, body) {
-  const res = await request(`${w.api}${rel}`, {
-    method,
-    headers: { ...w.headers, 'Content-Type': 'application/json' },
-    body: body ? JSON.stringify(body) : undefined,
-  })
-  return readJson(res, `${method} ${rel}`)
 }
 
 /**
