@@ -12,6 +12,33 @@ export interface ZipFileEntry {
 }
 
 /**
+ * The entry of a stored file: its bytes opened when the ZIP reaches it, then its read recorded
+ * (`record`); when recording fails, the opened stream is closed and the ZIP cut short.
+ */
+export function storedFileEntry(
+  name: string,
+  file: { size: number; mtime: number },
+  open: () => Promise<Readable>,
+  record: () => Promise<void>,
+): ZipFileEntry {
+  return {
+    name,
+    size: file.size,
+    mtime: file.mtime,
+    open: async () => {
+      const stream = await open()
+      try {
+        await record()
+      } catch (err) {
+        stream.destroy()
+        throw err
+      }
+      return stream
+    },
+  }
+}
+
+/**
  * Streams a ZIP (yazl, stored not compressed, ZIP64 when large, no temporary file): the folders,
  * then each file opened as the ZIP reaches it. A file lost mid-way cannot become an error response
  * any more (the status line has gone out): the ZIP is cut short.
