@@ -166,6 +166,8 @@ async function fillDownloads(w, url, userId, measured) {
         chunk.flat(),
       )
     }
+    // PostgreSQL's autovacuum would soon gather the new rows' statistics; the planner has none yet.
+    if (url) await db.all('analyze')
   } finally {
     await db.close()
   }

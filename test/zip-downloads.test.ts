@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { makeFile, makeFolder } from './helpers/file-rows.js'
 import { call, dialects, expectError, grant, makeKey, makeUser, useServer } from './helpers/server.js'
 
@@ -34,6 +34,8 @@ describe.each(dialects)('A user’s files as one ZIP (%s)', (dialect) => {
     const file = join(mkdtempSync(join(tmpdir(), 'wharf-zip-')), 'x.zip')
     writeFileSync(file, Buffer.from(await res.arrayBuffer()))
     const names = execFileSync('unzip', ['-Z1', file]).toString().split('\n').filter(Boolean).sort()
+    // Every entry's bytes match the checksum written for it.
+    execFileSync('unzip', ['-tq', file])
     return { names, file }
   }
 
@@ -70,6 +72,52 @@ describe.each(dialects)('A user’s files as one ZIP (%s)', (dialect) => {
     expect((await entries(all.body.download_uri)).names).toEqual(
       expect.arrayContaining([`${root}/`, `${root}/a.txt`, `${root}/other.txt`, `${root}/sub/b.txt`]),
     )
+  })
+
+  it('records a ZIP of many files in a few transactions, and cuts the ZIP short when its reads cannot be recorded', async () => {
+    const { root, key } = await fixture()
+    for (let i = 0; i < 300; i++) await makeFile(s, `${root}/many/f${i}.txt`, `file ${i}`)
+    const downloads = s.container.services.downloads
+    const batches: number[] = []
+    const real = downloads.recordReads.bind(downloads)
+    // A database slower than the files are small: the ZIP streams on while a batch is written.
+    const spy = vi.spyOn(downloads, 'recordReads').mockImplementation(async (ds, ip) => {
+      batches.push(ds.length)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      return real(ds, ip)
+    })
+    try {
+      const link = await zipOf(key, [`${root}/many`])
+      const { names } = await entries(link.body.download_uri)
+      expect(names).toHaveLength(301)
+      // Every file read is recorded, once; in fewer transactions than files.
+      expect(batches.reduce((a, b) => a + b, 0)).toBe(300)
+      expect(batches.length).toBeLessThan(30)
+      const reads = await s.container.db
+        .selectFrom('actions')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('action', '=', 'read')
+        .where('path', 'like', `${root}/many/%`)
+        .executeTakeFirstOrThrow()
+      expect(Number(reads.n)).toBe(300)
+
+      // A database that refuses the records: the ZIP never gets its central directory.
+      spy.mockRejectedValue(new Error('the database is gone'))
+      const cut = await zipOf(key, [`${root}/many`])
+      const res = await fetch(cut.body.download_uri)
+      expect(res.status).toBe(200)
+      const read = await res.arrayBuffer().then(
+        (b) => Buffer.from(b),
+        () => null,
+      )
+      if (read !== null) {
+        const file = join(mkdtempSync(join(tmpdir(), 'wharf-zip-')), 'cut.zip')
+        writeFileSync(file, read)
+        expect(() => execFileSync('unzip', ['-Z1', file], { stdio: 'pipe' })).toThrow()
+      }
+    } finally {
+      spy.mockRestore()
+    }
   })
 
   it('refuses what the caller may not zip, saying why', async () => {

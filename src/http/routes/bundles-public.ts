@@ -6,7 +6,7 @@ import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
 import { DateTime, errorResponses, Nullable } from '../schemas.js'
-import { sendZip, storedFileEntry } from '../zip-stream.js'
+import { sendZip } from '../zip-stream.js'
 import { FileSchema, FileUploadPartSchema } from './file-schemas.js'
 import { asFile, UploadBody, uploadOptions } from './files.js'
 import { FolderListQuery } from './folders.js'
@@ -289,14 +289,19 @@ export function publicBundleRoutes(c: HttpContext): Routes {
           name: z.name,
           directories: z.directories,
           now: c.now(),
-          entries: z.entries.map((entry) =>
-            storedFileEntry(
-              entry.name,
-              entry.row,
-              () => svc.open(entry.row),
-              () => svc.recordZipEntry(z, entry, request.ip),
+          entries: z.entries.map((entry) => ({
+            entry,
+            name: entry.name,
+            size: entry.row.size,
+            mtime: entry.row.mtime,
+            open: () => svc.open(entry.row),
+          })),
+          record: (reached) =>
+            svc.recordZipEntries(
+              z,
+              reached.map((r) => r.entry),
+              request.ip,
             ),
-          ),
         })
       },
     )

@@ -3,7 +3,7 @@ import { MAX_ZIP_PATHS } from '../../modules/files/zip-download-service.js'
 import type { HttpContext } from '../http-context.js'
 import type { Routes } from '../route-types.js'
 import { errorResponses } from '../schemas.js'
-import { sendZip, storedFileEntry } from '../zip-stream.js'
+import { sendZip } from '../zip-stream.js'
 
 const ZipBody = Type.Object(
   {
@@ -63,14 +63,19 @@ export function zipDownloadRoutes(c: HttpContext): Routes {
           name: plan.name,
           directories: plan.directories,
           now: c.now(),
-          entries: plan.entries.map((entry) =>
-            storedFileEntry(
-              entry.name,
-              entry.row,
-              () => svc.open(entry.row),
-              () => svc.record(plan, entry.row, request.ip),
+          entries: plan.entries.map((entry) => ({
+            row: entry.row,
+            name: entry.name,
+            size: entry.row.size,
+            mtime: entry.row.mtime,
+            open: () => svc.open(entry.row),
+          })),
+          record: (reached) =>
+            svc.record(
+              plan,
+              reached.map((r) => r.row),
+              request.ip,
             ),
-          ),
         })
       },
     )

@@ -317,10 +317,12 @@ export class BundleVisitorService {
     return { name: `${v.bundle.code}.zip`, visit: v, entries, directories }
   }
 
-  /** Records one ZIP entry as it is read: a `read` Action and a BundleDownload (full_zip) each. */
-  async recordZipEntry(z: ZipEntries, entry: ZipEntries['entries'][number], ip: string): Promise<void> {
-    const d = this.asDownload(z.visit, entry.row, 'full_zip', entry.name)
-    await this.downloads.recordRead(d, ip)
+  /** Records ZIP entries as they are read, in one transaction: a `read` Action and a BundleDownload (full_zip) each. */
+  async recordZipEntries(z: ZipEntries, entries: ZipEntries['entries'], ip: string): Promise<void> {
+    await this.downloads.recordReads(
+      entries.map((entry) => this.asDownload(z.visit, entry.row, 'full_zip', entry.name)),
+      ip,
+    )
   }
 
   /** The bytes of a ZIP entry. */

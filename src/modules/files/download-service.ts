@@ -151,27 +151,45 @@ export class DownloadService {
    * is full it is held and written later (held-actions.ts): the download goes ahead.
    */
   async recordRead(d: Download, ip: string | null): Promise<void> {
+    await this.recordReads([d], ip)
+  }
+
+  /**
+   * The `read` Actions of several downloads (the files of a ZIP as it reaches them), committed
+   * together: one transaction for the lot rather than one each.
+   */
+  async recordReads(ds: Download[], ip: string | null): Promise<void> {
+    if (ds.length === 0) return
     const now = this.now()
-    const { userId, siteId } = d.reader
-    let username = d.reader.username
-    if (username === undefined && userId !== null) {
-      username = (await this.users.findByIdOrName(siteId, userId, undefined))?.username
+    const names = new Map<number, string | null>()
+    const contexts: ActionContext[] = []
+    for (const d of ds) {
+      const { userId, siteId } = d.reader
+      let username = d.reader.username
+      if (username === undefined && userId !== null) {
+        if (!names.has(userId)) {
+          names.set(userId, (await this.users.findByIdOrName(siteId, userId, undefined))?.username ?? null)
+        }
+        username = names.get(userId)
+      }
+      contexts.push({ ...d.reader, username: username ?? null, ip })
     }
-    const ctx = { ...d.reader, username: username ?? null, ip }
     await this.heldReads.write(() =>
       this.files.transaction(async (tx) => {
-        await recordAction(
-          tx.db,
-          ctx,
-          {
-            action: 'read',
-            display: d.display ?? describeFileAction('read', d.row.path, 'file'),
-            path: d.row.path,
-            targets: fileTargets(d.row),
-          },
-          now,
-        )
-        await d.alsoRecord?.(tx.db, now)
+        for (const [i, d] of ds.entries()) {
+          await recordAction(
+            tx.db,
+            contexts[i]!,
+            {
+              action: 'read',
+              display: d.display ?? describeFileAction('read', d.row.path, 'file'),
+              path: d.row.path,
+              targets: fileTargets(d.row),
+            },
+            now,
+          )
+          await d.alsoRecord?.(tx.db, now)
+        }
       }),
     )
   }

@@ -130,9 +130,12 @@ export class ZipDownloadService {
     return this.downloads.open(row)
   }
 
-  /** Records one file of the ZIP as it is read: a `read` Action, as a download of it would. */
-  record(plan: ZipPlan, row: FileRow, ip: string): Promise<void> {
-    return this.downloads.recordRead({ row, reader: plan.reader }, ip)
+  /** Records files of the ZIP as they are read, in one transaction: a `read` Action each, as a download would. */
+  record(plan: ZipPlan, rows: FileRow[], ip: string): Promise<void> {
+    return this.downloads.recordReads(
+      rows.map((row) => ({ row, reader: plan.reader })),
+      ip,
+    )
   }
 
   /** Each path's row (null: the root folder), once the caller may read it and it exists. */
