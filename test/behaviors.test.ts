@@ -1,15 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { findRow, makeFile, makeFolder } from './helpers/file-rows.js'
 import { req, target, uploaded, uploadRefusal } from './helpers/files.js'
-import {
-  call,
-  dialects,
-  expectError,
-  grant,
-  makeKey,
-  makeUser,
-  useServer,
-} from './helpers/server.js'
+import { call, dialects, expectError, grant, makeKey, makeUser, useServer } from './helpers/server.js'
 
 const ext = (path: string, extensions: string[], more: Record<string, unknown> = {}) => ({
   path,
