@@ -92,6 +92,9 @@ const UpdateBody = Type.Object(
 const ListQuery = listQuery({}, BEHAVIOR_LIST)
 const FolderQuery = listQuery(
   {
+    path: Type.Optional(
+      Type.String({ maxLength: 6000, description: 'Ignored: the Files.com SDKs repeat the path here' }),
+    ),
     ancestor_behaviors: Type.Optional(
       Type.Boolean({
         description: 'Every behavior that applies to the folder, the inherited ones included',
