@@ -119,7 +119,7 @@ describe.each(dialects)('folder behaviors (%s)', (dialect) => {
       }
       const unsupported = await post({ path: 'validation', behavior: 'watermark' })
       expect(unsupported.body.model_errors.behavior[0]).toContain(
-        'webhook, limit_file_extensions, limit_file_regex, limit_filename_length',
+        'supported: limit_file_extensions, limit_file_regex, limit_filename_length)',
       )
       expectError(await post({ behavior: 'webhook' }), 400, 'bad-request/request-params-required')
       expectError(await post({ path: 'x' }), 400, 'bad-request/request-params-required')
@@ -139,7 +139,7 @@ describe.each(dialects)('folder behaviors (%s)', (dialect) => {
       expectError(await call(s, 'DELETE', '/behaviors/999999', { key: s.adminKey }), 404, 'not-found')
     })
 
-    it('stores a webhook behavior, never showing its header values or token; null keeps them', async () => {
+    it('checks a webhook behavior’s value, then refuses it: its deliveries are not built yet', async () => {
       const value = {
         urls: ['https://hooks.example/a', 'https://hooks.example/b'],
         method: 'POST',
@@ -152,21 +152,58 @@ describe.each(dialects)('folder behaviors (%s)', (dialect) => {
         verification_token: 'tok-1',
       }
       const r = await post({ path: 'hooked', behavior: 'webhook', value })
-      expect(r.status).toBe(201)
-      expect(r.body.value).toEqual({ ...value, headers: { 'X-Api-Key': null }, verification_token: null })
-      expect(r.text).not.toContain('secret-1')
-      expect(r.text).not.toContain('tok-1')
-      // The SDK's save() sends the value back as shown: the secrets stay.
-      await call(s, 'PATCH', `/behaviors/${r.body.id}`, { key: s.adminKey, body: r.body })
+      expectError(r, 422, 'processing-failure/model-save-error')
+      expect(Object.keys(r.body.model_errors)).toEqual(['behavior'])
+      expect(r.body.model_errors.behavior[0]).toContain('webhook behaviors are not available yet')
+      expect(
+        await s.container.db.selectFrom('behaviors').select('id').where('path', '=', 'hooked').execute(),
+      ).toEqual([])
+    })
+
+    it('never shows a stored webhook’s header values or token; null sent back keeps them', async () => {
+      const now = Date.now()
+      const stored = {
+        urls: ['https://hooks.example/a'],
+        method: 'POST',
+        triggers: [],
+        triggering_filenames: [],
+        exclude_filenames: [],
+        encoding: 'JSON',
+        headers: { 'X-Api-Key': 'secret-1' },
+        body: {},
+        verification_token: 'tok-1',
+      }
+      const { id } = await s.container.db
+        .insertInto('behaviors')
+        .values({
+          site_id: s.container.site.id,
+          path: 'hooked/stored',
+          path_lower: 'hooked/stored',
+          behavior: 'webhook',
+          value: JSON.stringify(stored),
+          recursive: 0,
+          disable_parent_folder_behavior: 0,
+          created_at: now,
+          updated_at: now,
+        })
+        .returning('id')
+        .executeTakeFirstOrThrow()
+      const shown = await call(s, 'GET', `/behaviors/${id}`, { key: s.adminKey })
+      expect(shown.body.value).toEqual({
+        ...stored,
+        headers: { 'X-Api-Key': null },
+        verification_token: null,
+      })
+      expect(shown.text).not.toContain('secret-1')
+      expect(shown.text).not.toContain('tok-1')
+      const saved = await call(s, 'PATCH', `/behaviors/${id}`, { key: s.adminKey, body: shown.body })
+      expect(saved.status).toBe(200)
       const row = await s.container.db
         .selectFrom('behaviors')
         .select('value')
-        .where('id', '=', r.body.id)
+        .where('id', '=', id)
         .executeTakeFirstOrThrow()
-      expect(JSON.parse(row.value)).toMatchObject({
-        headers: { 'X-Api-Key': 'secret-1' },
-        verification_token: 'tok-1',
-      })
+      expect(JSON.parse(row.value)).toEqual(stored)
     })
 
     it('lets folder admins manage behaviors inside their folders only, and nobody else', async () => {

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
 import { BEHAVIOR_LIST } from '../../modules/behaviors/behavior-repository.js'
 import type { BehaviorJson } from '../../modules/behaviors/behavior-service.js'
-import { BEHAVIOR_TYPES } from '../../modules/behaviors/behavior-types.js'
+import { AVAILABLE_TYPES } from '../../modules/behaviors/behavior-types.js'
 import { deleteById } from '../delete-by-id.js'
 import { checked } from '../field-checks.js'
 import type { HttpContext } from '../http-context.js'
@@ -24,7 +24,7 @@ export const BehaviorSchema = Type.Object(
     id: Type.Integer(),
     path: Type.String({ description: 'Folder path the behavior is on' }),
     attachment_url: Nullable(Type.String({ description: 'Always null: no Wharf behavior takes a file' })),
-    behavior: Type.String({ description: `Behavior type: ${BEHAVIOR_TYPES.join(', ')}` }),
+    behavior: Type.String({ description: `Behavior type: ${AVAILABLE_TYPES.join(', ')}` }),
     name: Nullable(Type.String()),
     description: Nullable(Type.String()),
     value: ValueObject,
@@ -63,7 +63,7 @@ const CreateBody = Type.Object(
     behavior: Type.Optional(
       Type.String({
         maxLength: 64,
-        description: `Behavior type (required): ${BEHAVIOR_TYPES.join(', ')}`,
+        description: `Behavior type (required): ${AVAILABLE_TYPES.join(', ')} (webhook: its value is checked, then refused until its deliveries are built)`,
       }),
     ),
     value: Type.Optional(Value),

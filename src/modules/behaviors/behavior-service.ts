@@ -11,7 +11,7 @@ import type { PermissionRepository } from '../permissions/permission-repository.
 import { applyingAt } from './behavior-matching.js'
 import { BEHAVIOR_LIST, type BehaviorRepository, type BehaviorRow } from './behavior-repository.js'
 import {
-  BEHAVIOR_TYPES,
+  AVAILABLE_TYPES,
   type BehaviorType,
   checkValue,
   isBehaviorType,
@@ -138,11 +138,18 @@ export class BehaviorService {
       addModelError(
         errors,
         'behavior',
-        `${JSON.stringify(type)} is not a behavior Wharf supports (supported: ${BEHAVIOR_TYPES.join(', ')})`,
+        `${JSON.stringify(type)} is not a behavior Wharf supports (supported: ${AVAILABLE_TYPES.join(', ')})`,
       )
       throw ApiError.modelSave(errors)
     }
     const value = this.checkedValue(type, input.value ?? {}, errors, undefined)
+    if (!AVAILABLE_TYPES.includes(type)) {
+      addModelError(
+        errors,
+        'behavior',
+        `${type} behaviors are not available yet: Wharf checks their value but does not act on them (the site's listener, PATCH /webhook_settings, is notified of every change)`,
+      )
+    }
     if (Object.keys(errors).length) throw ApiError.modelSave(errors)
     const now = this.now()
     const row = await this.behaviors.insert({

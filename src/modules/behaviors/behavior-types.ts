@@ -17,6 +17,16 @@ export const BEHAVIOR_TYPES = [
 ] as const
 export type BehaviorType = (typeof BEHAVIOR_TYPES)[number]
 
+/**
+ * The types whose behaviors are created: a webhook behavior's value is checked, but it is
+ * refused until its deliveries are built, rather than stored and silently never delivered.
+ */
+export const AVAILABLE_TYPES: readonly BehaviorType[] = [
+  'limit_file_extensions',
+  'limit_file_regex',
+  'limit_filename_length',
+]
+
 export function isBehaviorType(s: string): s is BehaviorType {
   return (BEHAVIOR_TYPES as readonly string[]).includes(s)
 }
