@@ -11,7 +11,7 @@ import { sftpBatch, startSftpServer } from './helpers/sftp.js'
 /**
  * One folder behavior, enforced by the file core, refuses the same upload over every protocol,
  * each in its own words: REST's error body, OpenSSH sftp's failed put, FTP's 553, WebDAV's status
- * and error body.
+ * and error body; a share link's visitor meets it too.
  */
 describe.each(dialects)('a folder behavior on every protocol (%s)', (dialect) => {
   const s = useStarted(`${dialect} SFTP + FTP + WebDAV server`, async () => {
@@ -111,5 +111,35 @@ describe.each(dialects)('a folder behavior on every protocol (%s)', (dialect) =>
     expect(moved.status).toBe(422)
     expect(moved.body).toContain('<W:type>processing-failure/invalid-file-type</W:type>')
     expect(await findRow(s, 'drop/dav.csv')).toBeDefined()
+  })
+
+  it('share links: a visitor’s upload is refused by a recursive rule on the shared folder', async () => {
+    await call(s, 'POST', '/folders/shared', { key: s.adminKey, body: {} })
+    const rule = await call(s, 'POST', '/behaviors', {
+      key: s.adminKey,
+      body: {
+        path: 'shared',
+        behavior: 'limit_file_extensions',
+        value: { extensions: ['csv'] },
+        recursive: true,
+      },
+    })
+    expect(rule.status).toBe(201)
+    const link = await call(s, 'POST', '/bundles', {
+      key: s.adminKey,
+      body: { paths: ['shared'], permissions: 'read_write' },
+    })
+    expect(link.status).toBe(201)
+    const reg = await call(s, 'POST', `/public/bundles/${link.body.code}/registrations`, {
+      body: { name: 'Visitor' },
+    })
+    expect(reg.status).toBe(201)
+    const put = (name: string) =>
+      call(s, 'POST', `/public/bundles/${link.body.code}/files/shared/${name}`, {
+        headers: { 'X-Bundle-Registration-Code': reg.body.code },
+        body: { action: 'put' },
+      })
+    expectError(await put('visitor.pdf'), 422, 'processing-failure/invalid-file-type')
+    expect((await put('visitor.csv')).status).toBe(201)
   })
 })
