@@ -117,6 +117,20 @@ describe.each(dialects)('folder behaviors (%s)', (dialect) => {
         expectError(r, 422, 'processing-failure/model-save-error')
         expect(Object.keys(r.body.model_errors), JSON.stringify(body)).toContain(field)
       }
+      for (const regex of [
+        '^[A-Z]{3}-\\d+\\.txt$',
+        '^(invoice|receipt)-\\d{4}\\.pdf$',
+        '^(\\d{2}){3}$',
+        '^(?:ab)+[(]a+[)]+$',
+        '\\.(csv|CSV)?$',
+      ]) {
+        const r = await post({ path: 'validation/ok', behavior: 'limit_file_regex', value: { regex } })
+        expect(r.status, regex).toBe(201)
+      }
+      for (const regex of ['^(a{1,5})+$', '^(a?a?)+$', '^((ab)*c)+$', '^(x|y)*$']) {
+        const r = await post({ path: 'validation', behavior: 'limit_file_regex', value: { regex } })
+        expect(Object.keys(r.body.model_errors ?? {}), regex).toEqual(['value.regex'])
+      }
       const unsupported = await post({ path: 'validation', behavior: 'watermark' })
       expect(unsupported.body.model_errors.behavior[0]).toContain(
         'supported: limit_file_extensions, limit_file_regex, limit_filename_length)',

@@ -45,7 +45,7 @@ export function checkRegex(pattern: string): string | undefined {
 }
 
 function hasNestedQuantifier(p: string): boolean {
-  // For each open group: whether a quantifier or alternation occurred inside it.
+  // For each open group: whether a repetition or an alternative occurred inside it.
   const stack: boolean[] = []
   let inClass = false
   for (let i = 0; i < p.length; i++) {
@@ -63,10 +63,14 @@ function hasNestedQuantifier(p: string): boolean {
     else if (c === ')') {
       const inner = stack.pop() ?? false
       const next = p[i + 1]
-      const quantified = next === '*' || next === '+' || next === '{' || next === '?'
-      if (inner && quantified && next !== '?') return true
-      if (inner || quantified) markOuter(stack)
-    } else if (c === '*' || c === '+' || c === '{' || c === '|') markOuter(stack)
+      const repeated = next === '*' || next === '+' || next === '{'
+      if (inner && repeated) return true
+      if (inner || repeated || next === '?') markOuter(stack)
+    } else if (c === '*' || c === '+' || c === '|') markOuter(stack)
+    // `?` after `(` opens a group form, after a quantifier makes it lazy: neither repeats.
+    else if (c === '?' && p[i - 1] !== '(' && !'*+?}'.includes(p[i - 1] ?? '')) markOuter(stack)
+    // `{n}` repeats a fixed number of times; `{n,}` and `{n,m}` vary.
+    else if (c === '{' && !/^\{\d+\}/.test(p.slice(i))) markOuter(stack)
   }
   return false
 }
