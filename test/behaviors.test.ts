@@ -363,6 +363,35 @@ describe.each(dialects)('folder behaviors (%s)', (dialect) => {
     })
   })
 
+  it('moves a folder’s behaviors, and those inside it, with the folder', async () => {
+    const own = await post(ext('Moving/src', ['csv'], { recursive: true }))
+    const inside = await post({
+      path: 'moving/SRC/in',
+      behavior: 'limit_filename_length',
+      value: { max_length: 5 },
+    })
+    const beside = await post(ext('moving/src-not', ['txt']))
+    await makeFile(s, 'moving/src/in/a.csv')
+    const moved = await req(target(s), 'POST', '/file_actions/move/moving/src', { destination: 'moving/dst' })
+    expect(moved.status).toBe(201)
+    const pathOf = async (id: number) =>
+      (await call(s, 'GET', `/behaviors/${id}`, { key: s.adminKey })).body.path
+    expect(await pathOf(own.body.id)).toBe('moving/dst')
+    expect(await pathOf(inside.body.id)).toBe('moving/dst/in')
+    expect(await pathOf(beside.body.id)).toBe('moving/src-not')
+    expectError(
+      await uploadRefusal(target(s), 'moving/dst/in/b.pdf', 'x'),
+      422,
+      'processing-failure/invalid-file-type',
+    )
+    expectError(
+      await uploadRefusal(target(s), 'moving/dst/in/long.csv', 'x'),
+      422,
+      'processing-failure/invalid-filename',
+    )
+    expect((await uploaded(s, 'moving/src/b.pdf', 'x')).path).toBe('moving/src/b.pdf')
+  })
+
   describe('upload rules on every change into a folder', () => {
     beforeAll(async () => {
       await post(ext('rules/ext', ['CSV']))

@@ -95,6 +95,30 @@ export class BehaviorRepository extends Repository {
       .execute()
   }
 
+  /**
+   * A folder moved from `from` to `to`: the behaviors on it and inside it move with it (in the
+   * move's transaction, when this repository is bound to it).
+   */
+  async moveTree(siteId: number, from: string, to: string): Promise<void> {
+    const lower = from.toLowerCase()
+    // Positions count characters, as SQL's substr does.
+    const rest = [...from].length + 1
+    await this.db
+      .updateTable('behaviors')
+      .set({
+        path: sql<string>`cast(${to} as text) || substr(path, cast(${rest} as integer))`,
+        path_lower: sql<string>`cast(${to.toLowerCase()} as text) || substr(path_lower, cast(${rest} as integer))`,
+      })
+      .where('site_id', '=', siteId)
+      .where((eb) =>
+        eb.or([
+          eb('path_lower', '=', lower),
+          sql<SqlBool>`path_lower like ${`${escapeLike(lower)}/%`} escape '\\'`,
+        ]),
+      )
+      .execute()
+  }
+
   async insert(values: Insertable<BehaviorsTable>): Promise<BehaviorRow> {
     return this.db.insertInto('behaviors').values(values).returningAll().executeTakeFirstOrThrow()
   }

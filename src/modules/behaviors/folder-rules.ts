@@ -1,4 +1,6 @@
+import type { Kysely } from 'kysely'
 import { nameOf, parentOf } from '../../api/paths.js'
+import type { Database } from '../../db/schema.js'
 import { applyingAt } from './behavior-matching.js'
 import type { BehaviorRepository, BehaviorRow } from './behavior-repository.js'
 import { checkName, NAME_RULE_TYPES, type NameRule } from './name-rules.js'
@@ -11,6 +13,11 @@ import { checkName, NAME_RULE_TYPES, type NameRule } from './name-rules.js'
  */
 export class FolderRules {
   constructor(private readonly behaviors: BehaviorRepository) {}
+
+  /** A folder moved: its behaviors, and those inside it, go with it, in the move's transaction. */
+  followMove(tx: Kysely<Database>, siteId: number, from: string, to: string): Promise<void> {
+    return this.behaviors.on(tx).moveTree(siteId, from, to)
+  }
 
   /** Refuses a file about to be written at `path` whose name its folder's rules do not take. */
   async checkNewFile(siteId: number, path: string): Promise<void> {

@@ -81,7 +81,10 @@ export async function movePath(d: Deps, p: Principal, rawPath: string, input: Mo
       })
       target = { ...source, name: nameOf(base) }
     }
-    if (source.type === 'directory') await tx.folders.rewriteInside(p.siteId, source, base)
+    if (source.type === 'directory') {
+      await tx.folders.rewriteInside(p.siteId, source, base)
+      await d.folderRules.followMove(tx.db, p.siteId, source.path, base)
+    }
     await recordTransfer(tx.db, ctx, 'move', source, base, target, now)
   })
 }
