@@ -254,6 +254,18 @@ describe.each(dialects)('folder behaviors (%s)', (dialect) => {
         403,
         'not-authorized/folder-admin-permission-required',
       )
+      expectError(
+        await call(s, 'GET', '/behaviors/folders/not-acme?ancestor_behaviors=true', { key: adminKey }),
+        403,
+        'not-authorized/folder-admin-permission-required',
+      )
+      const inherited = await call(s, 'GET', '/behaviors/folders/acme/inbox/deep?ancestor_behaviors=true', {
+        key: adminKey,
+      })
+      expect(inherited.body.map((b: { id: number }) => b.id)).toEqual([])
+      const root = await call(s, 'GET', '/behaviors/folders/', { key: s.adminKey })
+      expect(root.status).toBe(200)
+      expect(root.body).toEqual([])
       const listed = await call(s, 'GET', '/behaviors', { key: adminKey })
       expect(listed.status).toBe(200)
       expect(listed.body.map((b: { path: string }) => b.path)).toEqual(['acme/inbox'])
