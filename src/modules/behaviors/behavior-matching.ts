@@ -1,4 +1,4 @@
-import { isWithin, parentOf } from '../../api/paths.js'
+import { isWithin } from '../../api/paths.js'
 
 /** What matching needs of a behavior row. */
 export interface MatchableBehavior {
@@ -46,11 +46,6 @@ export function applyingAt<T extends MatchableBehavior>(rows: readonly T[], fold
       return r.path_lower === lower || r.recursive === 1
     })
     .sort((a, b) => depthOf(a.path_lower) - depthOf(b.path_lower) || a.id - b.id)
-}
-
-/** The behaviors that apply to a file at `path` (those of its folder). */
-export function applyingToFile<T extends MatchableBehavior>(rows: readonly T[], path: string): T[] {
-  return applyingAt(rows, parentOf(path))
 }
 
 function depthOf(path: string): number {

@@ -51,7 +51,7 @@ const MAX_HEADERS = 50
 const MAX_BODY_FIELDS = 50
 const MAX_TEXT = 4096
 /** A header's value as the API shows it: header values are secrets, written but never read back. */
-export const HIDDEN = null
+const HIDDEN = null
 
 type Value = Record<string, unknown>
 
@@ -286,6 +286,7 @@ export function shownValue(type: string, value: Value): Value {
   return {
     ...value,
     headers: Object.fromEntries(Object.keys(headers).map((k) => [k, HIDDEN])),
-    verification_token: value['verification_token'] ? HIDDEN : null,
+    // Whether one is set is not shown either: the token is a secret like the header values.
+    verification_token: HIDDEN,
   }
 }
