@@ -263,6 +263,11 @@ describe.each(dialects)('folder behaviors (%s)', (dialect) => {
         key: adminKey,
       })
       expect(inherited.body.map((b: { id: number }) => b.id)).toEqual([])
+      expectError(
+        await call(s, 'GET', '/behaviors/folders/acme?ancestor_behaviors=yes', { key: adminKey }),
+        400,
+        'bad-request/request-params-invalid',
+      )
       const root = await call(s, 'GET', '/behaviors/folders/', { key: s.adminKey })
       expect(root.status).toBe(200)
       expect(root.body).toEqual([])

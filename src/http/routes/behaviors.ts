@@ -98,7 +98,6 @@ const FolderQuery = listQuery(
     ancestor_behaviors: Type.Optional(
       Type.Boolean({
         description: 'Every behavior that applies to the folder, the inherited ones included',
-        ...checked('flag'),
       }),
     ),
   },
