@@ -59,13 +59,14 @@ const Flags = {
 
 const CreateBody = Type.Object(
   {
-    path: Type.Optional(PathText('Folder path the behavior is on (required)')),
-    behavior: Type.Optional(
-      Type.String({
-        maxLength: 64,
-        description: `Behavior type (required): ${AVAILABLE_TYPES.join(', ')} (webhook: its value is checked, then refused until its deliveries are built)`,
-      }),
-    ),
+    path: PathText('Folder path the behavior is on'),
+    behavior: Type.Unsafe<string>({
+      type: 'string',
+      enum: [...AVAILABLE_TYPES],
+      description:
+        'Behavior type (webhook and the app catalog’s other folder behavior types: 422 naming the available ones)',
+      ...checked('behavior-type'),
+    }),
     value: Type.Optional(Value),
     ...Flags,
   },
