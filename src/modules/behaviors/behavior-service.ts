@@ -79,8 +79,9 @@ export function toBehaviorJson(row: BehaviorRow): BehaviorJson {
 
 /**
  * Folder behaviors: settings on a folder, inherited by its subfolders when recursive. Site admins
- * manage them anywhere, folder admins (permission `admin`) on and inside their folders; an API
- * key restricted to a folder reaches only that folder's. Changes are not Actions: the model's
+ * manage them anywhere, folder admins (permission `admin`) on and inside their folders. The HTTP
+ * front end keeps keys restricted to a folder away from these endpoints; the service holds such a
+ * key to its folder all the same, as the file core does. Changes are not Actions: the model's
  * list of Actions has none for behaviors.
  */
 export class BehaviorService {
