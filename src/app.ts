@@ -15,6 +15,7 @@ import { actionNotificationExportRoutes } from './http/routes/action-notificatio
 import { apiKeyRoutes } from './http/routes/api-keys.js'
 import { appRoutes } from './http/routes/apps.js'
 import { bannedAddressRoutes } from './http/routes/banned-addresses.js'
+import { behaviorRoutes } from './http/routes/behaviors.js'
 import { billingRoutes } from './http/routes/billing.js'
 import { bundleMailRoutes } from './http/routes/bundle-mail.js'
 import { bundleRecordRoutes } from './http/routes/bundle-records.js'
@@ -293,6 +294,7 @@ async function registerApi(app: FastifyInstance, container: Container): Promise<
       await api.register(billingRoutes(container))
       await api.register(appRoutes(container))
       await api.register(publicKeyRoutes(container))
+      await api.register(behaviorRoutes(container))
       await api.register(bundleRoutes(container))
       await api.register(bundleMailRoutes(container))
       await api.register(bundleRecordRoutes(container))

@@ -29,6 +29,8 @@ import { loadAppCatalog } from './modules/apps/app-catalog.js'
 import { AppService } from './modules/apps/app-service.js'
 import { AuthService } from './modules/auth/auth-service.js'
 import { ProtocolLogin } from './modules/auth/protocol-login.js'
+import { BehaviorService } from './modules/behaviors/behavior-service.js'
+import { FolderRules } from './modules/behaviors/folder-rules.js'
 import { BillingLedger } from './modules/billing/billing-ledger.js'
 import { BillingService } from './modules/billing/billing-service.js'
 import { BundleMailService } from './modules/bundles/bundle-mail-service.js'
@@ -486,6 +488,7 @@ function createServices(p: ServiceParts): Services {
   const { dispatcher, retryPolicy, leaseMs } = p.workers
   const { db } = p
   const fileAccess = new FileAccess(repos.permissions)
+  const folderRules = new FolderRules(repos.behaviors)
   const auth = new AuthService(repos.apiKeys, repos.users, repos.sessions, config, now, identities)
   const fileRepos = { files: repos.files, folders: repos.folders }
   const uploads = new UploadService(
@@ -493,6 +496,7 @@ function createServices(p: ServiceParts): Services {
     blobs,
     new UploadParts(repos.uploads, blobs, secrets, config, now),
     fileAccess,
+    folderRules,
     now,
   )
   const downloads = new DownloadService(
@@ -515,7 +519,7 @@ function createServices(p: ServiceParts): Services {
     now,
   )
   const folders = new FolderService(fileRepos, fileAccess, secrets, now)
-  const fileOps = new FileOperations(fileRepos, blobs, fileAccess, now)
+  const fileOps = new FileOperations(fileRepos, blobs, fileAccess, folderRules, now)
   const bundles = new BundleService(
     repos.bundles,
     repos.users,
@@ -532,11 +536,8 @@ function createServices(p: ServiceParts): Services {
     () => ({ mail: config.mail, siteName: config.siteName, baseUrl: config.baseUrl }),
     now,
   )
-  const webhookSettings = new WebhookSettingsService(
-    repos.webhookSettings,
-    new AddressGuard(config.webhooks.allowedCidrs),
-    now,
-  )
+  const guard = new AddressGuard(config.webhooks.allowedCidrs)
+  const webhookSettings = new WebhookSettingsService(repos.webhookSettings, guard, now)
   return {
     auth,
     apiKeys: new ApiKeyService(repos.apiKeys, repos.users, config, secrets, now, identities),
@@ -562,6 +563,7 @@ function createServices(p: ServiceParts): Services {
     }),
     protocolLogin: new ProtocolLogin(repos.users, auth, sessions, loginDefender, now),
     publicKeys: new PublicKeyService(repos.publicKeys, repos.users, secrets, now),
+    behaviors: new BehaviorService(repos.behaviors, repos.permissions, secrets, guard, now),
     bundles,
     bundleMail,
     bundleVisitors: new BundleVisitorService(

@@ -113,6 +113,9 @@ const STATE_ANSWERS: [ops: string | string[], status: number, type: string, mess
   // A user's ZIP: the paths drawn are new names; its link is signed like the others.
   ['POST /file_actions/zip_download', 404, 'not-found/file-not-found'],
   ['GET /zip_downloads/{token}/{name}', 401, 'not-authenticated/invalid-or-expired-code'],
+  // A behavior's value is JSON text whose settings depend on its type (the description of value):
+  // a rule between two fields.
+  [['POST /behaviors', 'PATCH /behaviors/{id}'], 422, 'processing-failure/model-save-error', /^Value/],
   // A folder with files in it is deleted only with recursive=true.
   ['DELETE /resource/{id}', 422, 'processing-failure/folder-not-empty'],
 ]
@@ -195,6 +198,11 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       operatorPrincipal(s.container.site.id),
       { bundle_id: bundle.id, notify_user_id: user.id },
     )
+    const behavior = await s.container.services.behaviors.create(operatorPrincipal(s.container.site.id), {
+      path: folder,
+      behavior: 'limit_filename_length',
+      value: { max_length: 200 },
+    })
     const upload = `${folder}/up.txt`
     const ids: Record<string, number | string> = {
       api_keys: key.id,
@@ -208,6 +216,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       public_keys: publicKey.id,
       bundles: bundle.id,
       bundle_notifications: notification.id,
+      behaviors: behavior.id,
     }
     const first = op.path.split('/')[1]!
     const refs: Refs = {
@@ -225,8 +234,8 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     // Folders for the folder routes, copies and moves (so structure=true has one to copy) and
     // the records that name a folder; the file for the others; a new path for creations.
     const onFolder =
-      /^\/(folders|history\/folders|file_actions\/(copy|move))\//.test(op.path) ||
-      /^\/(folders|api_keys|permissions)$/.test(op.path)
+      /^\/(folders|history\/folders|behaviors\/folders|file_actions\/(copy|move))\//.test(op.path) ||
+      /^\/(folders|api_keys|permissions|behaviors)$/.test(op.path)
     refs['path'] = onFolder ? folder : file.path
     // A share link's routes: its code, a visit of it, and paths relative to the share ("dir").
     if (op.path.startsWith('/public/bundles/')) {
@@ -358,7 +367,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     expect(failures).toEqual([])
     // The state answers did occur (which ones depends on the values drawn).
     expect(seen.size).toBeGreaterThanOrEqual(5)
-    expect(ops.length).toBe(94)
+    expect(ops.length).toBe(100)
     expect(sent).toBeGreaterThan(ops.length * VARIANTS)
   })
 })

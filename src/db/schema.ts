@@ -291,6 +291,7 @@ export interface Database {
   payment_line_items: PaymentLineItemsTable
   exports: ExportsTable
   public_keys: PublicKeysTable
+  behaviors: BehaviorsTable
   server_keys: ServerKeysTable
   job_leases: JobLeasesTable
   checksum_jobs: ChecksumJobsTable
@@ -462,6 +463,24 @@ export interface ChecksumJobsTable {
 }
 
 /** SSH public keys of users, for SFTP logins (the PublicKey resource). */
+/** Folder behaviors: settings on a folder path, `value` JSON text (migration 018). */
+export interface BehaviorsTable {
+  id: Generated<number>
+  site_id: number
+  path: string
+  path_lower: string
+  behavior: string
+  value: string
+  name: string | null
+  description: string | null
+  /** 0 or 1. */
+  recursive: number
+  /** 0 or 1. */
+  disable_parent_folder_behavior: number
+  created_at: number
+  updated_at: number
+}
+
 export interface PublicKeysTable {
   id: Generated<number>
   site_id: number

@@ -28,6 +28,13 @@ export function replyOf(err: unknown, creating = false): { code: number; text: s
     if (err.type === 'bad-request/invalid-path' || err.type === 'processing-failure/path-too-long') {
       return { code: creating ? 553 : 550, text, fault: false }
     }
+    // A name a folder behavior refuses (its extension, pattern or length): RFC 959's 553.
+    if (
+      err.type === 'processing-failure/invalid-file-type' ||
+      err.type === 'processing-failure/invalid-filename'
+    ) {
+      return { code: 553, text, fault: false }
+    }
     if (err.status === 401) return { code: 530, text, fault: false }
     if (err.status === 429) return { code: 421, text, fault: false }
     if (err.status >= 400 && err.status < 500) return { code: 550, text, fault: false }

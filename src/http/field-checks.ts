@@ -32,6 +32,10 @@ const RULES = {
   // webhook-settings.ts: 422 on url (length included) and on triggers.
   url: (s: Schema) => omit(omit(s, 'pattern'), 'maxLength'),
   trigger: (s: Schema) => omit(s, 'enum'),
+  // behavior-service.ts: 422 on behavior, naming the types available.
+  'behavior-type': (s: Schema) => ({ ...omit(s, 'enum'), maxLength: 64 }),
+  // behavior-service.ts: JSON text as documented, or the same as a JSON object (422 on value).
+  'behavior-value': (s: Schema) => ({ ...s, type: ['object', 'string'] }),
   // pagination.ts: directions in any case; boolean filters also as 1 or 0.
   sort: (s: Schema) => ({ ...omit(s, 'enum'), maxLength: 5000 }),
   flag: (s: Schema) => ({ ...s, type: ['boolean', 'string'], maxLength: 5000 }),

@@ -16,6 +16,7 @@ export const API_PREFIX = '/api/rest/v1'
 const FILE_PATH_PREFIXES = [
   '/files/',
   '/folders/',
+  '/behaviors/folders/',
   '/file_actions/',
   '/history/files/',
   '/history/folders/',

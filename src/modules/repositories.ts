@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely'
 import type { SqlDialect } from '../db/dialects/dialect.js'
 import type { Database } from '../db/schema.js'
 import { ApiKeyRepository } from './api-keys/api-key-repository.js'
+import { BehaviorRepository } from './behaviors/behavior-repository.js'
 import { BillingRepository } from './billing/billing-repository.js'
 import { BundleMailRepository } from './bundles/bundle-mail-repository.js'
 import { BundleRepository } from './bundles/bundle-repository.js'
@@ -31,6 +32,7 @@ export interface Repositories {
   billing: BillingRepository
   history: HistoryRepository
   publicKeys: PublicKeyRepository
+  behaviors: BehaviorRepository
   bundles: BundleRepository
   bundleMail: BundleMailRepository
   bundleVisits: BundleVisitRepository
@@ -55,6 +57,7 @@ export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): R
     billing: new BillingRepository(db, dialect),
     history: new HistoryRepository(db, dialect),
     publicKeys: new PublicKeyRepository(db, dialect),
+    behaviors: new BehaviorRepository(db, dialect),
     bundles: new BundleRepository(db, dialect, files),
     bundleMail: new BundleMailRepository(db, dialect),
     bundleVisits: new BundleVisitRepository(db, dialect),

@@ -2,6 +2,7 @@ import type { ApiKeyService } from './api-keys/api-key-service.js'
 import type { AppService } from './apps/app-service.js'
 import type { AuthService } from './auth/auth-service.js'
 import type { ProtocolLogin } from './auth/protocol-login.js'
+import type { BehaviorService } from './behaviors/behavior-service.js'
 import type { BillingLedger } from './billing/billing-ledger.js'
 import type { BillingService } from './billing/billing-service.js'
 import type { BundleMailService } from './bundles/bundle-mail-service.js'
@@ -53,6 +54,7 @@ export interface Services {
   protocolLogin: ProtocolLogin
   /** Users' SSH public keys (GET/POST /public_keys), for SFTP logins by key. */
   publicKeys: PublicKeyService
+  behaviors: BehaviorService
   /** Share links, their owners' side (GET/POST/PATCH/DELETE /bundles). */
   bundles: BundleService
   /** Share links sent by e-mail (share, BundleRecipient) and BundleNotification. */

@@ -46,6 +46,14 @@ export function longnameOf(e: FsEntry, now: number): string {
 export function statusOf(err: unknown): { code: number; message: string } {
   if (!(err instanceof ApiError)) return { code: STATUS.FAILURE, message: 'Internal error' }
   if (err.type.startsWith('not-found')) return { code: STATUS.NO_SUCH_FILE, message: err.message }
+  // A name a folder behavior refuses: SFTP v3 has no code for a bad name (v5's INVALID_FILENAME is
+  // not what OpenSSH speaks), and "Permission denied" is what the site's rule amounts to.
+  if (
+    err.type === 'processing-failure/invalid-file-type' ||
+    err.type === 'processing-failure/invalid-filename'
+  ) {
+    return { code: STATUS.PERMISSION_DENIED, message: err.message }
+  }
   if (err.type.startsWith('not-authorized') || err.type.startsWith('not-authenticated')) {
     return { code: STATUS.PERMISSION_DENIED, message: err.message }
   }

@@ -16,6 +16,7 @@ import * as m014 from './014-mail-outbox.js'
 import * as m015 from './015-bundles.js'
 import * as m016 from './016-bundle-mail.js'
 import * as m017 from './017-bundle-visits.js'
+import * as m018 from './018-behaviors.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '015-bundles': m015,
   '016-bundle-mail': m016,
   '017-bundle-visits': m017,
+  '018-behaviors': m018,
 }

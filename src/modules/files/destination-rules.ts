@@ -5,6 +5,7 @@ import { isWithin, nameOf, parentOf } from '../../api/paths.js'
 import type { Database } from '../../db/schema.js'
 import type { Principal } from '../../identity/principal.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
+import type { FolderRules } from '../behaviors/folder-rules.js'
 import type { AccessView, Capability, FileAccess } from './file-access.js'
 import { describeFileAction } from './file-display.js'
 import { type FileRepository, type FileRow, fileTargets } from './file-repository.js'
@@ -14,6 +15,8 @@ import { normalizeExistingPath, normalizeNewPath } from './new-paths.js'
 /** What copy and move need from the container. */
 export interface OperationDeps {
   repos: FileTreeRepositories
+  /** The folder behaviors the names landing at the destination must pass. */
+  folderRules: FolderRules
   now: () => number
 }
 
@@ -134,4 +137,23 @@ export async function storedSpelling(files: FileRepository, siteId: number, dest
 export function rebase(path: string, sourceDepth: number, base: string): string {
   const rest = path.split('/').slice(sourceDepth)
   return rest.length === 0 ? base : `${base}/${rest.join('/')}`
+}
+
+/**
+ * Refuses a copy or move whose files would land where a folder behavior refuses their names
+ * (extensions, name pattern, length), before anything changes. A file lands at `dest`; a folder's
+ * files land under it (`rows` lists what is inside the source, read only when a rule is near).
+ */
+export async function checkLandingNames(
+  rules: FolderRules,
+  siteId: number,
+  source: FileRow,
+  dest: string,
+  rows: () => Promise<FileRow[]>,
+): Promise<void> {
+  if (source.type !== 'directory') return rules.checkNewFile(siteId, dest)
+  const depth = source.path.split('/').length
+  await rules.checkTree(siteId, dest, async () =>
+    (await rows()).filter((r) => r.type === 'file').map((r) => rebase(r.path, depth, dest)),
+  )
 }

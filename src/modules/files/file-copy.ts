@@ -9,6 +9,7 @@ import type { Principal } from '../../identity/principal.js'
 import { contextOf } from '../actions/action-recorder.js'
 import {
   checkDestination,
+  checkLandingNames,
   type OperationDeps,
   operands,
   rebase,
@@ -83,6 +84,7 @@ export async function copyPath(d: Deps, p: Principal, rawPath: string, input: Co
       .execute()
     rows = rows.concat(input.structure === true ? inside.filter((r) => r.type === 'directory') : inside)
   }
+  await checkLandingNames(d.folderRules, p.siteId, source, dest, async () => rows.slice(1))
   const copies = await copyBlobs(d, rows)
 
   const ctx = contextOf(p)

@@ -7,6 +7,7 @@ import type { Principal } from '../../identity/principal.js'
 import { contextOf } from '../actions/action-recorder.js'
 import {
   checkDestination,
+  checkLandingNames,
   type OperationDeps,
   operands,
   rebase,
@@ -37,6 +38,15 @@ const BATCH = 500
 export async function movePath(d: Deps, p: Principal, rawPath: string, input: MoveInput): Promise<void> {
   const { src, dest, overwrite } = await operands(d.fileAccess, p, rawPath, input, 'delete')
   if (src === dest) throw ERRORS.destinationSame('The destination is the source itself')
+  // Read once more in the transaction; here it lets the folder behaviors at the destination
+  // refuse the names that would land there, before the transaction (whose connection, on SQLite,
+  // is the only one) begins.
+  const before = await d.repos.files.findByPath(p.siteId, src)
+  if (before) {
+    await checkLandingNames(d.folderRules, p.siteId, before, dest, () =>
+      d.repos.files.descendants(p.siteId, before.path_lower).selectAll().execute(),
+    )
+  }
   const ctx = contextOf(p)
   const now = d.now()
   await unitOfWork(d.repos, async (tx) => {
@@ -71,7 +81,10 @@ export async function movePath(d: Deps, p: Principal, rawPath: string, input: Mo
       })
       target = { ...source, name: nameOf(base) }
     }
-    if (source.type === 'directory') await tx.folders.rewriteInside(p.siteId, source, base)
+    if (source.type === 'directory') {
+      await tx.folders.rewriteInside(p.siteId, source, base)
+      await d.folderRules.followMove(tx.db, p.siteId, source.path, base)
+    }
     await recordTransfer(tx.db, ctx, 'move', source, base, target, now)
   })
 }

@@ -3,6 +3,7 @@ import type { BlobStore } from '../../blobs/blob-store.js'
 import { unitOfWork } from '../../db/repository.js'
 import type { Principal } from '../../identity/principal.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
+import type { FolderRules } from '../behaviors/folder-rules.js'
 import type { OperationDeps } from './destination-rules.js'
 import type { FileAccess } from './file-access.js'
 import { type CopyInput, copyPath } from './file-copy.js'
@@ -27,9 +28,10 @@ export class FileOperations {
     private readonly repos: FileTreeRepositories,
     blobs: BlobStore,
     private readonly fileAccess: FileAccess,
+    folderRules: FolderRules,
     private readonly now: () => number = Date.now,
   ) {
-    this.deps = { repos, blobs, fileAccess, now }
+    this.deps = { repos, blobs, fileAccess, folderRules, now }
   }
 
   /** DELETE /files/{path}. */

@@ -15,6 +15,7 @@ import type { Principal } from '../../identity/principal.js'
 import { metrics } from '../../metrics/metrics.js'
 import { randomHex } from '../../security/secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
+import type { FolderRules } from '../behaviors/folder-rules.js'
 import { storedSpelling } from './destination-rules.js'
 import type { AccessView, FileAccess } from './file-access.js'
 import { describeFileAction } from './file-display.js'
@@ -47,6 +48,8 @@ export class UploadService {
     /** The part URLs and the bytes sent to them (PUT /upload_parts). */
     readonly parts: UploadParts,
     private readonly fileAccess: FileAccess,
+    /** The folder behaviors every new name must pass (upload rules). */
+    private readonly folderRules: FolderRules,
     private readonly now: () => number,
   ) {}
 
@@ -79,6 +82,8 @@ export class UploadService {
     const mkdirParents = opts.mkdirParents ?? true
     const withRename = opts.withRename ?? false
     const target = await refuseEarly(this.repos.files, p.siteId, path, mkdirParents, withRename)
+    // Before any byte is stored: the folder's upload rules (extensions, name pattern, length).
+    await this.folderRules.checkNewFile(p.siteId, path)
 
     const now = this.now()
     const lifetime = { expiry_seconds: opts.expirySeconds ?? null }

@@ -1,0 +1,272 @@
+import { ERRORS } from '../../api/error-factories.js'
+import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
+import { mapPage, type Page } from '../../api/list-spec.js'
+import { isWithin, normalizePath } from '../../api/paths.js'
+import { refuseChangedReadOnly } from '../../api/read-only-fields.js'
+import { isSiteAdmin, type Principal } from '../../identity/principal.js'
+import type { SiteSecrets } from '../../security/site-secrets.js'
+import type { AddressGuard } from '../../webhooks/address-guard.js'
+import { readListRequest } from '../list-request.js'
+import type { PermissionRepository } from '../permissions/permission-repository.js'
+import { applyingAt } from './behavior-matching.js'
+import { BEHAVIOR_LIST, type BehaviorRepository, type BehaviorRow } from './behavior-repository.js'
+import {
+  AVAILABLE_TYPES,
+  type BehaviorType,
+  checkValue,
+  isBehaviorType,
+  shownValue,
+} from './behavior-types.js'
+
+/** The Behavior resource, as the Files.com SDK's model has it. */
+export interface BehaviorJson {
+  id: number
+  path: string
+  attachment_url: null
+  behavior: string
+  name: string | null
+  description: string | null
+  value: Record<string, unknown>
+  disable_parent_folder_behavior: boolean
+  recursive: boolean
+}
+
+export interface BehaviorInput {
+  path?: string | undefined
+  behavior?: string | undefined
+  /** An object, or the same as JSON text (the SDKs send text; XML bodies must). */
+  value?: unknown
+  name?: string | null | undefined
+  description?: string | null | undefined
+  recursive?: boolean | undefined
+  disable_parent_folder_behavior?: boolean | undefined
+}
+
+/** PATCH: the settings that change; the rest (what the SDK's `save()` echoes) must be as shown. */
+export interface BehaviorChange {
+  value?: unknown
+  name?: string | null | undefined
+  description?: string | null | undefined
+  recursive?: boolean | undefined
+  disable_parent_folder_behavior?: boolean | undefined
+  [echo: string]: unknown
+}
+
+const READ_ONLY_FIELDS = ['path', 'behavior', 'attachment_url']
+/** A value's JSON text at most (headers, bodies and URLs included). */
+const MAX_VALUE_BYTES = 65_536
+
+/** Whose behaviors the caller may manage: everywhere, or inside some folders. */
+interface Scope {
+  /** null: every folder (a site admin). */
+  folders: string[] | null
+  keyPath: string | null
+}
+
+export function toBehaviorJson(row: BehaviorRow): BehaviorJson {
+  return {
+    id: row.id,
+    path: row.path,
+    attachment_url: null,
+    behavior: row.behavior,
+    name: row.name,
+    description: row.description,
+    value: shownValue(row.behavior, JSON.parse(row.value) as Record<string, unknown>),
+    disable_parent_folder_behavior: row.disable_parent_folder_behavior === 1,
+    recursive: row.recursive === 1,
+  }
+}
+
+/**
+ * Folder behaviors: settings on a folder, inherited by its subfolders when recursive. Site admins
+ * manage them anywhere, folder admins (permission `admin`) on and inside their folders. The HTTP
+ * front end keeps keys restricted to a folder away from these endpoints; the service holds such a
+ * key to its folder all the same, as the file core does. Changes are not Actions: the model's
+ * list of Actions has none for behaviors.
+ */
+export class BehaviorService {
+  constructor(
+    private readonly behaviors: BehaviorRepository,
+    private readonly permissions: PermissionRepository,
+    private readonly secrets: SiteSecrets,
+    private readonly guard: AddressGuard,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** GET /behaviors: every behavior the caller may manage, by `behavior`, paged. */
+  async list(p: Principal, query: Record<string, unknown>): Promise<Page<BehaviorJson>> {
+    const scope = await this.scopeOf(p)
+    const list = await readListRequest(this.secrets, p.siteId, BEHAVIOR_LIST, query)
+    const page = await this.behaviors.page(p.siteId, { within: roots(scope) }, list)
+    return mapPage(page, toBehaviorJson)
+  }
+
+  async get(p: Principal, id: number): Promise<BehaviorJson> {
+    return toBehaviorJson(await this.managed(p, id))
+  }
+
+  /**
+   * GET /behaviors/folders/{path}: the behaviors on the folder itself, or, with
+   * `ancestor_behaviors`, every behavior that applies to it: its own and those inherited from
+   * the folders above (the rule of behavior-matching.ts; each names the folder it is on).
+   */
+  async listFor(p: Principal, rawPath: string, query: Record<string, unknown>): Promise<Page<BehaviorJson>> {
+    const path = normalizePath(rawPath)
+    const scope = await this.scopeOf(p)
+    reach(scope, path)
+    const ancestors = query['ancestor_behaviors'] === true
+    const { ancestor_behaviors: _, ...listQuery } = query
+    const list = await readListRequest(this.secrets, p.siteId, BEHAVIOR_LIST, listQuery, {
+      path: path.toLowerCase(),
+      ancestors,
+    })
+    const filter = ancestors
+      ? { ids: applyingAt(await this.behaviors.onAndAbove(p.siteId, path), path).map((r) => r.id) }
+      : { path }
+    return mapPage(await this.behaviors.page(p.siteId, filter, list), toBehaviorJson)
+  }
+
+  async create(p: Principal, input: BehaviorInput): Promise<BehaviorJson> {
+    if (input.path === undefined) throw ERRORS.requestParamsRequired('Missing required parameter: path')
+    if (input.behavior === undefined || input.behavior === '') {
+      throw ERRORS.requestParamsRequired('Missing required parameter: behavior')
+    }
+    const path = normalizePath(input.path)
+    reach(await this.scopeOf(p), path)
+    const errors: ModelErrors = {}
+    const type = input.behavior
+    if (!isBehaviorType(type)) {
+      addModelError(
+        errors,
+        'behavior',
+        `${JSON.stringify(type)} is not a behavior Wharf supports (supported: ${AVAILABLE_TYPES.join(', ')})`,
+      )
+      throw ApiError.modelSave(errors)
+    }
+    const value = this.checkedValue(type, input.value ?? {}, errors, undefined)
+    if (!AVAILABLE_TYPES.includes(type)) {
+      addModelError(
+        errors,
+        'behavior',
+        `${type} behaviors are not available yet: Wharf checks their value but does not act on them (the site's listener, PATCH /webhook_settings, is notified of every change)`,
+      )
+    }
+    if (Object.keys(errors).length) throw ApiError.modelSave(errors)
+    const now = this.now()
+    const row = await this.behaviors.insert({
+      site_id: p.siteId,
+      path,
+      path_lower: path.toLowerCase(),
+      behavior: type,
+      value,
+      name: input.name ?? null,
+      description: input.description ?? null,
+      recursive: input.recursive === true ? 1 : 0,
+      disable_parent_folder_behavior: input.disable_parent_folder_behavior === true ? 1 : 0,
+      created_at: now,
+      updated_at: now,
+    })
+    return toBehaviorJson(row)
+  }
+
+  /** PATCH /behaviors/{id}: the path and type stay; a value given replaces the whole value. */
+  async update(p: Principal, id: number, input: BehaviorChange): Promise<BehaviorJson> {
+    const row = await this.managed(p, id)
+    refuseChangedReadOnly(input, toBehaviorJson(row), READ_ONLY_FIELDS)
+    const errors: ModelErrors = {}
+    const next = { ...row }
+    if (input.value !== undefined) {
+      const stored = JSON.parse(row.value) as Record<string, unknown>
+      next.value = this.checkedValue(row.behavior as BehaviorType, input.value, errors, stored)
+    }
+    if (Object.keys(errors).length) throw ApiError.modelSave(errors)
+    if (input.name !== undefined) next.name = input.name
+    if (input.description !== undefined) next.description = input.description
+    if (input.recursive !== undefined) next.recursive = input.recursive ? 1 : 0
+    if (input.disable_parent_folder_behavior !== undefined) {
+      next.disable_parent_folder_behavior = input.disable_parent_folder_behavior ? 1 : 0
+    }
+    next.updated_at = this.now()
+    const { id: _, site_id, path, path_lower, behavior, created_at, ...changes } = next
+    await this.behaviors.update(row.id, changes)
+    return toBehaviorJson(next)
+  }
+
+  async remove(p: Principal, id: number): Promise<void> {
+    await this.behaviors.remove((await this.managed(p, id)).id)
+  }
+
+  // ---------- internals ----------
+
+  /** The value as JSON text, checked for its type; problems go to `errors`. */
+  private checkedValue(
+    type: BehaviorType,
+    raw: unknown,
+    errors: ModelErrors,
+    stored: Record<string, unknown> | undefined,
+  ): string {
+    let value = raw
+    if (typeof raw === 'string') {
+      try {
+        value = raw.trim() === '' ? {} : JSON.parse(raw)
+      } catch {
+        addModelError(errors, 'value', 'must be a JSON object (as an object, or as JSON text)')
+        return '{}'
+      }
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      addModelError(errors, 'value', 'must be a JSON object (as an object, or as JSON text)')
+      return '{}'
+    }
+    const text = JSON.stringify(
+      checkValue(type, value as Record<string, unknown>, errors, this.guard, stored),
+    )
+    if (Buffer.byteLength(text) > MAX_VALUE_BYTES) {
+      addModelError(errors, 'value', `is too large (at most ${MAX_VALUE_BYTES} bytes of JSON)`)
+    }
+    return text
+  }
+
+  private async managed(p: Principal, id: number): Promise<BehaviorRow> {
+    const scope = await this.scopeOf(p)
+    const row = await this.behaviors.find(p.siteId, id)
+    if (!row) throw ERRORS.notFound(`Behavior ${id} not found`)
+    reach(scope, row.path)
+    return row
+  }
+
+  private async scopeOf(p: Principal): Promise<Scope> {
+    const keyPath = p.apiKey?.path ? p.apiKey.path : null
+    if (isSiteAdmin(p)) return { folders: null, keyPath }
+    const folders = await this.permissions.adminFolders(p.siteId, p.user!.id)
+    if (folders.length === 0) {
+      throw ERRORS.folderAdminPermissionRequired(
+        'Only site administrators and folder administrators can manage folder behaviors',
+      )
+    }
+    return { folders, keyPath }
+  }
+}
+
+/** Refuses a path outside the caller's scope: the key's folder first, then the folders administered. */
+function reach(scope: Scope, path: string): void {
+  if (scope.keyPath !== null && !isWithin(path, scope.keyPath)) {
+    throw ERRORS.apiKeyIsPathRestricted(`This API key is restricted to the folder ${scope.keyPath}`)
+  }
+  if (scope.folders === null || scope.folders.some((f) => isWithin(path, f))) return
+  throw ERRORS.folderAdminPermissionRequired(
+    `You do not administer a folder containing ${path === '' ? 'the root folder' : path}`,
+  )
+}
+
+/** The folders whose behaviors a list shows (undefined: all). */
+function roots(scope: Scope): string[] | undefined {
+  const key = scope.keyPath
+  if (scope.folders === null) return key === null ? undefined : [key]
+  const out: string[] = []
+  for (const f of scope.folders) {
+    if (key === null || isWithin(f, key)) out.push(f)
+    else if (isWithin(key, f)) out.push(key)
+  }
+  return out
+}

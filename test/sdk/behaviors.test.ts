@@ -1,0 +1,85 @@
+import Files from 'files.com/lib/Files.js'
+import Behavior from 'files.com/lib/models/Behavior.js'
+import { describe, expect, it } from 'vitest'
+import { dialects, grant, makeKey, makeUser, type TestServer } from '../helpers/server.js'
+import { describeError, type Recorder, sdkError, sdkServer } from './sdk.js'
+
+describe.each(dialects)('files.com SDK: folder behaviors (%s)', (dialect) => {
+  let s: TestServer
+  let rec: Recorder
+  sdkServer(dialect, (server, recorder) => {
+    s = server
+    rec = recorder
+  })
+
+  it('creates with Behavior.create (value as JSON text), finds, lists, updates and deletes', async () => {
+    Files.setApiKey(s.adminKey)
+    const created = await Behavior.create({
+      path: 'sdk/in',
+      behavior: 'limit_file_extensions',
+      value: JSON.stringify({ extensions: ['csv'], mode: 'allow' }),
+      name: 'CSV only',
+      description: 'the partner sends CSV',
+      recursive: true,
+      disable_parent_folder_behavior: false,
+    })
+    expect(created).toBeInstanceOf(Behavior)
+    expect(created.id).toEqual(expect.any(Number))
+    expect(created.getPath()).toBe('sdk/in')
+    expect(created.getBehavior()).toBe('limit_file_extensions')
+    expect(created.getValue()).toEqual({ extensions: ['csv'], mode: 'allow' })
+    expect(created.getRecursive()).toBe(true)
+
+    const found = await Behavior.find(created.id)
+    expect(found.attributes).toEqual(created.attributes)
+
+    await Behavior.create({
+      path: 'sdk/in/deeper',
+      behavior: 'limit_filename_length',
+      value: '{"max_length": 40}',
+    })
+    const listed = await Behavior.list({ filter: { behavior: 'limit_file_extensions' } })
+    expect(listed.map((b) => b.id)).toEqual([created.id])
+    expect(rec.requests.at(-1)!.url).toContain('filter%5Bbehavior%5D=limit_file_extensions')
+
+    const own = await Behavior.listFor('sdk/in/deeper')
+    expect(own.map((b) => b.behavior)).toEqual(['limit_filename_length'])
+    const applying = await Behavior.listFor('sdk/in/deeper', { ancestor_behaviors: true })
+    expect(applying.map((b) => b.behavior).sort()).toEqual(['limit_file_extensions', 'limit_filename_length'])
+
+    const updated = await found.update({
+      value: JSON.stringify({ extensions: ['csv', 'txt'] }),
+      name: 'CSV or text',
+    })
+    expect(updated.value).toEqual({ extensions: ['csv', 'txt'], mode: 'allow' })
+    expect(updated.name).toBe('CSV or text')
+
+    await found.delete()
+    const gone = await sdkError(Behavior.find(created.id))
+    expect(describeError(gone)).toMatchObject({ type: 'not-found', httpCode: 404 })
+  })
+
+  it('surfaces the refusals as the SDK’s typed errors', async () => {
+    Files.setApiKey(s.adminKey)
+    const bad = await sdkError(
+      Behavior.create({ path: 'sdk/bad', behavior: 'limit_file_regex', value: '{"regex": "("}' }),
+    )
+    expect(describeError(bad)).toEqual({
+      className: 'ProcessingFailure_ModelSaveErrorError',
+      type: 'processing-failure/model-save-error',
+      httpCode: 422,
+    })
+    const unsupported = await sdkError(Behavior.create({ path: 'sdk/bad', behavior: 'watermark' }))
+    expect(describeError(unsupported).type).toBe('processing-failure/model-save-error')
+
+    const u = await makeUser(s)
+    await grant(s, u.id, 'sdk', 'full')
+    Files.setApiKey((await makeKey(s, u.id)).key)
+    const denied = await sdkError(Behavior.list())
+    expect(describeError(denied)).toEqual({
+      className: 'NotAuthorized_FolderAdminPermissionRequiredError',
+      type: 'not-authorized/folder-admin-permission-required',
+      httpCode: 403,
+    })
+  })
+})
