@@ -28,6 +28,7 @@ import {
   makeRandomFile,
   memory,
   phasedRss,
+  profilesUsed,
   root,
   runCleanups,
   startWharf,
@@ -311,6 +312,7 @@ async function main() {
   console.log(
     `\ntargets: share link ≥ ${TARGET_SHARE} of REST; ZIP ≥ ${TARGET_ZIP} of REST, RSS < ${TARGET_RSS_MB} MiB while it streams, first byte < ${TARGET_FIRST_BYTE_MS} ms; page 100 ≤ ${TARGET_DEEP_PAGE}x page 1`,
   )
+  if (profilesUsed()) console.log(`CPU profiles: ${profilesUsed()}`)
   if (!allOk) process.exitCode = 1
 }
 

@@ -214,6 +214,65 @@ describe.skipIf(!hasBrowser)('web interface: share links', BROWSER_SUITE, () => 
     await page.context().close()
   })
 
+  it('shows a link’s activity: who came, what they downloaded alone or in a ZIP, and what they uploaded', async () => {
+    await uploaded(web.s, 'activity/docs/report.txt', 'the report')
+    await uploaded(web.s, 'activity/drop/.keep', '')
+    const made = await call(web.s, 'POST', '/bundles', {
+      key: web.s.adminKey,
+      body: {
+        paths: ['activity/docs', 'activity/drop'],
+        permissions: 'read_write',
+        require_registration: true,
+        description: 'Audit pack',
+      },
+    })
+    expect(made.status).toBe(201)
+    const pub = (rest: string) => `/public/bundles/${made.body.code}${rest}`
+    const reg = await call(web.s, 'POST', pub('/registrations'), {
+      body: { name: 'Vera Visitor', email: 'vera@example.com', company: 'Audits Ltd' },
+    })
+    expect(reg.status).toBe(201)
+    const as = { headers: { 'X-Bundle-Registration-Code': reg.body.code } }
+    const file = await call(web.s, 'GET', pub('/files/docs/report.txt'), as)
+    expect(await (await fetch(file.body.download_uri)).text()).toBe('the report')
+    const zip = await call(web.s, 'POST', pub('/zip'), { ...as, body: { paths: ['docs'] } })
+    expect((await fetch(zip.body.download_uri)).status).toBe(200)
+    const put = await call(web.s, 'POST', pub('/files/drop/scan.pdf'), { ...as, body: { action: 'put' } })
+    expect((await fetch(put.body.upload_uri, { method: 'PUT', body: 'scan' })).status).toBe(200)
+    const end = await call(web.s, 'POST', pub('/files/drop/scan.pdf'), {
+      ...as,
+      body: { action: 'end', ref: put.body.ref },
+    })
+    expect(end.status).toBe(201)
+
+    for (const viewport of [undefined, PHONE]) {
+      const page = await freshPage(viewport)
+      await signIn(page, web.s)
+      await openShares(page)
+      const row = page.locator('tbody tr').filter({ hasText: `/f/${made.body.code}` })
+      await row.getByRole('button', { name: 'Activity of Audit pack' }).click()
+      const dialog = page.getByRole('dialog', { name: 'Activity of Audit pack' })
+      await shown(dialog.getByRole('heading', { name: 'Visits (1)' }))
+      const visits = dialog.getByRole('table', { name: 'Visits' })
+      expect(await textOf(visits)).toContain('Vera Visitor <vera@example.com> (Audits Ltd)')
+      const downloads = await textOf(dialog.getByRole('table', { name: 'Downloads' }))
+      expect(downloads).toContain('docs/report.txt')
+      expect(downloads).toContain('On its own')
+      expect(downloads).toContain('In a ZIP')
+      await shown(dialog.getByRole('heading', { name: 'Uploads (1)' }))
+      expect(await textOf(dialog.getByRole('table', { name: 'Uploads' }))).toContain('scan.pdf')
+      if (viewport) {
+        expect(
+          await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth),
+        ).toBeLessThanOrEqual(PHONE.width)
+      }
+      await dialog.getByRole('button', { name: 'Close' }).click()
+      await expect.poll(() => dialog.count()).toBe(0)
+      expectNoOutsideRequests(page)
+      await page.context().close()
+    }
+  })
+
   it('pages through many links, and offers Share to a user allowed to make links', async () => {
     const carol = await makeUser(web.s)
     await grant(web.s, carol.id, 'carols', 'full')

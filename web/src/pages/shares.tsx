@@ -3,6 +3,7 @@ import { del, get, type Me } from '../api'
 import { PagedTable, useCursorPages } from '../components/accounts-paging'
 import { ConfirmAction } from '../components/forms'
 import { type Bundle, permissionLabel, ShareDialog } from '../components/share-dialog'
+import { ShareActivity } from './shares/share-activity'
 import './files.css'
 import { ColumnHeads, CopyButton, ErrorBox, formatDate, Notice, PageTitle, useAsync } from '../ui'
 
@@ -89,6 +90,7 @@ function ShareRow({
   onDeleted: () => void
 }) {
   const [confirming, setConfirming] = useState(false)
+  const [showing, setShowing] = useState(false)
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<unknown>(null)
   const paths = useBundlePaths(b)
@@ -133,6 +135,14 @@ function ShareRow({
           ) : (
             <div class="share-actions">
               <CopyButton text={b.url} label="Copy link" />
+              <button
+                type="button"
+                class="secondary"
+                aria-label={`Activity of ${label}`}
+                onClick={() => setShowing(true)}
+              >
+                Activity
+              </button>
               <button type="button" class="secondary" aria-label={`Edit ${label}`} onClick={onEdit}>
                 Edit
               </button>
@@ -149,6 +159,7 @@ function ShareRow({
               </button>
             </div>
           )}
+          {showing ? <ShareActivity bundle={b} onClose={() => setShowing(false)} /> : null}
         </td>
       </tr>
       {error ? (
