@@ -1,3 +1,4 @@
+import type { ComponentChildren } from 'preact'
 import { page } from '../../api'
 import { Modal } from '../../components/modal'
 import type { Bundle } from '../../components/share-dialog'
@@ -49,88 +50,45 @@ export function ShareActivity({ bundle: b, onClose }: { bundle: Bundle; onClose:
       ]),
     [b.id],
   )
-  const more = (next: string | null) => (next ? <p class="muted">The {SHOWN} newest are shown.</p> : null)
   return (
     <Modal labelledBy="share-activity-title" class="share-dialog share-activity" onClose={onClose}>
       <h2 id="share-activity-title">Activity of {label}</h2>
       <ErrorBox error={log.error} />
       {log.data ? (
         <>
-          <section aria-labelledby="share-visits">
-            <h3 id="share-visits">
-              Visits ({log.data[0].items.length}
-              {log.data[0].next ? '+' : ''})
-            </h3>
-            {log.data[0].items.length === 0 ? (
-              <p class="muted">Nobody has opened this link yet.</p>
-            ) : (
-              <table class="cards">
-                <caption class="visually-hidden">Visits</caption>
-                <ColumnHeads columns={['Visitor', 'When']} />
-                <tbody>
-                  {log.data[0].items.map((v, i) => (
-                    <tr key={`${v.created_at}-${i}`}>
-                      <td data-label="Visitor">{visitor(v)}</td>
-                      <td data-label="When">{formatDate(v.created_at)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            )}
-            {more(log.data[0].next)}
-          </section>
-          <section aria-labelledby="share-downloads">
-            <h3 id="share-downloads">
-              Downloads ({log.data[1].items.length}
-              {log.data[1].next ? '+' : ''})
-            </h3>
-            {log.data[1].items.length === 0 ? (
-              <p class="muted">Nothing has been downloaded yet.</p>
-            ) : (
-              <table class="cards">
-                <caption class="visually-hidden">Downloads</caption>
-                <ColumnHeads columns={['File', 'By', 'How', 'When']} />
-                <tbody>
-                  {log.data[1].items.map((d, i) => (
-                    <tr key={`${d.created_at}-${i}`}>
-                      <td data-label="File">{d.path}</td>
-                      <td data-label="By">{visitor(d.bundle_registration)}</td>
-                      <td data-label="How">{d.download_method === 'full_zip' ? 'In a ZIP' : 'On its own'}</td>
-                      <td data-label="When">{formatDate(d.created_at)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            )}
-            {more(log.data[1].next)}
-          </section>
-          <section aria-labelledby="share-uploads">
-            <h3 id="share-uploads">
-              Uploads ({log.data[2].items.length}
-              {log.data[2].next ? '+' : ''})
-            </h3>
-            {log.data[2].items.length === 0 ? (
-              <p class="muted">Nothing has been uploaded yet.</p>
-            ) : (
-              <table class="cards">
-                <caption class="visually-hidden">Uploads</caption>
-                <ColumnHeads columns={['File', 'By', 'When']} />
-                <tbody>
-                  {log.data[2].items.map((u, i) => (
-                    <tr key={`${u.created_at}-${i}`}>
-                      <td data-label="File">
-                        {u.path}
-                        {u.action === 'update' ? <span class="badge">Replaced</span> : null}
-                      </td>
-                      <td data-label="By">{visitor(u.bundle_registration)}</td>
-                      <td data-label="When">{formatDate(u.created_at)}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            )}
-            {more(log.data[2].next)}
-          </section>
+          <LogSection
+            title="Visits"
+            empty="Nobody has opened this link yet."
+            columns={['Visitor', 'When']}
+            list={log.data[0]}
+            cells={(v) => [visitor(v), formatDate(v.created_at)]}
+          />
+          <LogSection
+            title="Downloads"
+            empty="Nothing has been downloaded yet."
+            columns={['File', 'By', 'How', 'When']}
+            list={log.data[1]}
+            cells={(d) => [
+              d.path,
+              visitor(d.bundle_registration),
+              d.download_method === 'full_zip' ? 'In a ZIP' : 'On its own',
+              formatDate(d.created_at),
+            ]}
+          />
+          <LogSection
+            title="Uploads"
+            empty="Nothing has been uploaded yet."
+            columns={['File', 'By', 'When']}
+            list={log.data[2]}
+            cells={(u) => [
+              <>
+                {u.path}
+                {u.action === 'update' ? <span class="badge">Replaced</span> : null}
+              </>,
+              visitor(u.bundle_registration),
+              formatDate(u.created_at),
+            ]}
+          />
         </>
       ) : log.error ? null : (
         <Loading />
@@ -141,5 +99,47 @@ export function ShareActivity({ bundle: b, onClose }: { bundle: Bundle; onClose:
         </button>
       </div>
     </Modal>
+  )
+}
+
+/** One kind of record of the log: a heading with its count, and a table (or a word when none). */
+function LogSection<T extends { created_at: string }>({
+  title,
+  empty,
+  columns,
+  list,
+  cells,
+}: {
+  title: string
+  empty: string
+  columns: string[]
+  list: { items: T[]; next: string | null }
+  cells: (item: T) => ComponentChildren[]
+}) {
+  const id = `share-${title.toLowerCase()}`
+  return (
+    <section aria-labelledby={id}>
+      <h3 id={id}>{`${title} (${list.items.length}${list.next ? '+' : ''})`}</h3>
+      {list.items.length === 0 ? (
+        <p class="muted">{empty}</p>
+      ) : (
+        <table class="cards">
+          <caption class="visually-hidden">{title}</caption>
+          <ColumnHeads columns={columns} />
+          <tbody>
+            {list.items.map((item, i) => (
+              <tr key={`${item.created_at}-${i}`}>
+                {cells(item).map((cell, c) => (
+                  <td key={columns[c]} data-label={columns[c]}>
+                    {cell}
+                  </td>
+                ))}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {list.next ? <p class="muted">The {SHOWN} newest are shown.</p> : null}
+    </section>
   )
 }
