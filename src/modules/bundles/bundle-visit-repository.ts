@@ -115,10 +115,10 @@ export class BundleVisitRepository extends Repository {
     return this.withRegistrations(page)
   }
 
-  /** Each row with its registration, read in one query for the page. */
-  private async withRegistrations<R extends { bundle_registration_id: number }>(
+  /** Each row with its registration (and its link's code and description), read in one query for the page. */
+  async withRegistrations<R extends { bundle_registration_id: number }>(
     page: Page<R>,
-  ): Promise<Page<R & { registration: RegistrationWithCode }>> {
+  ): Promise<Page<R & { registration: RegistrationWithCode & { bundle_description: string | null } }>> {
     const ids = [...new Set(page.items.map((r) => r.bundle_registration_id))]
     const regs =
       ids.length === 0
@@ -127,7 +127,7 @@ export class BundleVisitRepository extends Repository {
             .selectFrom('bundle_registrations')
             .innerJoin('bundles', 'bundles.id', 'bundle_registrations.bundle_id')
             .selectAll('bundle_registrations')
-            .select('bundles.code as bundle_code')
+            .select(['bundles.code as bundle_code', 'bundles.description as bundle_description'])
             .where('bundle_registrations.id', 'in', ids)
             .execute()
     const byId = new Map(regs.map((r) => [Number(r.id), r]))

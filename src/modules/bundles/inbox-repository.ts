@@ -4,6 +4,7 @@ import { selectPage } from '../../db/list-sql.js'
 import { Repository } from '../../db/repository.js'
 import type { Database } from '../../db/schema.js'
 import type { BundleRecipientRow } from './bundle-mail-repository.js'
+import { BundleVisitRepository } from './bundle-visit-repository.js'
 import { INBOX_PERMISSIONS, type InboxRegistrationRow, type InboxUploadRow } from './inbox-model.js'
 
 /** Which inboxes a list covers: a site's, one creator's, or one inbox. */
@@ -56,17 +57,8 @@ export class InboxRepository extends Repository {
       .where('bundles.permissions', '=', INBOX_PERMISSIONS)
     if (scope.userId !== undefined) q = q.where('bundles.user_id', '=', scope.userId)
     if (scope.inboxId !== undefined) q = q.where('bundle_actions.bundle_id', '=', scope.inboxId)
-    const page = await selectPage(q, list)
-    const ids = [...new Set(page.items.map((r) => Number(r.bundle_registration_id)))]
-    const regs =
-      ids.length === 0
-        ? []
-        : await this.inboxRegistrations().where('bundle_registrations.id', 'in', ids).execute()
-    const byId = new Map(regs.map((r) => [Number(r.id), r]))
-    return {
-      ...page,
-      items: page.items.map((r) => ({ ...r, registration: byId.get(Number(r.bundle_registration_id))! })),
-    }
+    // The same registration lookup as a link's own lists: one query for the page.
+    return new BundleVisitRepository(this.db, this.dialect).withRegistrations(await selectPage(q, list))
   }
 
   private inboxRegistrations() {
