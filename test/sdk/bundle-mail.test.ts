@@ -4,10 +4,9 @@ import BundleNotification from 'files.com/lib/models/BundleNotification.js'
 import BundleRecipient from 'files.com/lib/models/BundleRecipient.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { wakeMailWorkers } from '../../src/mail/mail-queue.js'
-import { makeFile, makeFolder } from '../helpers/file-rows.js'
-import { dialects, grant, makeKey, makeUser, type TestServer } from '../helpers/server.js'
+import { dialects, type TestServer } from '../helpers/server.js'
 import { startSmtp, type TestSmtp } from '../helpers/smtp.js'
-import { describeError, sdkError, sdkServer } from './sdk.js'
+import { describeError, linkMaker, sdkError, sdkServer } from './sdk.js'
 
 describe.each(dialects)('files.com SDK: sharing by e-mail and notifications (%s)', (dialect) => {
   let s: TestServer
@@ -24,18 +23,7 @@ describe.each(dialects)('files.com SDK: sharing by e-mail and notifications (%s)
     () => ({ SMTP_URL: smtp.url, MAIL_FROM: 'files@files.example', SHARE_MAIL_LIMIT_PER_HOUR: '3' }),
   )
 
-  async function sharer(folder: string): Promise<{ id: number; key: string }> {
-    const u = await makeUser(s, { email: `${folder}@corp.example` })
-    await makeFolder(s, folder)
-    await makeFile(s, `${folder}/a.txt`)
-    await grant(s, u.id, folder, 'full')
-    await s.container.db
-      .updateTable('users')
-      .set({ attachments_permission: 1 })
-      .where('id', '=', u.id)
-      .execute()
-    return { id: u.id, key: (await makeKey(s, u.id)).key }
-  }
+  const sharer = (folder: string) => linkMaker(s, folder)
 
   it('shares a link with bundle.share(), lists and adds recipients', async () => {
     const me = await sharer('sdk-share')

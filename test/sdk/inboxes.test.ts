@@ -4,11 +4,10 @@ import InboxRecipient from 'files.com/lib/models/InboxRecipient.js'
 import InboxRegistration from 'files.com/lib/models/InboxRegistration.js'
 import InboxUpload from 'files.com/lib/models/InboxUpload.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { makeFile, makeFolder } from '../helpers/file-rows.js'
 import { putBytes } from '../helpers/files.js'
-import { call, dialects, grant, makeKey, makeUser, type TestServer } from '../helpers/server.js'
+import { call, dialects, type TestServer } from '../helpers/server.js'
 import { startSmtp, type TestSmtp } from '../helpers/smtp.js'
-import { describeError, type Recorder, sdkError, sdkServer } from './sdk.js'
+import { describeError, linkMaker, type Recorder, sdkError, sdkServer } from './sdk.js'
 
 describe.each(dialects)('files.com SDK: inboxes (%s)', (dialect) => {
   let s: TestServer
@@ -27,18 +26,7 @@ describe.each(dialects)('files.com SDK: inboxes (%s)', (dialect) => {
     () => ({ SMTP_URL: smtp.url, MAIL_FROM: 'files@files.example' }),
   )
 
-  async function owner(folder: string): Promise<{ id: number; key: string }> {
-    const u = await makeUser(s, { email: `${folder}@corp.example` })
-    await makeFolder(s, folder)
-    await makeFile(s, `${folder}/a.txt`)
-    await grant(s, u.id, folder, 'full')
-    await s.container.db
-      .updateTable('users')
-      .set({ attachments_permission: 1 })
-      .where('id', '=', u.id)
-      .execute()
-    return { id: u.id, key: (await makeKey(s, u.id)).key }
-  }
+  const owner = (folder: string) => linkMaker(s, folder)
 
   /** A visitor registers on the link and uploads one file through the public API. */
   async function upload(code: string, name: string, path: string): Promise<void> {

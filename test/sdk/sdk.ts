@@ -3,8 +3,17 @@ import type { FilesApiError } from 'files.com/lib/Errors.js'
 import Files from 'files.com/lib/Files.js'
 import { LogLevel } from 'files.com/lib/Logger.js'
 import { beforeAll, beforeEach } from 'vitest'
+import { makeFile, makeFolder } from '../helpers/file-rows.js'
 import { forward, listenLoopback } from '../helpers/forward.js'
-import { type DialectName, type TestServer, useServer, useStarted } from '../helpers/server.js'
+import {
+  type DialectName,
+  grant,
+  makeKey,
+  makeUser,
+  type TestServer,
+  useServer,
+  useStarted,
+} from '../helpers/server.js'
 
 /**
  * The official SDK keeps its configuration in module globals (base URL, key, session): every test
@@ -91,4 +100,21 @@ export function sdkServer(
     resetSdk(rec.url)
     rec.requests.length = 0
   })
+}
+
+/**
+ * A user who may make share links (`attachments_permission`), with full permission on `folder`
+ * (made, with a file `a.txt` in it), an e-mail address of `<folder>@corp.example`, and a key.
+ */
+export async function linkMaker(s: TestServer, folder: string): Promise<{ id: number; key: string }> {
+  const u = await makeUser(s, { email: `${folder}@corp.example` })
+  await makeFolder(s, folder)
+  await makeFile(s, `${folder}/a.txt`)
+  await grant(s, u.id, folder, 'full')
+  await s.container.db
+    .updateTable('users')
+    .set({ attachments_permission: 1 })
+    .where('id', '=', u.id)
+    .execute()
+  return { id: u.id, key: (await makeKey(s, u.id)).key }
 }
