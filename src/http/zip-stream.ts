@@ -36,7 +36,7 @@ const RECORDS_AHEAD = 256
  * links"). While one batch is written the next gathers; `add` waits only when RECORDS_AHEAD are
  * unwritten. A failed write fails every later `add` and `drain`.
  */
-export class BatchedRecords<E> {
+class BatchedRecords<E> {
   private queued: E[] = []
   private inFlight = 0
   private writing: Promise<void> | null = null
