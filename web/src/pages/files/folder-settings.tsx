@@ -302,18 +302,16 @@ function BehaviorForm({
         />
       ))}
       {showOther ? (
-        <>
-          <label>
-            {form ? 'Other settings (JSON)' : 'Settings (JSON)'}
-            <textarea
-              name="other"
-              rows={4}
-              value={other}
-              {...invalid('fs-err-value', errs('value'))}
-              onInput={(e) => setOther(e.currentTarget.value)}
-            />
-          </label>
-        </>
+        <label>
+          {form ? 'Other settings (JSON)' : 'Settings (JSON)'}
+          <textarea
+            name="other"
+            rows={4}
+            value={other}
+            {...invalid('fs-err-value', errs('value'))}
+            onInput={(e) => setOther(e.currentTarget.value)}
+          />
+        </label>
       ) : null}
       <FieldError id="fs-err-value" errors={errs('value')} />
 
