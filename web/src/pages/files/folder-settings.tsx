@@ -261,8 +261,16 @@ function BehaviorForm({
     'value',
     ...(form?.settings ?? []).map((s) => `value.${s.key}`),
   ])
-  const errs = (key: string) => fieldErrors[key]
-  const unplaced = Object.entries(fieldErrors).filter(([k]) => !known.has(k))
+  // A setting without a field of its own (`value.<name>`) is said beside the JSON of the others.
+  const formKeys = new Set((form?.settings ?? []).map((s) => `value.${s.key}`))
+  const ofOther = Object.entries(fieldErrors).filter(([k]) => k.startsWith('value.') && !formKeys.has(k))
+  const errs = (key: string) =>
+    key === 'value'
+      ? [...(fieldErrors['value'] ?? []), ...ofOther.flatMap(([k, m]) => m.map((x) => `${k.slice(6)} ${x}`))]
+      : fieldErrors[key]
+  const unplaced = Object.entries(fieldErrors).filter(([k]) => !known.has(k) && !k.startsWith('value.'))
+  // Every complaint is beside its field: the message above the buttons only points there.
+  const placedOnly = Object.keys(fieldErrors).length > 0 && unplaced.length === 0
 
   return (
     <form class="behavior-form" onSubmit={save.submit} noValidate>
@@ -352,8 +360,9 @@ function BehaviorForm({
 
       {save.error ? (
         <p class="error" role="alert">
-          {save.error instanceof ApiError ? save.error.message : String((save.error as Error).message)}
-          {unplaced.length ? `: ${unplaced.map(([k, m]) => `${k} ${m.join('; ')}`).join('; ')}` : ''}
+          {placedOnly
+            ? 'Not saved: see the marked fields.'
+            : `${(save.error as Error).message}${unplaced.length ? `: ${unplaced.map(([k, m]) => `${k} ${m.join('; ')}`).join('; ')}` : ''}`}
         </p>
       ) : null}
       <div class="actions">
