@@ -6,6 +6,7 @@ import { registerApiKeyCommands } from './cli/api-key-commands.js'
 import { registerBackupCommands } from './cli/backup-commands.js'
 import { BackupError } from './cli/backup-files.js'
 import { registerBannedAddressCommands } from './cli/banned-address-commands.js'
+import { registerBehaviorCommands } from './cli/behavior-commands.js'
 import { registerBillingCommands } from './cli/billing-commands.js'
 import { PortUnavailableError } from './cli/bound-ports.js'
 import { registerConfigCommands } from './cli/config-commands.js'
@@ -152,6 +153,7 @@ keys
 registerApiKeyCommands(keys, withContainer)
 registerBillingCommands(program, withContainer)
 registerBannedAddressCommands(program, withContainer)
+registerBehaviorCommands(program, withContainer)
 registerBackupCommands(program, config)
 registerConfigCommands(program, config)
 for (const c of program.commands.find((c) => c.name() === 'billing')?.commands ?? [])

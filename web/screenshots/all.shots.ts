@@ -5,6 +5,7 @@ import { hasBrowser, launchBrowser, newPage, signIn, startWebServer } from '../.
 import * as accounts from './accounts.js'
 import * as admin from './admin.js'
 import * as files from './files.js'
+import * as folderSettings from './folder-settings.js'
 import * as shareVisitor from './share-visitor.js'
 import * as shares from './shares.js'
 import type { ShotContext } from './shot.js'
@@ -17,6 +18,7 @@ const OUT = path.resolve(import.meta.dirname, '../../docs/screenshots')
 const MODULES: Record<string, { shoot(ctx: ShotContext): Promise<void> }> = {
   'sign-in': signInShots,
   files,
+  'folder-settings': folderSettings,
   shares,
   'share-visitor': shareVisitor,
   webhooks,

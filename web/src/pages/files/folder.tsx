@@ -5,6 +5,7 @@ import { ErrorBox, Loading, Notice, useAsync } from '../../ui'
 import { BulkBar, BulkDialog, type BulkOperation } from './bulk'
 import { type Entry, type Operation, OperationDialog } from './dialogs'
 import { Row, type RowAction, relative, type Sort, type SortField, SortHeader } from './file-table'
+import { FolderSettingsDialog, useMayManageBehaviors } from './folder-settings'
 import { DropZone, NewFolder } from './folder-tools'
 import { PreviewDialog } from './preview'
 import { UploadList, type useUploads } from './uploads'
@@ -52,6 +53,8 @@ export function Folder({
   const [bulk, setBulk] = useState<BulkOperation | null>(null)
   const [share, setShare] = useState<ShareOf | null>(null)
   const [preview, setPreview] = useState<Entry | null>(null)
+  const [settings, setSettings] = useState(false)
+  const mayManage = useMayManageBehaviors(folder, me)
 
   const listPath = folder === '' ? '/folders' : `/folders/${encodePath(folder)}`
   const query = { [`sort_by[${sort.field}]`]: sort.dir, search, per_page: 100 }
@@ -203,6 +206,11 @@ export function Folder({
             }}
           />
         ) : null}
+        {mayManage.data ? (
+          <button type="button" class="secondary folder-settings-button" onClick={() => setSettings(true)}>
+            Folder settings
+          </button>
+        ) : null}
       </div>
 
       {notice ? <Notice>{notice}</Notice> : null}
@@ -338,6 +346,7 @@ export function Folder({
           onSaved={() => undefined}
         />
       ) : null}
+      {settings ? <FolderSettingsDialog folder={folder} onClose={() => setSettings(false)} /> : null}
       {preview ? (
         <PreviewDialog
           entry={preview}
