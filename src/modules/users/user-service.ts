@@ -9,6 +9,7 @@ import { isSiteAdmin, type Principal, requireSiteAdmin, type UserRow } from '../
 import { hashPassword } from '../../security/secrets.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
+import type { UserFolders } from '../behaviors/user-folders.js'
 import { readListRequest } from '../list-request.js'
 import {
   blankToNull,
@@ -53,6 +54,8 @@ export class UserService {
     private readonly secrets: SiteSecrets,
     readonly now: () => number = Date.now,
     private readonly identities: IdentityCache = new IdentityCache(0),
+    /** The folders `create_user_folders` behaviors make for a new user, in its transaction. */
+    private readonly userFolders?: UserFolders,
   ) {}
 
   /** GET /users: a site admin sees every user of the site, anyone else only themselves. */
@@ -112,6 +115,7 @@ export class UserService {
         },
         now,
       )
+      await this.userFolders?.forNewUser(tx.db, p, inserted, now)
       return inserted
     })
     return toUserJson(row)
