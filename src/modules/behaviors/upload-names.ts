@@ -111,7 +111,7 @@ function dateParts(at: number, zone: string): Record<string, string> {
     hh: parts['hour'] ?? '',
     mm: parts['minute'] ?? '',
     ss: parts['second'] ?? '',
-    Z: offset === '' ? 'Z' : offset,
+    Z: offset === '' || offset === '+00:00' ? 'Z' : offset,
   }
 }
 
