@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { operatorPrincipal } from '../src/identity/principal.js'
 import { findRow } from './helpers/file-rows.js'
 import { uploaded } from './helpers/files.js'
 import { call, dialects, expectError, makeKey, makeUser, useServer } from './helpers/server.js'
@@ -66,6 +67,16 @@ describe.each(dialects)('create_user_folders (%s)', (dialect) => {
     const key = (await makeKey(s, created.body.id)).key
     await uploaded(s, 'homes/newcomer/inbox/a.txt', 'hi', key)
     expect((await call(s, 'POST', '/folders/homes/other', { key, body: {} })).status).toBe(403)
+  })
+
+  it('a user created by the operator, as `wharf users create` does, gets the folder too', async () => {
+    await rule('ops-homes', { permission: 'readonly' })
+    const u = await s.container.services.users.create(operatorPrincipal(s.container.site.id), {
+      username: 'by-operator',
+      password: 'operator-made-1',
+    })
+    expect((await findRow(s, 'ops-homes/by-operator'))?.type).toBe('directory')
+    expect(await permissionsOf(u.id)).toContainEqual(['ops-homes/by-operator', 'readonly'])
   })
 
   it('existing_users makes folders for the users already there; an existing folder is reused', async () => {

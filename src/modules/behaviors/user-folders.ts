@@ -4,8 +4,7 @@ import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
 import { normalizePath } from '../../api/paths.js'
 import type { Database } from '../../db/schema.js'
 import type { Principal } from '../../identity/principal.js'
-import { contextOf, recordAction } from '../actions/action-recorder.js'
-import type { FileRepository } from '../files/file-repository.js'
+import { type ActionContext, contextOf, recordAction } from '../actions/action-recorder.js'
 import type { PermissionRepository } from '../permissions/permission-repository.js'
 import { PERMISSIONS } from '../permissions/permission-service.js'
 import type { BehaviorRepository } from './behavior-repository.js'
@@ -65,6 +64,19 @@ export function userFoldersValue(raw: Value, errors: ModelErrors): Value {
   return { permission, new_folder_name: folderName, subfolders, existing_users: existing }
 }
 
+type Author = { userId: number | null; apiKeyId: number | null }
+
+/**
+ * What making folders needs of the file tree (the files module's FileRepository): named here so
+ * that behaviors do not import the file core, which stands on them.
+ */
+export interface FolderTree {
+  on(db: Kysely<Database>): FolderTree
+  findByPath(siteId: number, path: string): Promise<{ type: string } | undefined>
+  ensureParents(ctx: ActionContext, author: Author, path: string, now: number, create: boolean): Promise<void>
+  insertFolder(ctx: ActionContext, author: Author, path: string, now: number): Promise<unknown>
+}
+
 /** What a user's folder is named after. */
 export interface FolderOwner {
   id: number
@@ -80,7 +92,7 @@ export interface FolderOwner {
 export class UserFolders {
   constructor(
     private readonly behaviors: BehaviorRepository,
-    private readonly files: FileRepository,
+    private readonly files: FolderTree,
     private readonly permissions: PermissionRepository,
   ) {}
 
@@ -119,7 +131,7 @@ export class UserFolders {
     const files = this.files.on(db)
     const permissions = this.permissions.on(db)
     const ctx = contextOf(p)
-    const author = { userId: p.user?.id ?? null, apiKeyId: p.apiKey?.id ?? null }
+    const author: Author = { userId: p.user?.id ?? null, apiKeyId: p.apiKey?.id ?? null }
     const permission = String(value['permission'] ?? 'full')
     for (const user of users) {
       const path = joined(base, folderNameOf(user, value))

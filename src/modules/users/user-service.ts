@@ -9,7 +9,6 @@ import { isSiteAdmin, type Principal, requireSiteAdmin, type UserRow } from '../
 import { hashPassword } from '../../security/secrets.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
-import type { UserFolders } from '../behaviors/user-folders.js'
 import { readListRequest } from '../list-request.js'
 import {
   blankToNull,
@@ -44,6 +43,14 @@ export interface UserSessions {
   endOthers(userId: number, keepHash: string, db?: Kysely<Database>): Promise<void>
 }
 
+/**
+ * What else a new user gets in its own transaction (the folders of `create_user_folders`
+ * behaviors): given to the service, so that users never import behaviors, which read users.
+ */
+export interface NewUserFolders {
+  forNewUser(db: Kysely<Database>, p: Principal, user: UserRow, now: number): Promise<void>
+}
+
 const notFound = (id: number) => ERRORS.userNotFound(`User ${id} not found`)
 const ANOTHER_ADMIN = 'make another user a site administrator first'
 
@@ -55,7 +62,7 @@ export class UserService {
     readonly now: () => number = Date.now,
     private readonly identities: IdentityCache = new IdentityCache(0),
     /** The folders `create_user_folders` behaviors make for a new user, in its transaction. */
-    private readonly userFolders?: UserFolders,
+    private readonly userFolders?: NewUserFolders,
   ) {}
 
   /** GET /users: a site admin sees every user of the site, anyone else only themselves. */
