@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { findRow, pathsUnder } from './helpers/file-rows.js'
 import { beginUpload, endUpload, split, target, uploadFile, uploadRefusal } from './helpers/files.js'
+import { startListener } from './helpers/listener.js'
 import { call, dialects, expectError, grant, makeKey, makeUser, useServer } from './helpers/server.js'
 
 /**
@@ -8,7 +9,7 @@ import { call, dialects, expectError, grant, makeKey, makeUser, useServer } from
  * commit; `end`, the File and the Action show the final name.
  */
 describe.each(dialects)('renaming behaviors (%s)', (dialect) => {
-  const s = useServer(dialect)
+  const s = useServer(dialect, { WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' })
   let userKey: string
 
   const rule = async (path: string, behavior: string, value: unknown, more: Record<string, unknown> = {}) => {
@@ -118,6 +119,24 @@ describe.each(dialects)('renaming behaviors (%s)', (dialect) => {
     expectError(refused, 422, 'processing-failure/invalid-filename')
     expect(refused.body.error).toContain('not a valid name')
     expect((await put('named/ext-only/a.txt', 'x')).path).toBe('named/ext-only/.txt')
+  })
+
+  it('the site’s webhook reports the stored name', async () => {
+    const listener = await startListener()
+    try {
+      const set = await call(s, 'PATCH', '/webhook_settings', {
+        key: s.adminKey,
+        body: { url: listener.url, triggers: ['Upload'], enabled: true },
+      })
+      expect(set.status).toBe(200)
+      await rule('named/hooked', 'override_upload_filename', { filename_override_pattern: 'hooked-{name}' })
+      expect((await put('named/hooked/a.txt', 'x')).path).toBe('named/hooked/hooked-a.txt')
+      const [got] = await listener.waitFor(1)
+      expect([got!.json.operation, got!.json.path]).toEqual(['Upload', 'named/hooked/hooked-a.txt'])
+    } finally {
+      await call(s, 'PATCH', '/webhook_settings', { key: s.adminKey, body: { url: null, enabled: false } })
+      await listener.close()
+    }
   })
 
   it('a clash replaces the file there, or with with_rename takes the next free name', async () => {
