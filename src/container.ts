@@ -31,6 +31,7 @@ import { AuthService } from './modules/auth/auth-service.js'
 import { ProtocolLogin } from './modules/auth/protocol-login.js'
 import { BehaviorService } from './modules/behaviors/behavior-service.js'
 import { FolderRules } from './modules/behaviors/folder-rules.js'
+import { UserFolders } from './modules/behaviors/user-folders.js'
 import { BillingLedger } from './modules/billing/billing-ledger.js'
 import { BillingService } from './modules/billing/billing-service.js'
 import { BundleMailService } from './modules/bundles/bundle-mail-service.js'
@@ -489,6 +490,7 @@ function createServices(p: ServiceParts): Services {
   const { db } = p
   const fileAccess = new FileAccess(repos.permissions)
   const folderRules = new FolderRules(repos.behaviors)
+  const userFolders = new UserFolders(repos.behaviors, repos.files, repos.permissions)
   const auth = new AuthService(repos.apiKeys, repos.users, repos.sessions, config, now, identities)
   const fileRepos = { files: repos.files, folders: repos.folders }
   const uploads = new UploadService(
@@ -518,7 +520,7 @@ function createServices(p: ServiceParts): Services {
     config,
     now,
   )
-  const folders = new FolderService(fileRepos, fileAccess, secrets, now)
+  const folders = new FolderService(fileRepos, fileAccess, secrets, now, folderRules)
   const fileOps = new FileOperations(fileRepos, blobs, fileAccess, folderRules, now)
   const bundles = new BundleService(
     repos.bundles,
@@ -542,7 +544,7 @@ function createServices(p: ServiceParts): Services {
     auth,
     apiKeys: new ApiKeyService(repos.apiKeys, repos.users, config, secrets, now, identities),
     sessions,
-    users: new UserService(repos.users, sessions, secrets, now, identities),
+    users: new UserService(repos.users, sessions, secrets, now, identities, userFolders),
     permissions: new PermissionService(repos.permissions, repos.users, secrets, now),
     uploads,
     downloads,
@@ -563,7 +565,7 @@ function createServices(p: ServiceParts): Services {
     }),
     protocolLogin: new ProtocolLogin(repos.users, auth, sessions, loginDefender, now),
     publicKeys: new PublicKeyService(repos.publicKeys, repos.users, secrets, now),
-    behaviors: new BehaviorService(repos.behaviors, repos.permissions, secrets, guard, now),
+    behaviors: new BehaviorService(repos.behaviors, repos.permissions, secrets, guard, now, userFolders),
     bundles,
     bundleMail,
     bundleVisitors: new BundleVisitorService(

@@ -133,7 +133,7 @@ describe.each(dialects)('folder behaviors (%s)', (dialect) => {
       }
       const unsupported = await post({ path: 'validation', behavior: 'watermark' })
       expect(unsupported.body.model_errors.behavior[0]).toContain(
-        'supported: limit_file_extensions, limit_file_regex, limit_filename_length)',
+        'supported: limit_file_extensions, limit_file_regex, limit_filename_length',
       )
       expectError(await post({ behavior: 'webhook' }), 400, 'bad-request/request-params-required')
       expectError(await post({ path: 'x' }), 400, 'bad-request/request-params-required')

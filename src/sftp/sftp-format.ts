@@ -48,9 +48,12 @@ export function statusOf(err: unknown): { code: number; message: string } {
   if (err.type.startsWith('not-found')) return { code: STATUS.NO_SUCH_FILE, message: err.message }
   // A name a folder behavior refuses: SFTP v3 has no code for a bad name (v5's INVALID_FILENAME is
   // not what OpenSSH speaks), and "Permission denied" is what the site's rule amounts to.
+  // A folder whose subfolders a folder behavior locks is denied permission the same way.
   if (
     err.type === 'processing-failure/invalid-file-type' ||
-    err.type === 'processing-failure/invalid-filename'
+    err.type === 'processing-failure/invalid-filename' ||
+    err.type === 'processing-failure/folder-locked' ||
+    err.type === 'processing-failure/subfolder-locked'
   ) {
     return { code: STATUS.PERMISSION_DENIED, message: err.message }
   }

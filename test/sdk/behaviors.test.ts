@@ -1,6 +1,10 @@
 import Files from 'files.com/lib/Files.js'
 import Behavior from 'files.com/lib/models/Behavior.js'
+import File from 'files.com/lib/models/File.js'
+import Folder from 'files.com/lib/models/Folder.js'
+import User from 'files.com/lib/models/User.js'
 import { describe, expect, it } from 'vitest'
+import { findRow } from '../helpers/file-rows.js'
 import { dialects, grant, makeKey, makeUser, type TestServer } from '../helpers/server.js'
 import { describeError, type Recorder, sdkError, sdkServer } from './sdk.js'
 
@@ -57,6 +61,33 @@ describe.each(dialects)('files.com SDK: folder behaviors (%s)', (dialect) => {
     await found.delete()
     const gone = await sdkError(Behavior.find(created.id))
     expect(describeError(gone)).toMatchObject({ type: 'not-found', httpCode: 404 })
+  })
+
+  it('renames uploads, locks subfolders and makes user folders, as the SDK sees them', async () => {
+    Files.setApiKey(s.adminKey)
+    await Behavior.create({
+      path: 'sdk-named',
+      behavior: 'override_upload_filename',
+      value: JSON.stringify({ filename_override_pattern: 'in-{name}' }),
+    })
+    const file = await File.uploadData('sdk-named/a.txt', 'hello')
+    expect(file.path).toBe('sdk-named/in-a.txt')
+
+    await Behavior.create({ path: 'sdk-locked', behavior: 'lock_subfolders', value: '{"level":"children"}' })
+    const u = await makeUser(s)
+    await grant(s, u.id, 'sdk-locked', 'full')
+    Files.setApiKey((await makeKey(s, u.id)).key)
+    const locked = await sdkError(Folder.create('sdk-locked/sub'))
+    expect(describeError(locked)).toEqual({
+      className: 'ProcessingFailure_FolderLockedError',
+      type: 'processing-failure/folder-locked',
+      httpCode: 422,
+    })
+
+    Files.setApiKey(s.adminKey)
+    await Behavior.create({ path: 'sdk-homes', behavior: 'create_user_folders', value: '{}' })
+    await User.create({ username: 'sdk-made', password: 'sdk-made-password-1' })
+    expect((await findRow(s, 'sdk-homes/sdk-made'))?.type).toBe('directory')
   })
 
   it('surfaces the refusals as the SDK’s typed errors', async () => {

@@ -74,6 +74,17 @@ export class BehaviorRepository extends Repository {
     return q.orderBy('id').execute()
   }
 
+  /** Every behavior of one type on the site. */
+  ofType(siteId: number, type: string): Promise<BehaviorRow[]> {
+    return this.db
+      .selectFrom('behaviors')
+      .selectAll()
+      .where('site_id', '=', siteId)
+      .where('behavior', '=', type)
+      .orderBy('id')
+      .execute()
+  }
+
   /**
    * The behaviors on `folder`, above it and inside it, in one statement: what a folder moved or
    * copied to `folder` meets wherever its files land.

@@ -17,6 +17,7 @@ import {
   isBehaviorType,
   shownValue,
 } from './behavior-types.js'
+import type { UserFolders } from './user-folders.js'
 
 /** The Behavior resource, as the Files.com SDK's model has it. */
 export interface BehaviorJson {
@@ -91,6 +92,8 @@ export class BehaviorService {
     private readonly secrets: SiteSecrets,
     private readonly guard: AddressGuard,
     private readonly now: () => number = Date.now,
+    /** create_user_folders with existing_users: the folders of the users already there. */
+    private readonly userFolders?: UserFolders,
   ) {}
 
   /** GET /behaviors: every behavior the caller may manage, by `behavior`, paged. */
@@ -153,18 +156,25 @@ export class BehaviorService {
     }
     if (Object.keys(errors).length) throw ApiError.modelSave(errors)
     const now = this.now()
-    const row = await this.behaviors.insert({
-      site_id: p.siteId,
-      path,
-      path_lower: path.toLowerCase(),
-      behavior: type,
-      value,
-      name: input.name ?? null,
-      description: input.description ?? null,
-      recursive: input.recursive === true ? 1 : 0,
-      disable_parent_folder_behavior: input.disable_parent_folder_behavior === true ? 1 : 0,
-      created_at: now,
-      updated_at: now,
+    const row = await this.behaviors.transaction(async (tx) => {
+      const inserted = await tx.insert({
+        site_id: p.siteId,
+        path,
+        path_lower: path.toLowerCase(),
+        behavior: type,
+        value,
+        name: input.name ?? null,
+        description: input.description ?? null,
+        recursive: input.recursive === true ? 1 : 0,
+        disable_parent_folder_behavior: input.disable_parent_folder_behavior === true ? 1 : 0,
+        created_at: now,
+        updated_at: now,
+      })
+      const v = JSON.parse(value) as Record<string, unknown>
+      if (type === 'create_user_folders' && v['existing_users'] === true) {
+        await this.userFolders?.forExistingUsers(tx.db, p, path, v, now)
+      }
+      return inserted
     })
     return toBehaviorJson(row)
   }

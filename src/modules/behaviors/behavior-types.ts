@@ -4,6 +4,8 @@ import type { AddressGuard } from '../../webhooks/address-guard.js'
 import { WEBHOOK_OPERATIONS } from '../../webhooks/webhook-operations.js'
 import { checkUrl } from '../webhooks/webhook-settings.js'
 import { checkRegex, MAX_NAME_LENGTH_LIMIT } from './name-rules.js'
+import { overrideValue, timestampValue } from './upload-names.js'
+import { lockValue, userFoldersValue } from './user-folders.js'
 
 /**
  * The behavior types Wharf builds and the shape of each one's `value`. Every other
@@ -14,6 +16,10 @@ export const BEHAVIOR_TYPES = [
   'limit_file_extensions',
   'limit_file_regex',
   'limit_filename_length',
+  'append_timestamp',
+  'override_upload_filename',
+  'lock_subfolders',
+  'create_user_folders',
 ] as const
 export type BehaviorType = (typeof BEHAVIOR_TYPES)[number]
 
@@ -25,6 +31,10 @@ export const AVAILABLE_TYPES: readonly BehaviorType[] = [
   'limit_file_extensions',
   'limit_file_regex',
   'limit_filename_length',
+  'append_timestamp',
+  'override_upload_filename',
+  'lock_subfolders',
+  'create_user_folders',
 ]
 
 export function isBehaviorType(s: string): s is BehaviorType {
@@ -77,6 +87,14 @@ export function checkValue(
       return lengthValue(raw, errors)
     case 'webhook':
       return webhookValue(raw, errors, guard, stored)
+    case 'append_timestamp':
+      return timestampValue(raw, errors)
+    case 'override_upload_filename':
+      return overrideValue(raw, errors)
+    case 'lock_subfolders':
+      return lockValue(raw, errors)
+    case 'create_user_folders':
+      return userFoldersValue(raw, errors)
   }
 }
 
@@ -84,6 +102,10 @@ const KNOWN_FIELDS: Record<BehaviorType, string[]> = {
   limit_file_extensions: ['extensions', 'mode'],
   limit_file_regex: ['regex'],
   limit_filename_length: ['max_length'],
+  append_timestamp: ['format', 'time_zone'],
+  override_upload_filename: ['filename_override_pattern', 'time_zone'],
+  lock_subfolders: ['level'],
+  create_user_folders: ['permission', 'new_folder_name', 'subfolders', 'existing_users', 'group_id'],
   webhook: [
     'urls',
     'method',

@@ -84,6 +84,7 @@ export async function copyPath(d: Deps, p: Principal, rawPath: string, input: Co
       .execute()
     rows = rows.concat(input.structure === true ? inside.filter((r) => r.type === 'directory') : inside)
   }
+  if (source.type === 'directory') await d.folderRules.checkFolderChange(p.siteId, [dest], access)
   await checkLandingNames(d.folderRules, p.siteId, source, dest, async () => rows.slice(1))
   const copies = await copyBlobs(d, rows)
 

@@ -36,13 +36,15 @@ const BATCH = 500
  * (`a.txt` → `A.txt`) is allowed: the lower-case path, and with it every lookup, stays the same.
  */
 export async function movePath(d: Deps, p: Principal, rawPath: string, input: MoveInput): Promise<void> {
-  const { src, dest, overwrite } = await operands(d.fileAccess, p, rawPath, input, 'delete')
+  const { src, dest, overwrite, access } = await operands(d.fileAccess, p, rawPath, input, 'delete')
   if (src === dest) throw ERRORS.destinationSame('The destination is the source itself')
   // Read once more in the transaction; here it lets the folder behaviors at the destination
   // refuse the names that would land there, before the transaction (whose connection, on SQLite,
   // is the only one) begins.
   const before = await d.repos.files.findByPath(p.siteId, src)
   if (before) {
+    // A folder moved leaves its folder and appears in another: both may be locked.
+    if (before.type === 'directory') await d.folderRules.checkFolderChange(p.siteId, [src, dest], access)
     await checkLandingNames(d.folderRules, p.siteId, before, dest, () =>
       d.repos.files.descendants(p.siteId, before.path_lower).selectAll().execute(),
     )

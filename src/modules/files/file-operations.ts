@@ -5,7 +5,7 @@ import type { Principal } from '../../identity/principal.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import type { FolderRules } from '../behaviors/folder-rules.js'
 import type { OperationDeps } from './destination-rules.js'
-import type { FileAccess } from './file-access.js'
+import type { AccessView, FileAccess } from './file-access.js'
 import { type CopyInput, copyPath } from './file-copy.js'
 import { describeFileAction } from './file-display.js'
 import { type MoveInput, movePath } from './file-move.js'
@@ -28,7 +28,7 @@ export class FileOperations {
     private readonly repos: FileTreeRepositories,
     blobs: BlobStore,
     private readonly fileAccess: FileAccess,
-    folderRules: FolderRules,
+    private readonly folderRules: FolderRules,
     private readonly now: () => number = Date.now,
   ) {
     this.deps = { repos, blobs, fileAccess, folderRules, now }
@@ -39,7 +39,7 @@ export class FileOperations {
     const path = normalizeExistingPath(rawPath)
     const access = await this.fileAccess.of(p)
     access.require(path, 'delete')
-    await this.remove(p, path, input.recursive === true)
+    await this.remove(p, path, input.recursive === true, access)
   }
 
   /** DELETE /resource/{id}: the same, for the file or folder with this id. */
@@ -48,7 +48,7 @@ export class FileOperations {
     if (!row) throw ERRORS.fileNotFound(`No file or folder has the id ${id}`)
     const access = await this.fileAccess.of(p)
     access.require(row.path, 'delete')
-    await this.remove(p, row.path, input.recursive === true, id)
+    await this.remove(p, row.path, input.recursive === true, access, id)
   }
 
   copy(p: Principal, rawPath: string, input: CopyInput): Promise<void> {
@@ -82,8 +82,18 @@ export class FileOperations {
    * everything inside it. The blobs of every deleted file are queued by one INSERT … SELECT, so
    * the number of files inside does not change the number of statements.
    */
-  private async remove(p: Principal, path: string, recursive: boolean, expectedId?: number): Promise<void> {
+  private async remove(
+    p: Principal,
+    path: string,
+    recursive: boolean,
+    access: AccessView,
+    expectedId?: number,
+  ): Promise<void> {
     const siteId = p.siteId
+    // A folder's lock (lock_subfolders) is read before the transaction, whose connection is the
+    // only one on SQLite; a file is not concerned.
+    const before = await this.repos.files.findByPath(siteId, path)
+    if (before?.type === 'directory') await this.folderRules.checkFolderChange(siteId, [path], access)
     const now = this.now()
     await unitOfWork(this.repos, async (tx) => {
       await tx.files.lockPath(siteId, path)

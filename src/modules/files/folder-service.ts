@@ -5,6 +5,7 @@ import { normalizePath } from '../../api/paths.js'
 import type { Principal } from '../../identity/principal.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import { contextOf } from '../actions/action-recorder.js'
+import type { FolderRules } from '../behaviors/folder-rules.js'
 import { readListRequest } from '../list-request.js'
 import type { AccessView, FileAccess } from './file-access.js'
 import { type FileJson, toFileJson } from './file-json.js'
@@ -45,6 +46,8 @@ export class FolderService {
     private readonly fileAccess: FileAccess,
     private readonly secrets: SiteSecrets,
     private readonly now: () => number = Date.now,
+    /** The locks (lock_subfolders) on where folders are created. */
+    private readonly folderRules?: FolderRules,
   ) {}
 
   /**
@@ -137,7 +140,23 @@ export class FolderService {
       input.provided_mtime !== undefined && input.provided_mtime !== null && input.provided_mtime !== ''
         ? parseDateTime(input.provided_mtime, 'provided_mtime')
         : null
-    ;(access ?? (await this.fileAccess.of(p))).require(path, 'write')
+    access ??= await this.fileAccess.of(p)
+    access.require(path, 'write')
+    if (this.folderRules) {
+      // The folder and the parents mkdir_parents would create, as they are now.
+      const segments = path.split('/')
+      const paths = segments.map((_, i) => segments.slice(0, i + 1).join('/'))
+      const present = new Set(
+        (
+          await this.repos.files.kindsAt(
+            p.siteId,
+            paths.map((x) => x.toLowerCase()),
+          )
+        ).map((r) => r.path_lower),
+      )
+      const created = paths.filter((x) => !present.has(x.toLowerCase()))
+      await this.folderRules.checkFolderChange(p.siteId, created, access)
+    }
     const ctx = contextOf(p)
     const author = authorOf(p)
     const now = this.now()

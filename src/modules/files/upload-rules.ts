@@ -36,7 +36,8 @@ export interface UploadRecorder {
 
 /**
  * Refuses what would fail at `end` anyway, before any byte is sent: a folder at the path, a
- * file where a folder should be, a missing folder when mkdir_parents is false.
+ * file where a folder should be, a missing folder when mkdir_parents is false. Returns what is
+ * at the path and the folders the upload would create.
  */
 export async function refuseEarly(
   files: FileRepository,
@@ -54,8 +55,10 @@ export async function refuseEarly(
   )
   const rows = await files.kindsAt(siteId, lowers)
   const byLower = new Map(rows.map((r) => [r.path_lower, r]))
-  for (const lower of lowers.slice(0, -1)) {
+  const missing: string[] = []
+  for (const [i, lower] of lowers.slice(0, -1).entries()) {
     const row = byLower.get(lower)
+    if (!row) missing.push(segments.slice(0, i + 1).join('/'))
     if (row?.type === 'file') {
       throw ERRORS.destinationParentConflict(`${row.path} is a file, so it cannot hold ${path}`)
     }
@@ -69,7 +72,7 @@ export async function refuseEarly(
   if (target?.type === 'directory' && !withRename) {
     throw ERRORS.destinationExists(`${target.path} is a folder`)
   }
-  return target
+  return { target, missing }
 }
 
 /** Part numbers 1…10000 and no resuming from an offset. Returns the first part number. */

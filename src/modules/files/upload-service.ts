@@ -81,11 +81,13 @@ export class UploadService {
     access.require(path, 'write')
     const mkdirParents = opts.mkdirParents ?? true
     const withRename = opts.withRename ?? false
-    const target = await refuseEarly(this.repos.files, p.siteId, path, mkdirParents, withRename)
-    // Before any byte is stored: the folder's upload rules (extensions, name pattern, length).
-    await this.folderRules.checkNewFile(p.siteId, path)
-
+    const { target, missing } = await refuseEarly(this.repos.files, p.siteId, path, mkdirParents, withRename)
     const now = this.now()
+    // Before any byte is stored: the folder's upload rules (extensions, name pattern, length,
+    // the name a renaming rule makes), and the locks on the folders it would create.
+    await this.folderRules.checkNewFile(p.siteId, path, { at: now, username: p.user?.username ?? '' })
+    await this.folderRules.checkFolderChange(p.siteId, missing, access)
+
     const lifetime = { expiry_seconds: opts.expirySeconds ?? null }
     const fields = {
       site_id: p.siteId,
@@ -199,9 +201,12 @@ export class UploadService {
     const ctx = contextOf(p)
     const author: Author = { userId: p.user?.id ?? null, apiKeyId: p.apiKey?.id ?? null }
     const withRename = opts.withRename ?? upload.with_rename === 1
+    // The folder's renaming rules name the file now, at commit: an upload that never ends leaves
+    // no name behind, and the time a timestamp shows is the time the file appeared.
+    const wanted = await this.folderRules.storedPath(tx.db, p.siteId, upload.path, now, ctx.username ?? '')
     // One lock, taken once, keeps the global lock order (file-repository.ts): with_rename picks
     // its name first and takes the lock of that name only.
-    const path = withRename ? await freeName(tx.files, p.siteId, upload.path) : upload.path
+    const path = withRename ? await freeName(tx.files, p.siteId, wanted) : wanted
     await tx.files.lockPath(p.siteId, path)
     if (!(await tx.uploads.delete(upload.id))) throw uploadNotFound()
     await tx.uploads.deleteParts(upload.id)

@@ -43,6 +43,14 @@ export interface UserSessions {
   endOthers(userId: number, keepHash: string, db?: Kysely<Database>): Promise<void>
 }
 
+/**
+ * What else a new user gets in its own transaction (the folders of `create_user_folders`
+ * behaviors): given to the service, so that users never import behaviors, which read users.
+ */
+export interface NewUserFolders {
+  forNewUser(db: Kysely<Database>, p: Principal, user: UserRow, now: number): Promise<void>
+}
+
 const notFound = (id: number) => ERRORS.userNotFound(`User ${id} not found`)
 const ANOTHER_ADMIN = 'make another user a site administrator first'
 
@@ -53,6 +61,8 @@ export class UserService {
     private readonly secrets: SiteSecrets,
     readonly now: () => number = Date.now,
     private readonly identities: IdentityCache = new IdentityCache(0),
+    /** The folders `create_user_folders` behaviors make for a new user, in its transaction. */
+    private readonly userFolders?: NewUserFolders,
   ) {}
 
   /** GET /users: a site admin sees every user of the site, anyone else only themselves. */
@@ -112,6 +122,7 @@ export class UserService {
         },
         now,
       )
+      await this.userFolders?.forNewUser(tx.db, p, inserted, now)
       return inserted
     })
     return toUserJson(row)
