@@ -94,23 +94,41 @@ export const TYPE_FORMS: Record<string, TypeForm> = {
   append_timestamp: {
     label: 'Append a timestamp to uploaded file names',
     settings: [
-      { key: 'format', label: 'Format', kind: 'text' },
+      {
+        key: 'format',
+        label: 'Format',
+        kind: 'text',
+        hint: 'Tokens YYYY MM DD hh mm ss Z, e.g. -YYYY-MM-DDThh:mm:ssZ',
+      },
       { key: 'time_zone', label: 'Time zone', kind: 'text', hint: 'e.g. Europe/Paris' },
     ],
   },
   override_upload_filename: {
     label: 'Rename uploaded files',
-    settings: [{ key: 'filename_override_pattern', label: 'File name pattern', kind: 'text' }],
+    settings: [
+      {
+        key: 'filename_override_pattern',
+        label: 'File name pattern',
+        kind: 'text',
+        hint: 'e.g. {filename}-{YYYY}{MM}{DD}{extension}',
+      },
+      { key: 'time_zone', label: 'Time zone', kind: 'text', hint: 'e.g. Europe/Paris' },
+    ],
   },
   lock_subfolders: {
     label: 'Lock subfolders',
-    settings: [{ key: 'level', label: 'Level', kind: 'text' }],
+    settings: [{ key: 'level', label: 'Level', kind: 'select', options: ['children', 'children_recursive'] }],
   },
   create_user_folders: {
     label: 'Create a folder for each user',
     settings: [
-      { key: 'permission', label: 'Permission', kind: 'text' },
-      { key: 'new_folder_name', label: 'New folder name', kind: 'text' },
+      {
+        key: 'permission',
+        label: 'Permission',
+        kind: 'select',
+        options: ['full', 'readonly', 'writeonly', 'list', 'history', 'admin'],
+      },
+      { key: 'new_folder_name', label: 'Folder named after', kind: 'select', options: ['username', 'name'] },
       { key: 'subfolders', label: 'Subfolders', kind: 'lines', hint: 'One a line' },
       { key: 'existing_users', label: 'For existing users too', kind: 'bool' },
     ],
