@@ -14,6 +14,7 @@ export const BEHAVIOR_TYPES = [
   'limit_file_extensions',
   'limit_file_regex',
   'limit_filename_length',
+  'file_expiration',
 ] as const
 export type BehaviorType = (typeof BEHAVIOR_TYPES)[number]
 
@@ -25,6 +26,7 @@ export const AVAILABLE_TYPES: readonly BehaviorType[] = [
   'limit_file_extensions',
   'limit_file_regex',
   'limit_filename_length',
+  'file_expiration',
 ]
 
 export function isBehaviorType(s: string): s is BehaviorType {
@@ -77,6 +79,8 @@ export function checkValue(
       return lengthValue(raw, errors)
     case 'webhook':
       return webhookValue(raw, errors, guard, stored)
+    case 'file_expiration':
+      return expirationValue(raw, errors)
   }
 }
 
@@ -84,6 +88,7 @@ const KNOWN_FIELDS: Record<BehaviorType, string[]> = {
   limit_file_extensions: ['extensions', 'mode'],
   limit_file_regex: ['regex'],
   limit_filename_length: ['max_length'],
+  file_expiration: ['days_to_retain', 'delete_empty_folders'],
   webhook: [
     'urls',
     'method',
@@ -148,6 +153,23 @@ function lengthValue(raw: Value, errors: ModelErrors): Value {
     addModelError(errors, 'value.max_length', `must be a whole number from 1 to ${MAX_NAME_LENGTH_LIMIT}`)
   }
   return { max_length: n }
+}
+
+/** The longest retention a file_expiration takes: 100 years. */
+export const MAX_DAYS_TO_RETAIN = 36_500
+
+function expirationValue(raw: Value, errors: ModelErrors): Value {
+  const days = raw['days_to_retain']
+  if (typeof days !== 'number' || !Number.isInteger(days) || days < 1 || days > MAX_DAYS_TO_RETAIN) {
+    addModelError(
+      errors,
+      'value.days_to_retain',
+      `must be a whole number of days from 1 to ${MAX_DAYS_TO_RETAIN}: files stored longer ago are deleted`,
+    )
+  }
+  const empty = raw['delete_empty_folders'] ?? false
+  if (typeof empty !== 'boolean') addModelError(errors, 'value.delete_empty_folders', 'must be true or false')
+  return { days_to_retain: days, delete_empty_folders: empty }
 }
 
 function stringList(
