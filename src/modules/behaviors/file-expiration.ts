@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Logger } from 'pino'
 import { isWithin } from '../../api/paths.js'
 import type { JobLease } from '../../jobs/job-lease.js'
@@ -137,6 +138,9 @@ export class FileExpiration {
       if (batch.length === 0) break
       const n = await this.expiry.deleteFiles(scope, batch, this.opts.now())
       deleted += n
+      // On SQLite every statement completes without waiting for I/O: without this turn of the
+      // event loop, requests would wait for the whole pass.
+      await nextTurn()
       // None went (each was replaced or moved meanwhile): the next read finds others or none.
       if (batch.length < this.opts.batchSize && n === batch.length) break
     }

@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import { type Expression, type SqlBool, sql } from 'kysely'
 import { unitOfWork } from '../../db/repository.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
@@ -14,9 +15,24 @@ export interface Candidate {
 }
 
 /**
+ * What a batch locks: the folders its files lie in, exclusively (with shared locks above them), so
+ * that every change inside them (an upload, a move or a delete, which hold a shared lock on their
+ * folder) waits for the batch or goes first: a lock per folder rather than per file. Files in the
+ * root have no folder lock to meet and are locked one by one.
+ */
+function lockedFor(files: Candidate[]): string[] {
+  const paths = new Set<string>()
+  for (const f of files) {
+    const slash = f.path.lastIndexOf('/')
+    paths.add(slash < 0 ? f.path : f.path.slice(0, slash))
+  }
+  return [...paths]
+}
+
+/**
  * The file core's deletion of files past a retention rule (file_expiration behaviors): the same
  * deletion as `DELETE /files/{path}`, batched. Each batch is one transaction that takes the
- * paths' locks (so an upload, move or delete of one of them waits or goes first), reads the files
+ * locks of their folders (so an upload, move or delete there waits or goes first), reads the files
  * again, deletes only those still at the path read and still older than the cutoff (a file
  * replaced meanwhile is kept), queues their blobs for the janitor and records one `destroy`
  * Action per file, with its webhook notification. A crash loses nothing and doubles nothing: a
@@ -47,10 +63,7 @@ export class FileExpiry implements RetentionDeletions {
     if (files.length === 0) return 0
     const ctx = this.actor(scope.siteId)
     return unitOfWork(this.repos, async (tx) => {
-      await tx.files.lockPaths(
-        scope.siteId,
-        files.map((f) => f.path),
-      )
+      await tx.files.lockPaths(scope.siteId, lockedFor(files))
       const seen = new Map(files.map((f) => [f.id, f.path_lower]))
       // Under the locks: a file moved away (its id elsewhere) or replaced (newer) stays.
       const still = (
@@ -116,6 +129,7 @@ export class FileExpiry implements RetentionDeletions {
       for (const folder of folders) {
         if (!go()) return removed
         if (await this.deleteFolder(scope.siteId, folder, now)) round++
+        await nextTurn()
       }
       removed += round
       if (round === 0 || folders.length === 0) return removed
