@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { type Expression, type SqlBool, sql } from 'kysely'
 import { unitOfWork } from '../../db/repository.js'
-import { type ActionContext, recordAction } from '../actions/action-recorder.js'
+import { type ActionContext, recordAction, recordActions } from '../actions/action-recorder.js'
 import type { ExpiryScope, RetentionDeletions } from '../behaviors/file-expiration.js'
 import { describeFileAction } from './file-display.js'
 import { fileTargets, insideFolder, queueBlobDeletions } from './file-repository.js'
@@ -82,19 +82,17 @@ export class FileExpiry implements RetentionDeletions {
         still.flatMap((r) => (r.blob_key ? [r.blob_key] : [])),
         now,
       )
-      for (const row of still) {
-        await recordAction(
-          tx.db,
-          ctx,
-          {
-            action: 'destroy',
-            display: describeFileAction('destroy', row.path, 'file'),
-            path: row.path,
-            targets: fileTargets(row),
-          },
-          now,
-        )
-      }
+      await recordActions(
+        tx.db,
+        ctx,
+        still.map((row) => ({
+          action: 'destroy' as const,
+          display: describeFileAction('destroy', row.path, 'file'),
+          path: row.path,
+          targets: fileTargets(row),
+        })),
+        now,
+      )
       return still.length
     })
   }
