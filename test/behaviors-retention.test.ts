@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { JobLease } from '../src/jobs/job-lease.js'
 import { FileExpiration, retentionActor } from '../src/modules/behaviors/file-expiration.js'
@@ -270,6 +271,61 @@ describe.each(dialects)('file_expiration behaviors (%s)', (dialect) => {
     expect(reports.reduce((n, r) => n + r.files, 0)).toBe(40)
     expect(await retentionDeletes(s, 'shared')).toHaveLength(40)
     expect(await pathsUnder(s, 'shared')).toEqual(['shared'])
+  })
+
+  it('loses and doubles nothing when a batch fails midway: it is all undone, and the next pass does it once', async () => {
+    await expiration(s, 'crash', 3, { recursive: true })
+    const rows = []
+    for (let i = 0; i < 9; i++) rows.push(await aged(`crash/f${i}.txt`, 4))
+    // The Action of one file of the second batch cannot be written, as if the process died there.
+    const db = s.container.db
+    if (dialect === 'postgres') {
+      await sql`create function refuse_crash() returns trigger language plpgsql as $$
+        begin raise exception 'boom'; end $$`.execute(db)
+      await sql`create trigger refuse_crash before insert on actions for each row
+        when (new.path = 'crash/f4.txt') execute function refuse_crash()`.execute(db)
+    } else {
+      await sql`create trigger refuse_crash before insert on actions
+        when new.path = 'crash/f4.txt' begin select raise(abort, 'boom'); end`.execute(db)
+    }
+    const pass = () =>
+      new FileExpiration(expiryOf().repos.behaviors, expiryOf().expiry, null, {
+        batchSize: 3,
+        now: () => clock,
+      })
+    const inOrder = async () =>
+      (
+        await expiryOf().expiry.expiredFiles(
+          {
+            siteId: s.container.site.id,
+            folderLower: 'crash',
+            recursive: true,
+            excluded: [],
+            cutoff: clock - 3 * DAY,
+          },
+          100,
+        )
+      ).length
+    expect(await inOrder()).toBe(9)
+    await expect(pass().runOnce()).rejects.toThrow(/boom/)
+    const failedBatchLeft = await pathsUnder(s, 'crash')
+    const deletedFirst = await retentionDeletes(s, 'crash')
+    // Whatever committed before the failure is whole (files gone with their Actions and queued
+    // bytes); the failed batch left its files, with no Action and nothing queued.
+    expect(failedBatchLeft.length - 1 + deletedFirst.length).toBe(9)
+    expect(failedBatchLeft).toContain('crash/f4.txt')
+    const queued = new Set(
+      (await db.selectFrom('blob_garbage').select('blob_key').execute()).map((r) => r.blob_key),
+    )
+    for (const r of rows) {
+      const gone = !failedBatchLeft.includes(r.path)
+      expect(queued.has(r.blob_key!), r.path).toBe(gone)
+    }
+    await sql`drop trigger refuse_crash${sql.raw(dialect === 'postgres' ? ' on actions' : '')}`.execute(db)
+    await pass().runOnce()
+    expect(await pathsUnder(s, 'crash')).toEqual(['crash'])
+    const all = await retentionDeletes(s, 'crash')
+    expect(all.map((a) => a.path).sort()).toEqual(rows.map((r) => r.path).sort())
   })
 
   it('keeps a file replaced or moved away while a pass reads it', async () => {
