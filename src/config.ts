@@ -178,6 +178,8 @@ const SETTINGS = Type.Object({
   PROTOCOL_UPLOAD_EXPIRY_SECONDS: int(120, 4, 86400),
   DOWNLOAD_URL_SECONDS: int(3600, 10, 7 * 86400),
   JANITOR_INTERVAL_SECONDS: int(300, 1, 86400),
+  FILE_EXPIRATION_INTERVAL_SECONDS: int(900, 1, 86400),
+  FILE_EXPIRATION_BATCH_SIZE: int(500, 1, 10_000),
   WEBHOOK_RETRY_SCHEDULE: Type.Optional(text()),
   WEBHOOK_ALLOWED_CIDRS: text(''),
   WEBHOOK_CONNECT_TIMEOUT_MS: int(5000, 10, 60_000),
@@ -345,6 +347,8 @@ export function loadConfig(env: Env = process.env): Config {
       protocolUploadExpirySeconds: s.PROTOCOL_UPLOAD_EXPIRY_SECONDS,
       downloadUrlSeconds: s.DOWNLOAD_URL_SECONDS,
       janitorIntervalSeconds: s.JANITOR_INTERVAL_SECONDS,
+      expirationIntervalSeconds: s.FILE_EXPIRATION_INTERVAL_SECONDS,
+      expirationBatchSize: s.FILE_EXPIRATION_BATCH_SIZE,
     },
     webhooks: {
       retrySchedule: parseRetrySchedule(s.WEBHOOK_RETRY_SCHEDULE, problems),

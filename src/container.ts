@@ -30,6 +30,7 @@ import { AppService } from './modules/apps/app-service.js'
 import { AuthService } from './modules/auth/auth-service.js'
 import { ProtocolLogin } from './modules/auth/protocol-login.js'
 import { BehaviorService } from './modules/behaviors/behavior-service.js'
+import { FileExpiration, retentionActor } from './modules/behaviors/file-expiration.js'
 import { FolderRules } from './modules/behaviors/folder-rules.js'
 import { UserFolders } from './modules/behaviors/user-folders.js'
 import { BillingLedger } from './modules/billing/billing-ledger.js'
@@ -42,6 +43,7 @@ import { InboxService } from './modules/bundles/inbox-service.js'
 import { ExportService } from './modules/exports/export-service.js'
 import { DownloadService } from './modules/files/download-service.js'
 import { FileAccess } from './modules/files/file-access.js'
+import { FileExpiry } from './modules/files/file-expiry.js'
 import { FileOperations } from './modules/files/file-operations.js'
 import { FolderService } from './modules/files/folder-service.js'
 import { UploadParts } from './modules/files/upload-parts.js'
@@ -165,6 +167,8 @@ export interface Container {
   exports: { worker: ExportWorker; retention: ExportRetention }
   /** Computes the md5 and CRC-32 of uploads after they commit. */
   checksums: ChecksumWorker
+  /** Deletes the files past the retention of file_expiration behaviors; tests call `runOnce()`. */
+  fileExpiration: FileExpiration
   /** The mail outbox's sender (null without SMTP_URL) and the deletion of old messages. */
   mail: { worker: MailWorker | null; retention: MailRetention }
   /** What `GET /readyz` asks: the database, the blob store, the workers, the front ends. */
@@ -256,7 +260,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const { store, close: closeBlobStore } = await openBlobStore(config, opts.logger, now)
     const blobs = guardStorageFull(opts.wrapBlobStore ? opts.wrapBlobStore(store) : store)
     const heldReads = new HeldActions(opts.logger)
-    const workers = createWorkers(config, database, blobs, now, opts)
+    const workers = createWorkers(config, database, repos, blobs, now, opts)
     const serverKeys = new ServerKeys(repos.serverKeys, now)
     const hostKeys = new HostKeys(
       path.join(config.dataDir, 'sftp'),
@@ -296,6 +300,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       webhooks: { dispatcher: workers.dispatcher, retention: workers.retention, sender: workers.sender },
       exports: { worker: workers.exportWorker, retention: workers.exportRetention },
       checksums: workers.checksums,
+      fileExpiration: workers.fileExpiration,
       mail: { worker: workers.mailWorker, retention: workers.mailRetention },
       readiness: readinessOf(database, blobs, {
         webhooks: workers.dispatcher,
@@ -326,6 +331,7 @@ type Workers = ReturnType<typeof createWorkers>
 function createWorkers(
   config: Config,
   database: DatabaseHandle,
+  repos: Repositories,
   blobs: BlobStore,
   now: () => number,
   opts: ContainerOptions,
@@ -408,8 +414,15 @@ function createWorkers(
   const mailRetention = new MailRetention(db, config.mail.retentionDays, now, opts.logger).takeTurns(
     turns('mail-retention'),
   )
+  const fileExpiration = new FileExpiration(
+    repos.behaviors,
+    new FileExpiry({ files: repos.files, folders: repos.folders }, retentionActor),
+    turns('file-expiration'),
+    { batchSize: config.files.expirationBatchSize, now, logger: opts.logger },
+  )
   return {
     janitor,
+    fileExpiration,
     sender,
     mailWorker,
     mailRetention,
@@ -426,6 +439,7 @@ function createWorkers(
 /** Starts the background work once the server listens. */
 async function startWorkers(config: Config, w: Workers, logger: Logger | undefined): Promise<void> {
   w.janitor.start(config.files.janitorIntervalSeconds * 1000)
+  w.fileExpiration.start(config.files.expirationIntervalSeconds * 1000)
   w.retention.start(HOUR)
   w.exportRetention.start(HOUR)
   await w.dispatcher.start()
@@ -449,6 +463,7 @@ async function stopWorkers(w: Workers): Promise<void> {
   await w.dispatcher.stop()
   await w.sender.close()
   await w.retention.stop()
+  await w.fileExpiration.stop()
   await w.janitor.stop()
 }
 

@@ -109,7 +109,7 @@ describe.each(dialects)('folder behaviors (%s)', (dialect) => {
         ],
         [{ behavior: 'webhook', value: '{not json' }, 'value'],
         [{ behavior: 'webhook', value: '[1]' }, 'value'],
-        [{ behavior: 'file_expiration', value: { days_to_retain: 30 } }, 'behavior'],
+        [{ behavior: 'file_expiration', value: { days_to_retain: 0 } }, 'value.days_to_retain'],
         [{ behavior: 'no_such_type', value: {} }, 'behavior'],
       ]
       for (const [body, field] of cases) {
@@ -133,7 +133,7 @@ describe.each(dialects)('folder behaviors (%s)', (dialect) => {
       }
       const unsupported = await post({ path: 'validation', behavior: 'watermark' })
       expect(unsupported.body.model_errors.behavior[0]).toContain(
-        'supported: limit_file_extensions, limit_file_regex, limit_filename_length',
+        'supported: limit_file_extensions, limit_file_regex, limit_filename_length, append_timestamp, override_upload_filename, lock_subfolders, create_user_folders, file_expiration)',
       )
       expectError(await post({ behavior: 'webhook' }), 400, 'bad-request/request-params-required')
       expectError(await post({ path: 'x' }), 400, 'bad-request/request-params-required')

@@ -55,5 +55,9 @@ export interface ModuleSettings {
     downloadUrlSeconds: number
     /** How often the janitor deletes orphaned blobs and abandoned uploads. */
     janitorIntervalSeconds: number
+    /** How often file_expiration behaviors delete the files past their retention. */
+    expirationIntervalSeconds: number
+    /** Files deleted per transaction (each with its Action) by that job. */
+    expirationBatchSize: number
   }
 }

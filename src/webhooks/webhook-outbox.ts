@@ -80,10 +80,12 @@ export async function enqueueNotification(
   actionId: number,
   a: ActionFacts,
   now: number,
+  /** The site's settings when the caller read them already (a batch of Actions); else read here. */
+  known?: { settings: Awaited<ReturnType<typeof findWebhookSettings>> },
 ): Promise<number | null> {
   const operation = webhookOperationOf(a)
   if (operation === null) return null
-  const settings = await findWebhookSettings(db, actor.siteId)
+  const settings = known ? known.settings : await findWebhookSettings(db, actor.siteId)
   if (!settings?.enabled || !settings.url || !settings.triggers.includes(operation)) return null
   const moved = a.action === 'move' || a.action === 'copy'
   const path = moved ? (a.destination ?? a.path) : a.path

@@ -3,8 +3,9 @@ import { parentOf } from '../../api/paths.js'
 import type { Database } from '../../db/schema.js'
 import type { Principal } from '../../identity/principal.js'
 import { metrics } from '../../metrics/metrics.js'
+import { findWebhookSettings } from '../../webhooks/listener-settings.js'
 import { enqueueNotification } from '../../webhooks/webhook-outbox.js'
-import { insertAction } from './action-repository.js'
+import { insertAction, insertActions } from './action-repository.js'
 
 export const ACTION_TYPES = [
   'create',
@@ -79,8 +80,37 @@ export async function recordAction(
 ): Promise<number> {
   metrics.action(a.action, ctx.interface)
   const path = a.path ?? ''
+  const id = await insertAction(db, actionRow(ctx, a, now))
+  await enqueueNotification(db, ctx, id, { ...a, path }, now)
+  return id
+}
+
+/**
+ * The same for many Actions of one actor at once (a batch of deletions): one statement writes
+ * them all, the listener's settings are read once, and each gets its notification as above.
+ */
+export async function recordActions(
+  db: Kysely<Database>,
+  ctx: ActionContext,
+  list: NewAction[],
+  now = Date.now(),
+): Promise<void> {
+  if (list.length === 0) return
+  for (const a of list) metrics.action(a.action, ctx.interface)
+  const ids = await insertActions(
+    db,
+    list.map((a) => actionRow(ctx, a, now)),
+  )
+  const known = { settings: await findWebhookSettings(db, ctx.siteId) }
+  for (const [i, a] of list.entries()) {
+    await enqueueNotification(db, ctx, ids[i]!, { ...a, path: a.path ?? '' }, now, known)
+  }
+}
+
+function actionRow(ctx: ActionContext, a: NewAction, now: number) {
+  const path = a.path ?? ''
   const folder = parentOf(path)
-  const id = await insertAction(db, {
+  return {
     site_id: ctx.siteId,
     created_at: now,
     user_id: a.userId !== undefined ? a.userId : ctx.userId,
@@ -95,7 +125,5 @@ export async function recordAction(
     interface: ctx.interface,
     failure_type: a.failureType ?? null,
     targets: JSON.stringify(a.targets ?? []),
-  })
-  await enqueueNotification(db, ctx, id, { ...a, path }, now)
-  return id
+  }
 }

@@ -85,6 +85,17 @@ export class BehaviorRepository extends Repository {
       .execute()
   }
 
+  /** Every behavior of a type, in every site: what a background job of that type works through. */
+  allOfType(type: string): Promise<BehaviorRow[]> {
+    return this.db
+      .selectFrom('behaviors')
+      .selectAll()
+      .where('behavior', '=', type)
+      .orderBy('site_id')
+      .orderBy('id')
+      .execute()
+  }
+
   /**
    * The behaviors on `folder`, above it and inside it, in one statement: what a folder moved or
    * copied to `folder` meets wherever its files land.

@@ -20,6 +20,7 @@ export const BEHAVIOR_TYPES = [
   'override_upload_filename',
   'lock_subfolders',
   'create_user_folders',
+  'file_expiration',
 ] as const
 export type BehaviorType = (typeof BEHAVIOR_TYPES)[number]
 
@@ -35,6 +36,7 @@ export const AVAILABLE_TYPES: readonly BehaviorType[] = [
   'override_upload_filename',
   'lock_subfolders',
   'create_user_folders',
+  'file_expiration',
 ]
 
 export function isBehaviorType(s: string): s is BehaviorType {
@@ -95,6 +97,8 @@ export function checkValue(
       return lockValue(raw, errors)
     case 'create_user_folders':
       return userFoldersValue(raw, errors)
+    case 'file_expiration':
+      return expirationValue(raw, errors)
   }
 }
 
@@ -106,6 +110,7 @@ const KNOWN_FIELDS: Record<BehaviorType, string[]> = {
   override_upload_filename: ['filename_override_pattern', 'time_zone'],
   lock_subfolders: ['level'],
   create_user_folders: ['permission', 'new_folder_name', 'subfolders', 'existing_users', 'group_id'],
+  file_expiration: ['days_to_retain', 'delete_empty_folders'],
   webhook: [
     'urls',
     'method',
@@ -170,6 +175,23 @@ function lengthValue(raw: Value, errors: ModelErrors): Value {
     addModelError(errors, 'value.max_length', `must be a whole number from 1 to ${MAX_NAME_LENGTH_LIMIT}`)
   }
   return { max_length: n }
+}
+
+/** The longest retention a file_expiration takes: 100 years. */
+export const MAX_DAYS_TO_RETAIN = 36_500
+
+function expirationValue(raw: Value, errors: ModelErrors): Value {
+  const days = raw['days_to_retain']
+  if (typeof days !== 'number' || !Number.isInteger(days) || days < 1 || days > MAX_DAYS_TO_RETAIN) {
+    addModelError(
+      errors,
+      'value.days_to_retain',
+      `must be a whole number of days from 1 to ${MAX_DAYS_TO_RETAIN}: files stored longer ago are deleted`,
+    )
+  }
+  const empty = raw['delete_empty_folders'] ?? false
+  if (typeof empty !== 'boolean') addModelError(errors, 'value.delete_empty_folders', 'must be true or false')
+  return { days_to_retain: days, delete_empty_folders: empty }
 }
 
 function stringList(

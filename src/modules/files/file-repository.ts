@@ -240,6 +240,7 @@ function lockKey(siteId: number, pathLower: string): string {
 // background workers below this floor to share them; they run on the connection they are given.
 export {
   queueBlobDeletion,
+  queueBlobDeletions,
   queueNewBlob,
   requeueBlobs,
   unqueueBlobKey,
