@@ -349,6 +349,12 @@ describe.each(dialects)('webhook behaviors (%s)', (dialect) => {
       })
       expect(unreachable.status, unreachable.text).toBe(200)
       expect([unreachable.body.success, unreachable.body.status]).toEqual([false, 7])
+      // Its settings were not stored: it cannot be sent again.
+      const retried = await call(s, 'POST', `/action_webhook_failures/${unreachable.body.id}/retry`, {
+        key: s.adminKey,
+      })
+      expectError(retried, 422, 'processing-failure/model-save-error')
+      expect(Object.keys(retried.body.model_errors)).toEqual(['id'])
       expectError(
         await call(s, 'POST', '/behaviors/webhook/test', { key: s.adminKey, body: {} }),
         400,

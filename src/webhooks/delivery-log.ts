@@ -188,7 +188,7 @@ export function failedAttempt(db: Kysely<Database>, siteId: number, attemptId: n
   return db
     .selectFrom('webhook_attempts as a')
     .innerJoin('webhook_notifications as n', 'n.id', 'a.notification_id')
-    .select(['n.id', 'n.attempts', 'n.max_attempts', 'n.operation', 'n.state'])
+    .select(['n.id', 'n.attempts', 'n.max_attempts', 'n.operation', 'n.state', 'n.url', 'n.behavior_id'])
     .where('a.id', '=', attemptId)
     .where('a.site_id', '=', siteId)
     .where('a.success', '=', 0)

@@ -44,6 +44,12 @@ export class WebhookService {
     const failed = await failedAttempt(this.db, p.siteId, id)
     if (!failed) throw ERRORS.notFound(`No failed webhook request has id ${id}`)
     if (failed.state === 'delivered') throw await this.alreadyDelivered(p.siteId, id)
+    // A behavior's test was sent with settings only its request had: there is nothing to resend with.
+    if (failed.url !== null && failed.behavior_id === null) {
+      throw ApiError.modelSave({
+        id: [`${id} is a webhook behavior test: its settings were not stored, so it cannot be sent again`],
+      })
+    }
     const now = this.now()
     const allowed = Math.max(this.policy.maxAttempts(failed.max_attempts), failed.attempts + 1)
     await this.db.transaction().execute(async (trx) => {
