@@ -45,6 +45,7 @@ describe('parseCsv (the tests’ RFC 4180 reader)', () => {
       response_size: 0,
       response_body: '',
       request_body: '{}',
+      behavior_id: null,
     })
     expect(row).toEqual([
       '5',
@@ -62,6 +63,7 @@ describe('parseCsv (the tests’ RFC 4180 reader)', () => {
       '0',
       '',
       '{}',
+      '',
     ])
   })
 })

@@ -145,6 +145,7 @@ describe.each(dialects)('webhook-log exports: the query (%s)', (dialect) => {
       user_id: null,
       failure_reason: null,
       results_count: null,
+      query_behavior_id: null,
     })
     const done = await pollExport(s, r.body.id, { key: s.adminKey })
     expect(done).toEqual({

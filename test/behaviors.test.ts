@@ -133,7 +133,7 @@ describe.each(dialects)('folder behaviors (%s)', (dialect) => {
       }
       const unsupported = await post({ path: 'validation', behavior: 'watermark' })
       expect(unsupported.body.model_errors.behavior[0]).toContain(
-        'supported: limit_file_extensions, limit_file_regex, limit_filename_length, append_timestamp, override_upload_filename, lock_subfolders, create_user_folders, file_expiration)',
+        'supported: webhook, limit_file_extensions, limit_file_regex, limit_filename_length, append_timestamp, override_upload_filename, lock_subfolders, create_user_folders, file_expiration)',
       )
       expectError(await post({ behavior: 'webhook' }), 400, 'bad-request/request-params-required')
       expectError(await post({ path: 'x' }), 400, 'bad-request/request-params-required')
@@ -153,7 +153,7 @@ describe.each(dialects)('folder behaviors (%s)', (dialect) => {
       expectError(await call(s, 'DELETE', '/behaviors/999999', { key: s.adminKey }), 404, 'not-found')
     })
 
-    it('checks a webhook behavior’s value, then refuses it: its deliveries are not built yet', async () => {
+    it('creates a webhook behavior, its header values and token hidden from the answer', async () => {
       const value = {
         urls: ['https://hooks.example/a', 'https://hooks.example/b'],
         method: 'POST',
@@ -166,12 +166,34 @@ describe.each(dialects)('folder behaviors (%s)', (dialect) => {
         verification_token: 'tok-1',
       }
       const r = await post({ path: 'hooked', behavior: 'webhook', value })
-      expectError(r, 422, 'processing-failure/model-save-error')
-      expect(Object.keys(r.body.model_errors)).toEqual(['behavior'])
-      expect(r.body.model_errors.behavior[0]).toContain('webhook behaviors are not available yet')
-      expect(
-        await s.container.db.selectFrom('behaviors').select('id').where('path', '=', 'hooked').execute(),
-      ).toEqual([])
+      expect(r.status).toBe(201)
+      expect(r.body.value).toEqual({ ...value, headers: { 'X-Api-Key': null }, verification_token: null })
+      expect(r.text).not.toContain('secret-1')
+      expect(r.text).not.toContain('tok-1')
+      const row = await s.container.db
+        .selectFrom('behaviors')
+        .select('value')
+        .where('id', '=', r.body.id)
+        .executeTakeFirstOrThrow()
+      expect(JSON.parse(row.value)).toEqual(value)
+    })
+
+    it('refuses webhook headers Wharf sets itself and body fields that would replace the payload’s', async () => {
+      for (const [v, field] of [
+        [{ headers: { 'Content-Length': '1' } }, 'value.headers'],
+        [{ headers: { 'X-Service-Signature': 'x' } }, 'value.headers'],
+        [{ headers: { Host: 'x' } }, 'value.headers'],
+        [{ body: { path: 'forged' } }, 'value.body'],
+        [{ body: { '1st': 'x' } }, 'value.body'],
+      ] as const) {
+        const r = await post({
+          path: 'hooked2',
+          behavior: 'webhook',
+          value: { urls: ['https://x.example'], ...v },
+        })
+        expectError(r, 422, 'processing-failure/model-save-error')
+        expect(Object.keys(r.body.model_errors)).toEqual([field])
+      }
     })
 
     it('never shows a stored webhook’s header values or token; null sent back keeps them', async () => {

@@ -105,6 +105,7 @@ describe.each(dialects)('the delivery log’s two ways of writing (%s)', (dialec
     response_size: i * 10,
     response_body: 'ü'.repeat(i % 5),
     duration_ms: i,
+    behavior_id: null,
   })
   const state = (n: { id: number }, i: number): NextState => ({
     id: n.id,

@@ -99,6 +99,7 @@ describe.skipIf(!url)('the outbox’s writes on PostgreSQL', () => {
       response_size: 0,
       response_body: '',
       duration_ms: 1,
+      behavior_id: null,
     }
     const state = { id: Number(row!.id), attempts: 1, state: 'delivered' as const, next: null, now: NOW }
     const target = { db: h.db }

@@ -178,6 +178,10 @@ export interface WebhookNotificationsTable {
   next_attempt_at: number | null
   lease_owner: string | null
   lease_until: number | null
+  /** The webhook behavior it is for, or null for the site's listener. */
+  behavior_id: number | null
+  /** The behavior's URL it goes to (one notification per URL); null for the site's listener. */
+  url: string | null
   created_at: number
   updated_at: number
 }
@@ -202,6 +206,8 @@ export interface WebhookAttemptsTable {
   response_size: number
   response_body: string
   duration_ms: number
+  /** The webhook behavior the request was for, or null for the site's listener. */
+  behavior_id: number | null
 }
 
 export type AccountLineItemType = 'invoice' | 'payment'

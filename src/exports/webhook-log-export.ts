@@ -44,6 +44,7 @@ export const WEBHOOK_LOG_COLUMNS = [
   'response_size',
   'response_body',
   'request_body',
+  'behavior_id',
 ] as const
 
 const QUERY_FIELDS = [
@@ -54,6 +55,7 @@ const QUERY_FIELDS = [
   'query_path',
   'query_folder',
   'query_success',
+  'query_behavior_id',
 ] as const
 
 function parseQuery(body: Record<string, unknown>, dialect: SqlDialect): ParsedQuery {
@@ -64,6 +66,7 @@ function parseQuery(body: Record<string, unknown>, dialect: SqlDialect): ParsedQ
   const paths = pathValues(body['query_path'], 'query_path')
   const folders = pathValues(body['query_folder'], 'query_folder')
   const success = [...new Set(booleanValues(body['query_success'], 'query_success'))]
+  const behaviors = integerValues(body['query_behavior_id'], 'query_behavior_id')
   return {
     given: {
       query_message: asGiven(body['query_message']),
@@ -74,6 +77,7 @@ function parseQuery(body: Record<string, unknown>, dialect: SqlDialect): ParsedQ
       query_folder: asGiven(body['query_folder']),
       // Both values, or none, restrict nothing.
       query_success: success.length === 1 ? success[0]! : null,
+      query_behavior_id: asGiven(body['query_behavior_id']),
     },
     folders,
     paths,
@@ -94,6 +98,7 @@ function parseQuery(body: Record<string, unknown>, dialect: SqlDialect): ParsedQ
       // The record's path is the folder or lies inside it.
       if (folders.length) out.push(inFolders(eb, dialect, 'path', folders))
       if (success.length === 1) out.push(eb('success', '=', success[0] ? 1 : 0))
+      if (behaviors.length) out.push(eb('behavior_id', 'in', behaviors))
       return out
     },
   }
@@ -123,6 +128,7 @@ export const WEBHOOK_LOG_EXPORT: ExportKindSpec = {
       response_size: Number(r[12]),
       response_body: r[13],
       request_body: r[14],
+      behavior_id: r[15] === undefined || r[15] === '' ? null : Number(r[15]),
     }
   },
   /**
@@ -180,6 +186,8 @@ export function webhookLogSource(handle: DatabaseHandle): ExportSource {
     num('response_size'),
     text('response_body'),
     text('request_body'),
+    // Null for the site's listener: an empty field (a NULL would make the whole line NULL).
+    sql`coalesce(${dialect.asText(sql.ref('behavior_id'))}, '')`,
   ]
   const line = sql<string>`${sql.join(fields, sql` || ',' || `)}`
   // Where the database writes the CSV itself (PostgreSQL's COPY), the columns as they are: it
@@ -197,6 +205,7 @@ export function webhookLogSource(handle: DatabaseHandle): ExportSource {
     sql.ref('response_size'),
     nonEmpty('response_body'),
     nonEmpty('request_body'),
+    sql.ref('behavior_id'),
   ]
   const read = (job: ExportJob, pageSize: number, signal: AbortSignal, copy = false): KeysetRead => {
     const query = parseQuery(job.query, dialect)

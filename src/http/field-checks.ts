@@ -36,6 +36,8 @@ const RULES = {
   'behavior-type': (s: Schema) => ({ ...omit(s, 'enum'), maxLength: 64 }),
   // behavior-service.ts: JSON text as documented, or the same as a JSON object (422 on value).
   'behavior-value': (s: Schema) => ({ ...s, type: ['object', 'string'] }),
+  // behavior-service.ts (the webhook test's method, encoding and action): 422 on the field.
+  'webhook-choice': (s: Schema) => ({ ...omit(s, 'enum'), maxLength: 64 }),
   // pagination.ts: directions in any case; boolean filters also as 1 or 0.
   sort: (s: Schema) => ({ ...omit(s, 'enum'), maxLength: 5000 }),
   flag: (s: Schema) => ({ ...s, type: ['boolean', 'string'], maxLength: 5000 }),

@@ -33,6 +33,7 @@ export const ATTEMPT_COLUMNS = [
   'response_size',
   'response_body',
   'duration_ms',
+  'behavior_id',
 ] as const
 const PG_TYPES: Record<(typeof ATTEMPT_COLUMNS)[number], string> = {
   site_id: 'bigint',
@@ -53,6 +54,7 @@ const PG_TYPES: Record<(typeof ATTEMPT_COLUMNS)[number], string> = {
   response_size: 'bigint',
   response_body: 'text',
   duration_ms: 'int',
+  behavior_id: 'bigint',
 }
 
 // The statements' text never changes, so each is prepared once and nothing is built per row.

@@ -9,6 +9,8 @@ export interface AttemptRecord {
   attempt: number
   sentAt: number
   url: string
+  /** POST unless said (a webhook behavior may send GET). */
+  method?: 'POST' | 'GET'
   headers: Record<string, string>
   body: string
   outcome: WebhookOutcome
@@ -31,6 +33,7 @@ interface ClaimedNotification {
   path: string
   folder: string
   max_attempts: number
+  behavior_id?: number | null
 }
 
 /** The notification's next state after an attempt. */
@@ -115,7 +118,7 @@ export class DeliveryLogWriter {
         message: r.outcome.message,
         success: r.outcome.success ? 1 : 0,
         request_headers: JSON.stringify(r.headers),
-        request_method: 'POST',
+        request_method: r.method ?? 'POST',
         request_url: r.url,
         request_body: r.body,
         path: n.path,
@@ -124,6 +127,7 @@ export class DeliveryLogWriter {
         // PostgreSQL text cannot hold NUL, and one unstorable record would stall the batch.
         response_body: r.outcome.responseBody.replaceAll('\u0000', '\ufffd'),
         duration_ms: Math.round(r.outcome.durationMs),
+        behavior_id: n.behavior_id ?? null,
       })
       const { state, next } = nextState(this.policy, n, r)
       states.push({ id: n.id, attempts: r.attempt, state, next, now: r.now })
@@ -184,7 +188,7 @@ export function failedAttempt(db: Kysely<Database>, siteId: number, attemptId: n
   return db
     .selectFrom('webhook_attempts as a')
     .innerJoin('webhook_notifications as n', 'n.id', 'a.notification_id')
-    .select(['n.id', 'n.attempts', 'n.max_attempts', 'n.operation', 'n.state'])
+    .select(['n.id', 'n.attempts', 'n.max_attempts', 'n.operation', 'n.state', 'n.url', 'n.behavior_id'])
     .where('a.id', '=', attemptId)
     .where('a.site_id', '=', siteId)
     .where('a.success', '=', 0)

@@ -20,6 +20,8 @@ const CLAIMED = [
   'attempts',
   'max_attempts',
   'forced',
+  'behavior_id',
+  'url',
 ] as const
 export type ClaimedRow = Pick<NotificationRow, (typeof CLAIMED)[number]> & {
   /**
@@ -93,6 +95,8 @@ function claimedFromArray(a: unknown[]): ClaimedRow {
     attempts: a[10] as number,
     max_attempts: a[11] as number,
     forced: a[12] as number,
+    behavior_id: a[13] === null ? null : Number(a[13]),
+    url: a[14] as string | null,
   }
 }
 

@@ -6,6 +6,12 @@ import type { Database } from '../db/schema.js'
 import { JobLoop } from '../jobs/job-loop.js'
 import { LeasedJobs } from '../jobs/leased-jobs.js'
 import { metrics } from '../metrics/metrics.js'
+import {
+  type BehaviorSending,
+  type BehaviorWebhook,
+  behaviorRequest,
+  loadBehaviorWebhooks,
+} from './behavior-webhooks.js'
 import { type DeliveryLog, DeliveryLogWriter } from './delivery-log.js'
 import { findWebhookSettings, type WebhookSettings } from './listener-settings.js'
 import { type ClaimedRow, claimNotifications, KIND, type NotificationRow, PENDING } from './outbox-claims.js'
@@ -48,6 +54,8 @@ interface SiteState {
 interface Waiting {
   row: ClaimedRow
   settings: WebhookSettings | undefined
+  /** A behavior's notification: its webhook behavior as the claim found it (absent: deleted). */
+  behavior?: BehaviorWebhook | undefined
 }
 
 /**
@@ -129,7 +137,8 @@ export class WebhookDispatcher extends JobLoop {
    * Sends one notification this process has already claimed, and reports the outcome: the test
    * endpoint uses it to answer with the listener's response.
    */
-  async deliverClaimed(row: NotificationRow): Promise<DeliveryLog | null> {
+  async deliverClaimed(row: NotificationRow, test?: BehaviorSending): Promise<DeliveryLog | null> {
+    if (test !== undefined) return this.deliverToBehavior(row, test)
     return this.deliver(row, await findWebhookSettings(this.db, row.site_id))
   }
 
@@ -150,8 +159,12 @@ export class WebhookDispatcher extends JobLoop {
     for (const siteId of new Set(rows.map((r) => r.site_id))) {
       if (!settings.has(siteId)) settings.set(siteId, await findWebhookSettings(this.db, siteId))
     }
+    // Behaviors too: one statement for every behavior of the batch.
+    const behaviorIds = rows.flatMap((r) => (r.behavior_id === null ? [] : [r.behavior_id]))
+    const behaviors = await loadBehaviorWebhooks(this.db, behaviorIds)
     for (const row of rows) {
-      this.waiting.push({ row, settings: settings.get(row.site_id) })
+      const behavior = row.behavior_id === null ? undefined : behaviors.get(row.behavior_id)
+      this.waiting.push({ row, settings: settings.get(row.site_id), behavior })
     }
     this.launchWaiting()
     // Only once the due rows ran out does the next due time matter; while slots are all busy,
@@ -162,7 +175,7 @@ export class WebhookDispatcher extends JobLoop {
   /** Starts claimed notifications while slots are free, the oldest claim first. */
   private launchWaiting(): void {
     while (!this.stopped && this.inflight < this.opts.concurrency && this.waiting.length > 0) {
-      const { row, settings } = this.waiting.shift()!
+      const { row, settings, behavior } = this.waiting.shift()!
       const site = this.siteState(row.site_id)
       // The site's listener began failing since the claim: one request at a time, so this one
       // goes back to the outbox (its own claim takes it when the site has nothing in flight).
@@ -172,7 +185,7 @@ export class WebhookDispatcher extends JobLoop {
         })
         continue
       }
-      this.launch(row, settings)
+      this.launch(row, settings, behavior)
     }
   }
 
@@ -239,7 +252,11 @@ export class WebhookDispatcher extends JobLoop {
     return Math.min(due - now, this.pollMs)
   }
 
-  private launch(row: ClaimedRow, settings: WebhookSettings | undefined): void {
+  private launch(
+    row: ClaimedRow,
+    settings: WebhookSettings | undefined,
+    behavior: BehaviorWebhook | undefined,
+  ): void {
     const retry = row.attempts > 0
     const site = this.siteState(row.site_id)
     this.inflight++
@@ -261,7 +278,9 @@ export class WebhookDispatcher extends JobLoop {
       this.running.delete(p)
     }
     // One reaction for either ending (catch + finally would chain three promises per delivery).
-    const p: Promise<void> = this.deliver(row, settings, release).then(ended, (err) => {
+    const delivery =
+      row.url === null ? this.deliver(row, settings, release) : this.deliverToBehavior(row, behavior, release)
+    const p: Promise<void> = delivery.then(ended, (err) => {
       this.opts.logger?.error({ err, notification: row.id }, 'webhook delivery failed')
       ended()
     })
@@ -305,6 +324,53 @@ export class WebhookDispatcher extends JobLoop {
       url: settings.url,
       headers: signed.headers,
       body: signed.body,
+      outcome,
+      now: this.now(),
+    })
+  }
+
+  /**
+   * A webhook behavior's notification, to its URL, with the behavior's settings as they are now.
+   * Dropped when the behavior was deleted or no longer has that URL, and a behavior's test whose
+   * process died before sending (its settings were only that process's).
+   */
+  private async deliverToBehavior(
+    row: ClaimedRow,
+    behavior: BehaviorSending | undefined,
+    sent: () => void = () => {},
+  ): Promise<DeliveryLog | null> {
+    const url = row.url
+    if (url === null || behavior === undefined || !behavior.urls.includes(url)) {
+      await this.drop(row)
+      return null
+    }
+    const attempt = row.attempts + 1
+    const sentAt = this.now()
+    const req = behaviorRequest(
+      behavior,
+      url,
+      {
+        accountname: this.siteNames.known(row.site_id) ?? (await this.siteNames.read(row.site_id)),
+        username: row.username,
+        operation: row.operation,
+        protocol: row.protocol,
+        path: row.path,
+        sourcepath: row.sourcepath,
+        attempt,
+      },
+      row.message_id,
+      sentAt,
+    )
+    const outcome = await this.sender.send(req)
+    metrics.webhookDeliveries.inc({ endpoint: 'behavior', result: outcome.success ? 'success' : 'failure' })
+    sent()
+    return await this.log.record(row, {
+      attempt,
+      sentAt,
+      url: req.url,
+      method: req.method,
+      headers: req.loggedHeaders,
+      body: req.loggedBody,
       outcome,
       now: this.now(),
     })

@@ -1,9 +1,10 @@
 import crypto from 'node:crypto'
 import { EventEmitter } from 'node:events'
-import { type Kysely, type Selectable, sql } from 'kysely'
+import { type Insertable, type Kysely, type Selectable, sql } from 'kysely'
 import { parentOf } from '../api/paths.js'
 import { dialectOf } from '../db/dialects/dialect-of.js'
 import type { Database, WebhookNotificationsTable } from '../db/schema.js'
+import { behaviorTargets } from './behavior-webhooks.js'
 import { findWebhookSettings } from './listener-settings.js'
 import type { WebhookOperation } from './webhook-operations.js'
 
@@ -71,8 +72,10 @@ export async function signalOutbox(db: Kysely<Database>, siteId: number): Promis
 }
 
 /**
- * Writes the notification of an Action into the outbox, in the Action's own transaction, when
- * the site's listener is enabled and the operation is one of its triggers. Returns its id.
+ * Writes the notifications of an Action into the outbox, in the Action's own transaction: one for
+ * the site's listener when it is enabled and the operation is one of its triggers, and one per
+ * URL of each webhook behavior that applies where the file is and wants the Action
+ * (behavior-webhooks.ts), all in one statement. Returns how many were written.
  */
 export async function enqueueNotification(
   db: Kysely<Database>,
@@ -82,45 +85,51 @@ export async function enqueueNotification(
   now: number,
   /** The site's settings when the caller read them already (a batch of Actions); else read here. */
   known?: { settings: Awaited<ReturnType<typeof findWebhookSettings>> },
-): Promise<number | null> {
+): Promise<number> {
   const operation = webhookOperationOf(a)
-  if (operation === null) return null
-  const settings = known ? known.settings : await findWebhookSettings(db, actor.siteId)
-  if (!settings?.enabled || !settings.url || !settings.triggers.includes(operation)) return null
+  if (operation === null) return 0
   const moved = a.action === 'move' || a.action === 'copy'
   const path = moved ? (a.destination ?? a.path) : a.path
-  const row = await db
-    .insertInto('webhook_notifications')
-    .values({
-      site_id: actor.siteId,
-      action_id: actionId,
-      message_id: newMessageId(),
-      operation,
-      user_id: actor.userId,
-      username: actor.username ?? '',
-      protocol: actor.interface ?? 'restapi',
-      path,
-      sourcepath: moved ? (a.source ?? '') : '',
-      folder: parentOf(path),
-      state: 'pending',
-      // 0: as many as the retry schedule allows (a manual retry raises it).
-      max_attempts: 0,
-      next_attempt_at: now,
-      lease_owner: null,
-      lease_until: null,
-      created_at: now,
-      updated_at: now,
-    })
-    .returning('id')
-    .executeTakeFirstOrThrow()
+  const folder = parentOf(path)
+  const [settings, targets] = await Promise.all([
+    known ? known.settings : findWebhookSettings(db, actor.siteId),
+    behaviorTargets(db, actor.siteId, folder, a.action, operation, path),
+  ])
+  const site = settings?.enabled === true && !!settings.url && settings.triggers.includes(operation)
+  if (!site && targets.length === 0) return 0
+  const base = {
+    site_id: actor.siteId,
+    action_id: actionId,
+    operation,
+    user_id: actor.userId,
+    username: actor.username ?? '',
+    protocol: actor.interface ?? 'restapi',
+    path,
+    sourcepath: moved ? (a.source ?? '') : '',
+    folder,
+    state: 'pending' as const,
+    // 0: as many as the retry schedule allows (a manual retry raises it).
+    max_attempts: 0,
+    next_attempt_at: now,
+    lease_owner: null,
+    lease_until: null,
+    created_at: now,
+    updated_at: now,
+  }
+  const rows: Insertable<WebhookNotificationsTable>[] = []
+  if (site) rows.push({ ...base, message_id: newMessageId(), behavior_id: null, url: null })
+  for (const t of targets)
+    rows.push({ ...base, message_id: newMessageId(), behavior_id: t.behaviorId, url: t.url })
+  await db.insertInto('webhook_notifications').values(rows).execute()
   await signalOutbox(db, actor.siteId)
-  return row.id
+  return rows.length
 }
 
 /**
  * A `Test` notification, sent once whatever the settings, written already claimed by `owner`: no
  * dispatcher's loop picks it up, unless that process dies before sending, and then it is
- * delivered once the claim runs out.
+ * delivered once the claim runs out. A behavior's test (`test`) is sent with settings only its
+ * caller holds: if that process dies, the test is dropped instead (no one waits for its answer).
  */
 export function enqueueClaimedTest(
   db: Kysely<Database>,
@@ -128,6 +137,8 @@ export function enqueueClaimedTest(
   owner: string,
   leaseUntil: number,
   now: number,
+  /** A behavior's test: the URL it goes to and the operation it names (the settings are the caller's). */
+  test?: { url: string; operation: string },
 ): Promise<Selectable<WebhookNotificationsTable>> {
   return db
     .insertInto('webhook_notifications')
@@ -135,7 +146,7 @@ export function enqueueClaimedTest(
       site_id: actor.siteId,
       action_id: null,
       message_id: newMessageId(),
-      operation: 'Test',
+      operation: test?.operation ?? 'Test',
       user_id: actor.userId,
       username: actor.username ?? '',
       protocol: actor.interface,
@@ -148,6 +159,8 @@ export function enqueueClaimedTest(
       next_attempt_at: now,
       lease_owner: owner,
       lease_until: leaseUntil,
+      behavior_id: null,
+      url: test?.url ?? null,
       created_at: now,
       updated_at: now,
     })

@@ -21,8 +21,10 @@ export { parseRetryAfter, RESPONSE_BODY_COUNTED, RESPONSE_BODY_KEPT, type Webhoo
 
 export interface WebhookRequest {
   url: string
+  /** POST unless said; a GET has no body. */
+  method?: 'POST' | 'GET'
   headers: Record<string, string>
-  body: string
+  body?: string | undefined
 }
 
 export interface SenderOptions {
@@ -114,7 +116,7 @@ export class WebhookSender {
   }
 
   /**
-   * POSTs one request and reports the outcome. Rejects only for a caller's mistake undici refuses
+   * Sends one request (POST unless said) and reports the outcome. Rejects only for a caller's mistake undici refuses
    * before sending, such as a Transfer-Encoding header or a CR/LF in a header value.
    */
   send(req: WebhookRequest): Promise<WebhookOutcome> {
@@ -128,7 +130,13 @@ export class WebhookSender {
       const exchange = new Exchange(this.#outcomes, target.tls, started, resolve, reject)
       exchange.timer = setTimeout(exchange.timeout, this.#totalTimeoutMs)
       this.#pool().dispatch(
-        { origin: target.origin, path: target.path, method: 'POST', headers: req.headers, body: req.body },
+        {
+          origin: target.origin,
+          path: target.path,
+          method: req.method ?? 'POST',
+          headers: req.headers,
+          body: req.body ?? null,
+        },
         exchange,
       )
     })

@@ -29,6 +29,7 @@ export const RESULT_FIELDS = [
   'response_size',
   'response_body',
   'request_body',
+  'behavior_id',
 ] as const
 
 /**
@@ -51,6 +52,7 @@ export const EXPORT_FIELDS = [
   'query_path',
   'query_folder',
   'query_success',
+  'query_behavior_id',
   'results_url',
   'user_id',
   'failure_reason',
@@ -313,6 +315,7 @@ export function expectedResult(r: SeededRecord): Record<string, unknown> {
     response_size: r.response_size,
     response_body: r.response_body,
     request_body: r.request_body,
+    behavior_id: null,
     delivered_by_id: null,
     delivered_by_attempt: null,
   }

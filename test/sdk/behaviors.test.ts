@@ -3,8 +3,10 @@ import Behavior from 'files.com/lib/models/Behavior.js'
 import File from 'files.com/lib/models/File.js'
 import Folder from 'files.com/lib/models/Folder.js'
 import User from 'files.com/lib/models/User.js'
-import { describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { findRow } from '../helpers/file-rows.js'
+import { uploaded } from '../helpers/files.js'
+import { startListener, type TestListener } from '../helpers/listener.js'
 import { dialects, grant, makeKey, makeUser, type TestServer } from '../helpers/server.js'
 import { describeError, type Recorder, sdkError, sdkServer } from './sdk.js'
 
@@ -111,6 +113,50 @@ describe.each(dialects)('files.com SDK: folder behaviors (%s)', (dialect) => {
       className: 'NotAuthorized_FolderAdminPermissionRequiredError',
       type: 'not-authorized/folder-admin-permission-required',
       httpCode: 403,
+    })
+  })
+})
+
+describe.each(dialects)('files.com SDK: webhook behaviors (%s)', (dialect) => {
+  let s: TestServer
+  let listener: TestListener
+  sdkServer(
+    dialect,
+    (server) => {
+      s = server
+    },
+    () => ({ WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32' }),
+  )
+  beforeAll(async () => {
+    listener = await startListener()
+  })
+  afterAll(async () => {
+    await listener.close()
+  })
+
+  it('creates a webhook behavior with Behavior.create, which delivers, and sends a test with Behavior.webhookTest', async () => {
+    Files.setApiKey(s.adminKey)
+    const created = await Behavior.create({
+      path: 'sdk-hooks',
+      behavior: 'webhook',
+      value: JSON.stringify({ urls: [listener.url], triggers: ['create'], headers: { 'X-Key': 'k-1' } }),
+    })
+    expect(created.getBehavior()).toBe('webhook')
+    expect(created.getValue()).toMatchObject({ urls: [listener.url], headers: { 'X-Key': null } })
+    await uploaded(s, 'sdk-hooks/a.txt', 'x')
+    const [got] = await listener.waitFor(1)
+    expect([got!.json.path, got!.headers['x-key']]).toEqual(['sdk-hooks/a.txt', 'k-1'])
+
+    await Behavior.webhookTest({ url: listener.url, method: 'GET', encoding: 'JSON', action: 'Upload' })
+    const all = await listener.waitFor(2)
+    const test = all[1]!
+    expect(test.method).toBe('GET')
+    expect(new URL(test.url, 'http://x').searchParams.get('operation')).toBe('Upload')
+
+    const missing = await sdkError(Behavior.webhookTest({ url: 'http://10.9.9.9/x' }))
+    expect(describeError(missing)).toMatchObject({
+      type: 'processing-failure/model-save-error',
+      httpCode: 422,
     })
   })
 })

@@ -33,5 +33,7 @@ declare module 'files.com/lib/models/Behavior.js' {
     static get(id: number, params?: Params, options?: RequestOptions): Promise<Behavior>
     static listFor(path: string, params?: Params, options?: RequestOptions): Promise<Behavior[]>
     static create(params?: Params, options?: RequestOptions): Promise<Behavior>
+    /** POST /behaviors/webhook/test: resolves with nothing (the SDK drops the answer). */
+    static webhookTest(params?: Params, options?: RequestOptions): Promise<void>
   }
 }

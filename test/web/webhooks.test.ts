@@ -254,6 +254,34 @@ describe.skipIf(!hasBrowser)('web interface: developer settings and webhook logs
     await page.context().close()
   })
 
+  it('filters the log by webhook behavior', async () => {
+    const seeded = await seedLog(
+      web.s,
+      Array.from({ length: 4 }, (_, i) => ({ path: `behavior-test/${i}.txt` })),
+    )
+    // Records 1 and 3 were requests of behavior 77; the others the site's listener's.
+    await web.s.container.db
+      .updateTable('webhook_attempts')
+      .set({ behavior_id: 77 })
+      .where('id', 'in', [seeded[1]!.id, seeded[3]!.id])
+      .execute()
+    const page = await pageOf(web.browser, web.s)
+    await signIn(page, web.s)
+    await page.goto(`${web.s.url}/#/webhook-logs`)
+    await page.getByLabel('Folder', { exact: true }).fill('behavior-test')
+    await page.getByLabel('Behavior', { exact: true }).fill('77')
+    await page.getByRole('button', { name: /^(Show|Refresh)$/ }).click()
+    const ids = () =>
+      page
+        .locator('tbody tr[data-record-id]')
+        .evaluateAll((trs: any[]) => trs.map((tr) => Number(tr.dataset.recordId)))
+    await expect.poll(ids).toEqual([seeded[3]!.id, seeded[1]!.id])
+    await page.getByLabel('Behavior', { exact: true }).fill('')
+    await page.getByRole('button', { name: /^(Show|Refresh)$/ }).click()
+    await expect.poll(ids).toEqual(seeded.map((r) => r.id).reverse())
+    await page.context().close()
+  })
+
   it('works at phone width', async () => {
     const page = await pageOf(web.browser, web.s, { width: 390, height: 844 })
     await signIn(page, web.s)

@@ -43,6 +43,7 @@ export const ActionNotificationExportSchema = Type.Object(
     query_path: Nullable(Type.String()),
     query_folder: Nullable(Type.String()),
     query_success: Nullable(Type.Boolean()),
+    query_behavior_id: Nullable(Type.String({ description: 'Wharf extension: webhook behavior ids' })),
     ...exportTail,
   },
   { $id: 'ActionNotificationExport', title: 'ActionNotificationExport' },
@@ -64,7 +65,15 @@ export const ActionNotificationExportResultSchema = Type.Object(
     operation: Type.String({ description: 'Wharf extension: Upload, Download, …' }),
     response_size: Type.Integer({ description: 'Wharf extension: bytes of the answer' }),
     response_body: Type.String({ description: 'Wharf extension: first 64 KiB of the answer' }),
-    request_body: Type.String({ description: 'Wharf extension: the payload sent' }),
+    request_body: Type.String({
+      description: 'Wharf extension: the payload sent (for GET, the query string added to the URL)',
+    }),
+    behavior_id: Nullable(
+      Type.Integer({
+        description:
+          "Wharf extension: the webhook behavior the request was for; null for the site's listener",
+      }),
+    ),
     delivered_by_id: Nullable(
       Type.Integer({
         description:
@@ -99,6 +108,15 @@ const CreateBody = Type.Object(
     query_folder: QueryText(`Folder: the folder and everything inside it; ${Commas}`),
     query_success: Type.Optional(
       Nullable(Type.Boolean({ description: 'Only successful, or only failed requests' })),
+    ),
+    query_behavior_id: Type.Optional(
+      Nullable(
+        Type.String({
+          maxLength: 50_000,
+          pattern: INTEGER_LIST,
+          description: `Wharf extension: requests of these webhook behaviors (ids); ${Commas}`,
+        }),
+      ),
     ),
   },
   { additionalProperties: false, title: 'ActionNotificationExportCreate' },

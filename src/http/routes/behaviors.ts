@@ -2,13 +2,15 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
 import { BEHAVIOR_LIST } from '../../modules/behaviors/behavior-repository.js'
 import type { BehaviorJson } from '../../modules/behaviors/behavior-service.js'
-import { AVAILABLE_TYPES } from '../../modules/behaviors/behavior-types.js'
+import { AVAILABLE_TYPES, WEBHOOK_BEHAVIOR_TRIGGERS } from '../../modules/behaviors/behavior-types.js'
+import { MAX_URL_LENGTH, URL_PATTERN } from '../../modules/webhooks/webhook-settings.js'
 import { deleteById } from '../delete-by-id.js'
 import { checked } from '../field-checks.js'
 import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
 import { EchoId, errorResponses, FreeText, IdParams, listQuery, Nullable, PathText } from '../schemas.js'
+import { WebhookTestResultSchema } from './webhook-delivery.js'
 
 const ValueObject = Type.Object(
   {},
@@ -90,6 +92,49 @@ const UpdateBody = Type.Object(
   { additionalProperties: false, title: 'BehaviorUpdate' },
 )
 
+/** One of some texts; the service refuses others with 422 naming the field. */
+const Choice = (values: readonly string[], description: string) =>
+  Type.Unsafe<string>({ type: 'string', enum: [...values], description, ...checked('webhook-choice') })
+
+/** Names to texts, as an object or the same as JSON text (XML bodies send text). */
+const TextMap = (description: string) =>
+  Type.Optional(
+    Type.Unknown({ description: `${description}: an object of names and texts, or the same as JSON text` }),
+  )
+
+const WebhookTestBody = Type.Object(
+  {
+    url: Type.String({
+      maxLength: MAX_URL_LENGTH,
+      pattern: URL_PATTERN,
+      description: 'The http(s) URL to send the test request to',
+      ...checked('url'),
+    }),
+    method: Type.Optional(Choice(['POST', 'GET'], 'POST (default) or GET')),
+    encoding: Type.Optional(Choice(['JSON', 'XML', 'RAW'], 'JSON (default), XML or RAW (a form)')),
+    headers: TextMap('Headers to send'),
+    body: TextMap('Fields to add to the body'),
+    action: Type.Optional(
+      Choice(
+        ['Test', ...WEBHOOK_BEHAVIOR_TRIGGERS],
+        'The operation the test names (default Test; a verb names its usual operation)',
+      ),
+    ),
+  },
+  { additionalProperties: false, title: 'BehaviorWebhookTest' },
+)
+
+/** A text map given as JSON text, parsed (a text that is no JSON stays, for the check to refuse). */
+function parsedMap(v: unknown): unknown {
+  if (typeof v !== 'string') return v
+  if (v.trim() === '') return undefined
+  try {
+    return JSON.parse(v)
+  } catch {
+    return v
+  }
+}
+
 const ListQuery = listQuery({}, BEHAVIOR_LIST)
 const FolderQuery = listQuery(
   {
@@ -118,7 +163,30 @@ function present(request: FastifyRequest, b: BehaviorJson): unknown {
 /** The Behavior resource: folder behaviors (upload rules, per-folder webhooks). */
 export function behaviorRoutes(c: HttpContext): Routes {
   const svc = c.services.behaviors
+  const webhooks = c.services.webhooks
   return async (app) => {
+    app.post(
+      '/behaviors/webhook/test',
+      {
+        config: { xml: 'webhook-test-result' },
+        schema: {
+          summary: 'Send one test request with webhook behavior settings and report the answer',
+          tags,
+          body: WebhookTestBody,
+          response: { 200: WebhookTestResultSchema, ...errorResponses },
+        },
+      },
+      async (request) => {
+        const b = request.body
+        const test = await svc.checkWebhookTest(request.principal, {
+          ...b,
+          headers: parsedMap(b.headers),
+          body: parsedMap(b.body),
+        })
+        return webhooks.sendBehaviorTest(request.principal, test)
+      },
+    )
+
     app.get(
       '/behaviors',
       {

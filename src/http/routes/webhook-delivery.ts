@@ -3,7 +3,7 @@ import type { HttpContext } from '../http-context.js'
 import type { Routes } from '../route-types.js'
 import { errorResponses, IdParams } from '../schemas.js'
 
-const WebhookTestResultSchema = Type.Object(
+export const WebhookTestResultSchema = Type.Object(
   {
     id: Type.Integer({ description: 'Id of the log record of this request' }),
     success: Type.Boolean({ description: 'true when the listener answered 200 or 204' }),

@@ -6,6 +6,8 @@ import { refuseChangedReadOnly } from '../../api/read-only-fields.js'
 import { isSiteAdmin, type Principal } from '../../identity/principal.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import type { AddressGuard } from '../../webhooks/address-guard.js'
+import type { BehaviorSending } from '../../webhooks/behavior-webhooks.js'
+import { WEBHOOK_OPERATIONS } from '../../webhooks/webhook-operations.js'
 import { readListRequest } from '../list-request.js'
 import type { PermissionRepository } from '../permissions/permission-repository.js'
 import { applyingAt } from './behavior-matching.js'
@@ -16,6 +18,7 @@ import {
   checkValue,
   isBehaviorType,
   shownValue,
+  WEBHOOK_BEHAVIOR_TRIGGERS,
 } from './behavior-types.js'
 import type { UserFolders } from './user-folders.js'
 
@@ -41,6 +44,23 @@ export interface BehaviorInput {
   description?: string | null | undefined
   recursive?: boolean | undefined
   disable_parent_folder_behavior?: boolean | undefined
+}
+
+/** `POST /behaviors/webhook/test`: where and how to send one test request. */
+export interface WebhookTestInput {
+  url?: string | null | undefined
+  method?: unknown
+  encoding?: unknown
+  headers?: unknown
+  body?: unknown
+  action?: unknown
+}
+
+/** A checked test request: its URL, the operation its payload names, and how it is sent. */
+export interface WebhookTestRequest {
+  url: string
+  operation: string
+  sending: BehaviorSending
 }
 
 /** PATCH: the settings that change; the rest (what the SDK's `save()` echoes) must be as shown. */
@@ -147,13 +167,6 @@ export class BehaviorService {
       throw ApiError.modelSave(errors)
     }
     const value = this.checkedValue(type, input.value ?? {}, errors, undefined)
-    if (!AVAILABLE_TYPES.includes(type)) {
-      addModelError(
-        errors,
-        'behavior',
-        `${type} behaviors are not available yet: Wharf checks their value but does not act on them (the site's listener, PATCH /webhook_settings, is notified of every change)`,
-      )
-    }
     if (Object.keys(errors).length) throw ApiError.modelSave(errors)
     const now = this.now()
     const row = await this.behaviors.transaction(async (tx) => {
@@ -206,6 +219,53 @@ export class BehaviorService {
     await this.behaviors.remove((await this.managed(p, id)).id)
   }
 
+  /**
+   * `POST /behaviors/webhook/test`: who may manage behaviors may send one, and its settings are
+   * checked as a webhook behavior's are (errors name the test's own parameters). Returns what the
+   * dispatcher sends it with.
+   */
+  async checkWebhookTest(p: Principal, input: WebhookTestInput): Promise<WebhookTestRequest> {
+    await this.scopeOf(p)
+    if (input.url === undefined || input.url === null) {
+      throw ERRORS.requestParamsRequired('Missing required parameter: url')
+    }
+    const errors: ModelErrors = {}
+    const raw: Record<string, unknown> = { urls: [input.url] }
+    for (const k of ['method', 'encoding', 'headers', 'body'] as const) {
+      if (input[k] !== undefined && input[k] !== null) raw[k] = input[k]
+    }
+    const value = checkValue('webhook', raw, errors, this.guard, undefined)
+    const operation =
+      input.action === undefined || input.action === null ? 'Test' : testOperationOf(input.action)
+    if (operation === null) {
+      addModelError(
+        errors,
+        'action',
+        `must be Test or one of ${WEBHOOK_BEHAVIOR_TRIGGERS.join(', ')} (the operation the test names)`,
+      )
+    }
+    if (Object.keys(errors).length) {
+      // The test's parameters are the value's fields under their own names (`urls` is its `url`).
+      const own: ModelErrors = {}
+      for (const [k, v] of Object.entries(errors))
+        own[k === 'value.urls' ? 'url' : k.replace(/^value\./, '')] = v
+      throw ApiError.modelSave(own)
+    }
+    const url = (value['urls'] as string[])[0]!
+    return {
+      url,
+      operation: operation!,
+      sending: {
+        urls: [url],
+        method: value['method'] as 'POST' | 'GET',
+        encoding: value['encoding'] as 'JSON' | 'XML' | 'RAW',
+        headers: value['headers'] as Record<string, string>,
+        body: value['body'] as Record<string, string>,
+        verificationToken: null,
+      },
+    }
+  }
+
   // ---------- internals ----------
 
   /** The value as JSON text, checked for its type; problems go to `errors`. */
@@ -256,6 +316,21 @@ export class BehaviorService {
     }
     return { folders, keyPath }
   }
+}
+
+/** The operation a test's `action` names: an operation as is, a verb as the operation it most often is. */
+function testOperationOf(action: unknown): string | null {
+  if (typeof action !== 'string') return null
+  if (action === 'Test' || (WEBHOOK_OPERATIONS as readonly string[]).includes(action)) return action
+  const verbs: Record<string, string> = {
+    create: 'Upload',
+    update: 'Upload',
+    read: 'Download',
+    destroy: 'Delete',
+    move: 'Move',
+    copy: 'Copy',
+  }
+  return verbs[action] ?? null
 }
 
 /** Refuses a path outside the caller's scope: the key's folder first, then the folders administered. */

@@ -24,11 +24,9 @@ export const BEHAVIOR_TYPES = [
 ] as const
 export type BehaviorType = (typeof BEHAVIOR_TYPES)[number]
 
-/**
- * The types whose behaviors are created: a webhook behavior's value is checked, but it is
- * refused until its deliveries are built, rather than stored and silently never delivered.
- */
+/** The types whose behaviors are created (all those Wharf builds). */
 export const AVAILABLE_TYPES: readonly BehaviorType[] = [
+  'webhook',
   'limit_file_extensions',
   'limit_file_regex',
   'limit_filename_length',
@@ -62,6 +60,33 @@ const MAX_EXTENSION_LENGTH = 32
 const MAX_HEADERS = 50
 const MAX_BODY_FIELDS = 50
 const MAX_TEXT = 4096
+/**
+ * Headers a webhook behavior may not set: Wharf sets them itself (the body's type, the signatures,
+ * its name) or the connection does (framing, host).
+ */
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-length',
+  'content-type',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+  'proxy-connection',
+  'user-agent',
+  'x-service-signature',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
+])
+/** The fields every notification has: a behavior's `body` adds others, never replaces these. */
+const PAYLOAD_FIELDS = ['accountname', 'username', 'operation', 'protocol', 'path', 'sourcepath', 'attempt']
+/** A body field's name: one that JSON, XML elements and forms all carry as it is. */
+const BODY_FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/
+
 /** A header's value as the API shows it: header values are secrets, written but never read back. */
 const HIDDEN = null
 
@@ -234,6 +259,14 @@ function textMap(
     const kept = v === null && keep ? keep[k] : undefined
     if (field === 'headers' && !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(k)) {
       addModelError(errors, `value.${field}`, `has an invalid header name ${JSON.stringify(k)}`)
+    } else if (field === 'headers' && RESERVED_HEADERS.has(k.toLowerCase())) {
+      addModelError(errors, `value.${field}`, `cannot set ${k}: Wharf sets it itself`)
+    } else if (field === 'body' && (!BODY_FIELD_NAME.test(k) || PAYLOAD_FIELDS.includes(k))) {
+      addModelError(
+        errors,
+        `value.${field}`,
+        `has an invalid field name ${JSON.stringify(k)} (letters, digits, _ . - starting with a letter or _, at most 64; not one of ${PAYLOAD_FIELDS.join(', ')})`,
+      )
     } else if (typeof kept === 'string') {
       out[k] = kept
     } else if (typeof v !== 'string' || v.length > MAX_TEXT || hasControlCharacter(v)) {

@@ -4,10 +4,11 @@ import { ApiError } from '../../api/errors.js'
 import type { Database } from '../../db/schema.js'
 import { type Principal, requireSiteAdmin } from '../../identity/principal.js'
 import { deliveringAttempts } from '../../webhooks/delivering-attempts.js'
-import { failedAttempt } from '../../webhooks/delivery-log.js'
+import { type DeliveryLog, failedAttempt } from '../../webhooks/delivery-log.js'
 import type { RetryPolicy } from '../../webhooks/retry-policy.js'
 import type { WebhookDispatcher } from '../../webhooks/webhook-dispatcher.js'
 import { enqueueClaimedTest, requeueNotification, signalOutbox } from '../../webhooks/webhook-outbox.js'
+import type { WebhookTestRequest } from '../behaviors/behavior-service.js'
 import type { WebhookSettingsService } from './webhook-settings.js'
 
 /** What `POST /webhook_settings/test` answers: the attempt as the log records it. */
@@ -43,6 +44,12 @@ export class WebhookService {
     const failed = await failedAttempt(this.db, p.siteId, id)
     if (!failed) throw ERRORS.notFound(`No failed webhook request has id ${id}`)
     if (failed.state === 'delivered') throw await this.alreadyDelivered(p.siteId, id)
+    // A behavior's test was sent with settings only its request had: there is nothing to resend with.
+    if (failed.url !== null && failed.behavior_id === null) {
+      throw ApiError.modelSave({
+        id: [`${id} is a webhook behavior test: its settings were not stored, so it cannot be sent again`],
+      })
+    }
     const now = this.now()
     const allowed = Math.max(this.policy.maxAttempts(failed.max_attempts), failed.attempts + 1)
     await this.db.transaction().execute(async (trx) => {
@@ -93,16 +100,45 @@ export class WebhookService {
     )
     const log = await this.dispatcher.deliverClaimed(row)
     if (!log) throw ERRORS.requestParamsRequired('The listener url was removed meanwhile')
-    const o = log.outcome
-    return {
-      id: log.id,
-      success: o.success,
-      status: o.status,
-      message: o.message,
-      request_url: settings.url,
-      response_size: o.responseSize,
-      response_body: o.responseBody,
-      duration_ms: Math.round(o.durationMs),
-    }
+    return testResult(log, settings.url)
+  }
+
+  /**
+   * `POST /behaviors/webhook/test`: one request with the given settings (checked, and the caller
+   * allowed, by the behaviors' service), sent now, once, and logged (with no behavior id: it is
+   * no stored behavior's).
+   */
+  async sendBehaviorTest(p: Principal, test: WebhookTestRequest): Promise<WebhookTestResult> {
+    const now = this.now()
+    const row = await enqueueClaimedTest(
+      this.db,
+      {
+        siteId: p.siteId,
+        userId: p.user?.id ?? null,
+        username: p.user?.username ?? null,
+        interface: p.interface,
+      },
+      this.dispatcher.owner,
+      now + this.leaseMs,
+      now,
+      { url: test.url, operation: test.operation },
+    )
+    const log = await this.dispatcher.deliverClaimed(row, test.sending)
+    if (!log) throw ERRORS.requestParamsRequired('The test request could not be sent')
+    return testResult(log, test.url)
+  }
+}
+
+function testResult(log: DeliveryLog, url: string): WebhookTestResult {
+  const o = log.outcome
+  return {
+    id: log.id,
+    success: o.success,
+    status: o.status,
+    message: o.message,
+    request_url: url,
+    response_size: o.responseSize,
+    response_body: o.responseBody,
+    duration_ms: Math.round(o.durationMs),
   }
 }

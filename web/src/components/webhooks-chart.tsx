@@ -17,6 +17,8 @@ export interface LogRecord {
   response_size: number
   response_body: string
   request_body: string
+  /** The webhook behavior the request was for; null for the site's listener. */
+  behavior_id: number | null
   /**
    * A failed record whose notification a later attempt has since delivered: that attempt's log
    * record and number (null otherwise), as the log stood when the page of results was read.

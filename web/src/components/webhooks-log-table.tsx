@@ -168,7 +168,8 @@ function Details({ r }: { r: LogRecord }) {
         <strong>
           {r.request_method} {r.request_url}
         </strong>{' '}
-        · {r.message} · folder <code>{r.folder || '/'}</code> · record {r.id}
+        · {r.message} · folder <code>{r.folder || '/'}</code> ·{' '}
+        {r.behavior_id === null ? "site's listener" : `behavior ${r.behavior_id}`} · record {r.id}
       </p>
       <div class="wh-details-grid">
         <section>

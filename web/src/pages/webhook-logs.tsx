@@ -26,6 +26,8 @@ interface Filters {
   status: string
   path: string
   folder: string
+  /** Webhook behavior ids (comma-separated), as query_behavior_id takes them. */
+  behavior: string
 }
 
 /** What one run of the filters produced: the export, the records read so far, the next cursor. */
@@ -52,6 +54,7 @@ const defaults = (): Filters => ({
   status: '',
   path: '',
   folder: '',
+  behavior: '',
 })
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -102,6 +105,7 @@ export function WebhookLogsPage({ route }: { route: Route; me: Me }) {
         ...(f.status.trim() ? { query_status: f.status.trim() } : {}),
         ...(f.path.trim() ? { query_path: f.path.trim() } : {}),
         ...(f.folder.trim() ? { query_folder: f.folder.trim() } : {}),
+        ...(f.behavior.trim() ? { query_behavior_id: f.behavior.trim() } : {}),
       }
       let exp = await post<LogExport>('/action_notification_exports', body)
       for (let wait = 200; exp.status === 'building'; wait = Math.min(wait * 1.5, 2000)) {
@@ -217,6 +221,18 @@ export function WebhookLogsPage({ route }: { route: Route; me: Me }) {
           <label>
             Folder
             <input name="folder" placeholder="inbox" value={filters.folder} onInput={set('folder')} />
+          </label>
+          <label>
+            Behavior
+            <input
+              name="behavior"
+              inputMode="numeric"
+              class="wh-narrow"
+              placeholder="id"
+              title="Requests of these webhook behaviors (ids, comma-separated)"
+              value={filters.behavior}
+              onInput={set('behavior')}
+            />
           </label>
         </div>
         <div class="actions wh-filter-actions">
