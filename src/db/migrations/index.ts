@@ -17,6 +17,7 @@ import * as m015 from './015-bundles.js'
 import * as m016 from './016-bundle-mail.js'
 import * as m017 from './017-bundle-visits.js'
 import * as m018 from './018-behaviors.js'
+import * as m022 from './022-groups.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '016-bundle-mail': m016,
   '017-bundle-visits': m017,
   '018-behaviors': m018,
+  '022-groups': m022,
 }
