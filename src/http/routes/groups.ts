@@ -79,6 +79,15 @@ const MemberBody = Type.Object(
   { additionalProperties: false, title: 'GroupUserBody' },
 )
 
+const CreateMemberBody = Type.Object(
+  {
+    group_id: Id('The group'),
+    user_id: Id('The user to add'),
+    admin: Type.Optional(Type.Boolean({ description: 'The member administers the group’s members' })),
+  },
+  { additionalProperties: false, title: 'GroupUserCreate' },
+)
+
 const GroupListQuery = listQuery({}, GROUP_LIST)
 const MemberListQuery = listQuery(
   {
@@ -176,7 +185,7 @@ export function groupRoutes(c: HttpContext): Routes {
         schema: {
           summary: 'Add a user to a group (site admins, the group’s administrators)',
           tags: memberTags,
-          body: MemberBody,
+          body: CreateMemberBody,
           response: { 201: GroupUserSchema, ...errorResponses },
         },
       },
