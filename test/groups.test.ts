@@ -381,6 +381,33 @@ describe.each(dialects)('groups (%s)', (dialect) => {
     })
   })
 
+  describe('a group’s admin permission', () => {
+    it('makes its members folder admins there, and nowhere else', async () => {
+      const g = await admin('POST', '/groups', { name: 'folder-admins', user_ids: `${out.id}` })
+      expect(
+        (await admin('POST', '/permissions', { path: 'projects', group_id: g.body.id, permission: 'admin' }))
+          .status,
+      ).toBe(201)
+      const granted = await as(outKey, 'POST', '/permissions', {
+        path: 'projects/x',
+        user_id: mia.id,
+        permission: 'readonly',
+      })
+      expect(granted.status, granted.text).toBe(201)
+      expectError(
+        await as(outKey, 'POST', '/permissions', { path: 'elsewhere', user_id: mia.id }),
+        403,
+        'not-authorized/folder-admin-permission-required',
+      )
+      expect((await admin('DELETE', `/groups/${g.body.id}`)).status).toBe(204)
+      expectError(
+        await as(outKey, 'POST', '/permissions', { path: 'projects/y', user_id: mia.id }),
+        403,
+        'not-authorized/folder-admin-permission-required',
+      )
+    })
+  })
+
   describe('deletion', () => {
     it('deleting a group deletes its memberships and permissions, recording group_destroy', async () => {
       const g = await admin('POST', '/groups', { name: 'doomed', user_ids: `${out.id}` })
