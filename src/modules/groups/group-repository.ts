@@ -1,6 +1,6 @@
 import type { Insertable, Kysely, Selectable, Updateable } from 'kysely'
 import type { ListRequest, Page } from '../../api/list-spec.js'
-import { isUniqueViolation } from '../../db/errors.js'
+import { isForeignKeyViolation, isUniqueViolation } from '../../db/errors.js'
 import { selectPage } from '../../db/list-sql.js'
 import { Repository } from '../../db/repository.js'
 import type { Database, GroupsTable } from '../../db/schema.js'
@@ -155,7 +155,10 @@ export class GroupRepository extends Repository {
       .executeTakeFirst()
   }
 
-  /** Adds a member; an existing membership is `duplicate`. */
+  /**
+   * Adds a member; an existing membership is `duplicate`, a user or group deleted meanwhile
+   * `gone`.
+   */
   async addMember(
     siteId: number,
     groupId: number,
@@ -163,6 +166,7 @@ export class GroupRepository extends Repository {
     admin: boolean,
     now: number,
     duplicate: () => Error,
+    gone: () => Error,
   ): Promise<number> {
     try {
       const row = await this.db
@@ -179,6 +183,7 @@ export class GroupRepository extends Repository {
       return row.id
     } catch (err) {
       if (isUniqueViolation(err)) throw duplicate()
+      if (isForeignKeyViolation(err)) throw gone()
       throw err
     }
   }

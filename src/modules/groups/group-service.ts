@@ -188,8 +188,14 @@ export class GroupService {
     if (username === undefined) throw ERRORS.userNotFound(`User ${userId} not found`)
     const now = this.now()
     const id = await this.groups.transaction(async (tx) => {
-      const id = await tx.addMember(p.siteId, group.id, userId, input.admin === true, now, () =>
-        ApiError.modelSave({ user_id: [`${username} is already a member of ${group.name}`] }),
+      const id = await tx.addMember(
+        p.siteId,
+        group.id,
+        userId,
+        input.admin === true,
+        now,
+        () => ApiError.modelSave({ user_id: [`${username} is already a member of ${group.name}`] }),
+        () => ERRORS.userNotFound(`User ${userId} or group ${group.id} was deleted meanwhile`),
       )
       await this.recordMembers(
         tx,
@@ -335,8 +341,14 @@ export class GroupService {
     const had = new Set(current.map((m) => m.user_id))
     for (const u of members) {
       if (had.has(u)) continue
-      await tx.addMember(siteId, groupId, u, admins?.has(u) ?? false, now, () =>
-        ERRORS.requestParamsInvalid(`User ${u} was added to the group meanwhile`),
+      await tx.addMember(
+        siteId,
+        groupId,
+        u,
+        admins?.has(u) ?? false,
+        now,
+        () => ERRORS.requestParamsInvalid(`User ${u} was added to the group meanwhile`),
+        () => ERRORS.userNotFound(`User ${u} was deleted meanwhile`),
       )
     }
   }
