@@ -115,6 +115,20 @@ describe.each(dialects)('the groups migration over existing permissions (%s)', (
         const { rows } = await sql<{ foreign_key_check: unknown }>`pragma foreign_key_check`.execute(h.db)
         expect(rows).toEqual([])
       }
+
+      // And back: the permissions of users stay, with their ids.
+      const down = await migrator.migrateTo('018-behaviors')
+      expect(down.error).toBeUndefined()
+      expect(await db.selectFrom('permissions').select(['id', 'path']).orderBy('id').execute()).toEqual([
+        { id: kept.id, path: 'a' },
+        { id: next.id, path: 'c' },
+      ])
+      await expect(
+        db
+          .insertInto('permissions')
+          .values({ ...row('e'), user_id: null })
+          .execute(),
+      ).rejects.toThrow()
     } finally {
       await h.close()
     }

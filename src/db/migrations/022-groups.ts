@@ -97,9 +97,38 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
+  const isPg = db.getExecutor().adapter instanceof PostgresAdapter
+  // Permissions of groups have nobody to go to without groups.
   await db.deleteFrom('permissions').where('group_id', 'is not', null).execute()
   await db.schema.dropIndex('permissions_group_unique').execute()
-  await db.schema.alterTable('permissions').dropColumn('group_id').execute()
+  if (isPg) {
+    await sql`alter table permissions drop constraint permissions_one_grantee`.execute(db)
+    await sql`alter table permissions drop column group_id`.execute(db)
+    await sql`alter table permissions alter column user_id set not null`.execute(db)
+  } else {
+    // SQLite drops no column that a foreign key or a check names: the table is rebuilt as before.
+    await sql`create table permissions_old (
+      id integer primary key autoincrement,
+      site_id bigint not null references sites(id),
+      user_id bigint not null references users(id) on delete cascade,
+      path text not null,
+      permission text not null,
+      created_at bigint not null
+    )`.execute(db)
+    await sql`insert into permissions_old (id, site_id, user_id, path, permission, created_at)
+      select id, site_id, user_id, path, permission, created_at from permissions`.execute(db)
+    await sql`insert into sqlite_sequence (name, seq)
+      select 'permissions_old', seq from sqlite_sequence where name = 'permissions'
+      and not exists (select 1 from sqlite_sequence where name = 'permissions_old')`.execute(db)
+    await sql`drop table permissions`.execute(db)
+    await sql`alter table permissions_old rename to permissions`.execute(db)
+    await db.schema
+      .createIndex('permissions_unique')
+      .on('permissions')
+      .columns(['site_id', 'user_id', 'path', 'permission'])
+      .unique()
+      .execute()
+  }
   await db.schema.dropTable('group_users').execute()
   await db.schema.dropTable('groups').execute()
 }
