@@ -25,6 +25,7 @@ import { exportFileRoutes } from './http/routes/export-files.js'
 import { fileOperationRoutes } from './http/routes/file-operations.js'
 import { fileRoutes } from './http/routes/files.js'
 import { folderRoutes } from './http/routes/folders.js'
+import { groupRoutes } from './http/routes/groups.js'
 import { registerHealthRoutes } from './http/routes/health.js'
 import { historyRoutes } from './http/routes/history.js'
 import { historyExportRoutes } from './http/routes/history-exports.js'
@@ -280,6 +281,7 @@ async function registerApi(app: FastifyInstance, container: Container): Promise<
       await api.register(apiKeyRoutes(container))
       await api.register(userRoutes(container))
       await api.register(permissionRoutes(container))
+      await api.register(groupRoutes(container))
       await api.register(fileRoutes(container))
       await api.register(transferRoutes(container))
       await api.register(folderRoutes(container))

@@ -50,6 +50,7 @@ import { UploadParts } from './modules/files/upload-parts.js'
 import { UploadService } from './modules/files/upload-service.js'
 import { FileSystem } from './modules/files/vfs/file-system.js'
 import { ZipDownloadService } from './modules/files/zip-download-service.js'
+import { GroupService } from './modules/groups/group-service.js'
 import { HistoryService } from './modules/history/history-service.js'
 import { LoginDefender } from './modules/login-defender/login-defender.js'
 import { PermissionService } from './modules/permissions/permission-service.js'
@@ -560,7 +561,8 @@ function createServices(p: ServiceParts): Services {
     apiKeys: new ApiKeyService(repos.apiKeys, repos.users, config, secrets, now, identities),
     sessions,
     users: new UserService(repos.users, sessions, secrets, now, identities, userFolders),
-    permissions: new PermissionService(repos.permissions, repos.users, secrets, now),
+    permissions: new PermissionService(repos.permissions, repos.users, repos.groups, secrets, now),
+    groups: new GroupService(repos.groups, secrets, now),
     uploads,
     downloads,
     zipDownloads,

@@ -337,10 +337,10 @@ describe.each(dialects)('permissions (%s)', (dialect) => {
     })
 
     it.each([
-      ['an unknown sort field', 'sort_by[group_id]=asc', 'bad-request/invalid-filter-field'],
+      ['an unknown sort field', 'sort_by[username]=asc', 'bad-request/invalid-filter-field'],
       ['an unknown filter field', 'filter[username]=eve', 'bad-request/invalid-filter-field'],
       ['a non-numeric user_id', 'user_id=eve', 'bad-request/request-params-invalid'],
-      ['an unknown parameter', 'group_id=1', 'bad-request/request-params-invalid'],
+      ['an unknown parameter', 'include_groups=1', 'bad-request/request-params-invalid'],
       ['a path with ..', 'path=a/../b', 'bad-request/invalid-path'],
       ['a forged cursor', 'cursor=abc.def', 'bad-request/invalid-cursor'],
     ])('refuses %s', async (_what, query, type) => {

@@ -116,6 +116,13 @@ const STATE_ANSWERS: [ops: string | string[], status: number, type: string, mess
   // A behavior's value is JSON text whose settings depend on its type (the description of value):
   // a rule between two fields.
   [['POST /behaviors', 'PATCH /behaviors/{id}'], 422, 'processing-failure/model-save-error', /^Value/],
+  // Group names are unique: a drawn name an earlier request already took.
+  [
+    ['POST /groups', 'PATCH /groups/{id}'],
+    422,
+    'processing-failure/model-save-error',
+    /^Name has already been taken/,
+  ],
   // A folder with files in it is deleted only with recursive=true.
   ['DELETE /resource/{id}', 422, 'processing-failure/folder-not-empty'],
 ]
@@ -203,6 +210,17 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       behavior: 'limit_filename_length',
       value: { max_length: 200 },
     })
+    // A group; the user is its member, except for the request that adds them.
+    const group = await s.container.services.groups.create(operatorPrincipal(s.container.site.id), {
+      name: `fx-group-${letters(n)}`,
+      ...(op.method === 'POST' && op.path === '/group_users' ? {} : { user_ids: String(user.id) }),
+    })
+    const membership = await s.container.db
+      .selectFrom('group_users')
+      .select('id')
+      .where('group_id', '=', group.id)
+      .where('user_id', '=', user.id)
+      .executeTakeFirst()
     const upload = `${folder}/up.txt`
     const ids: Record<string, number | string> = {
       api_keys: key.id,
@@ -217,6 +235,8 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       bundles: bundle.id,
       bundle_notifications: notification.id,
       behaviors: behavior.id,
+      groups: group.id,
+      group_users: membership?.id ?? 1,
     }
     const first = op.path.split('/')[1]!
     const refs: Refs = {
@@ -230,6 +250,8 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       inbox_id: inbox.id,
       folder_behavior_id: inbox.id,
       notify_user_id: user.id,
+      group_id: group.id,
+      group_name: group.name,
     }
     // Folders for the folder routes, copies and moves (so structure=true has one to copy) and
     // the records that name a folder; the file for the others; a new path for creations.
@@ -367,7 +389,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     expect(failures).toEqual([])
     // The state answers did occur (which ones depends on the values drawn).
     expect(seen.size).toBeGreaterThanOrEqual(5)
-    expect(ops.length).toBe(101)
+    expect(ops.length).toBe(110)
     expect(sent).toBeGreaterThan(ops.length * VARIANTS)
   })
 })

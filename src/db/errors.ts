@@ -7,6 +7,12 @@ export function isUniqueViolation(err: unknown): boolean {
   return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === '23505'
 }
 
+/** A foreign key said no (the row it names is gone): SQLite and PostgreSQL name it differently. */
+export function isForeignKeyViolation(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code
+  return code === 'SQLITE_CONSTRAINT_FOREIGNKEY' || code === '23503'
+}
+
 /**
  * Storage is full, as each layer says it: SQLite `SQLITE_FULL` (better-sqlite3), PostgreSQL
  * SQLSTATE 53100 `disk_full` (pg), and the file system's ENOSPC (no space) or EDQUOT (quota).

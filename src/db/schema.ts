@@ -34,9 +34,35 @@ export interface UsersTable {
 export interface PermissionsTable {
   id: Generated<number>
   site_id: number
-  user_id: number
+  /** Exactly one of user_id and group_id is set. */
+  user_id: number | null
+  group_id: Generated<number | null>
   path: string
   permission: string
+  created_at: number
+}
+
+export interface GroupsTable {
+  id: Generated<number>
+  site_id: number
+  name: string
+  name_lower: string
+  notes: string | null
+  allowed_ips: string | null
+  ftp_permission: number
+  sftp_permission: number
+  dav_permission: number
+  restapi_permission: number
+  created_at: number
+  updated_at: number
+}
+
+export interface GroupUsersTable {
+  id: Generated<number>
+  site_id: number
+  group_id: number
+  user_id: number
+  admin: number
   created_at: number
 }
 
@@ -282,6 +308,8 @@ export interface Database {
   sites: SitesTable
   users: UsersTable
   permissions: PermissionsTable
+  groups: GroupsTable
+  group_users: GroupUsersTable
   api_keys: ApiKeysTable
   sessions: SessionsTable
   actions: ActionsTable

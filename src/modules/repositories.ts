@@ -12,6 +12,7 @@ import { ExportRepository } from './exports/export-repository.js'
 import { FileRepository } from './files/file-repository.js'
 import { FolderRepository } from './files/folder-repository.js'
 import { UploadRepository } from './files/upload-repository.js'
+import { GroupRepository } from './groups/group-repository.js'
 import { HistoryRepository } from './history/history-repository.js'
 import { LoginDefenderRepository } from './login-defender/login-defender-repository.js'
 import { PermissionRepository } from './permissions/permission-repository.js'
@@ -29,6 +30,7 @@ export interface Repositories {
   sessions: SessionRepository
   apiKeys: ApiKeyRepository
   permissions: PermissionRepository
+  groups: GroupRepository
   billing: BillingRepository
   history: HistoryRepository
   publicKeys: PublicKeyRepository
@@ -54,6 +56,7 @@ export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): R
     sessions: new SessionRepository(db, dialect),
     apiKeys: new ApiKeyRepository(db, dialect),
     permissions: new PermissionRepository(db, dialect),
+    groups: new GroupRepository(db, dialect),
     billing: new BillingRepository(db, dialect),
     history: new HistoryRepository(db, dialect),
     publicKeys: new PublicKeyRepository(db, dialect),

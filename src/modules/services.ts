@@ -18,6 +18,7 @@ import type { FolderService } from './files/folder-service.js'
 import type { UploadService } from './files/upload-service.js'
 import type { FileSystem } from './files/vfs/file-system.js'
 import type { ZipDownloadService } from './files/zip-download-service.js'
+import type { GroupService } from './groups/group-service.js'
 import type { HistoryService } from './history/history-service.js'
 import type { LoginDefender } from './login-defender/login-defender.js'
 import type { PermissionService } from './permissions/permission-service.js'
@@ -36,6 +37,8 @@ export interface Services {
   sessions: SessionService
   users: UserService
   permissions: PermissionService
+  /** Groups of users and their members (GroupUser). */
+  groups: GroupService
   /** What a caller may do where in the file tree. */
   fileAccess: FileAccess
   /** Uploads: action=put/end and the signed part URLs. */

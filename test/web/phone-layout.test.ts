@@ -78,6 +78,15 @@ describe.skipIf(!hasBrowser)('web interface at phone width (390 px)', BROWSER_SU
     const bot = await makeUser(s, { username: 'scanner-bot', email: 'scanner-bot@example.com' })
     await grant(s, bot.id, 'inbox/scans from the copier on floor two', 'writeonly')
     await makeKey(s, bot.id, { name: 'copier upload key', path: 'inbox', permission_set: 'desktop_app' })
+    const group = await call(s, 'POST', '/groups', {
+      key: s.adminKey,
+      body: {
+        name: 'scanners of every floor of the building',
+        user_ids: String(bot.id),
+        admin_ids: String(bot.id),
+      },
+    })
+    expect(group.status).toBe(201)
     await uploaded(s, 'quarterly report 2026 final.pdf', 'numbers')
     const link = await call(s, 'POST', '/bundles', {
       key: s.adminKey,
@@ -122,14 +131,16 @@ describe.skipIf(!hasBrowser)('web interface at phone width (390 px)', BROWSER_SU
     )
     // Every page of the menu is measured, those added later too.
     expect(pages.length).toBeGreaterThanOrEqual(8)
-    // The folder permissions are a tab of the Users page, with a table of their own.
+    // The folder permissions and groups are tabs of the Users page, with tables of their own.
     pages.push({ label: 'Folder permissions', href: '#/users/permissions' })
+    pages.push({ label: 'Groups', href: '#/users/groups' })
     const seen: Record<string, Awaited<ReturnType<typeof layoutOf>>> = {}
     for (const p of pages) {
       await page.goto(`${web.s.url}/${p.href}`)
       await shown(page.getByRole('heading', { level: 1, name: p.label }))
       await (READY[p.label] ?? ((pg: Page) => pg.waitForLoadState('networkidle')))(page)
-      if (p.href === '#/users/permissions') await shown(page.locator('main tbody button').first())
+      if (p.href === '#/users/permissions' || p.href === '#/users/groups')
+        await shown(page.locator('main tbody button').first())
       seen[p.href] = await layoutOf(page)
     }
     const misfits = Object.entries(seen).filter(

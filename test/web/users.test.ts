@@ -152,6 +152,42 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', BROW
     await page.context().close()
   })
 
+  it('creates a group with members and deletes it after confirming', async () => {
+    const dana = await makeUser(web.s, { username: 'dana' })
+    const page = await newPage(web.browser, web.s)
+    await signIn(page, web.s)
+    await page.goto(`${web.s.url}/#/users`)
+    await page
+      .getByRole('navigation', { name: 'Users and permissions' })
+      .getByRole('link', { name: 'Groups' })
+      .click()
+    await shown(page.getByRole('heading', { level: 1, name: 'Groups' }))
+    const form = page.getByRole('form', { name: 'New group' })
+    await expect.poll(() => form.getByRole('option', { name: 'dana' }).count()).toBe(1)
+    await form.getByLabel('Members').selectOption([String(dana.id)])
+
+    // A refusal of the server (a blank name) is shown in words.
+    await form.getByLabel('Group name').fill(' ')
+    await form.getByRole('button', { name: 'Create group' }).click()
+    expect(await textOf(form.getByRole('alert'))).toContain("can't be blank")
+
+    await form.getByLabel('Group name').fill('designers')
+    await form.getByRole('button', { name: 'Create group' }).click()
+    expect(await textOf(page.getByRole('status').filter({ hasText: 'created' }))).toBe(
+      'Group designers created.',
+    )
+    const groups = (await call(web.s, 'GET', '/groups', { key: web.s.adminKey })).body
+    expect(groups).toMatchObject([{ name: 'designers', user_ids: String(dana.id) }])
+    const row = page.getByRole('row').filter({ hasText: 'designers' })
+    expect(await textOf(row)).toContain('dana')
+
+    await row.getByRole('button', { name: 'Delete group designers' }).click()
+    await row.getByRole('button', { name: 'Confirm delete' }).click()
+    await shown(page.getByText('No groups yet.'))
+    expect((await call(web.s, 'GET', '/groups', { key: web.s.adminKey })).body).toEqual([])
+    await page.context().close()
+  })
+
   it('tells a user who is not a site admin that the page is not theirs', async () => {
     const u = await makeUser(web.s)
     const page = await newPage(web.browser, web.s)

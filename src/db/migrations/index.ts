@@ -18,6 +18,7 @@ import * as m016 from './016-bundle-mail.js'
 import * as m017 from './017-bundle-visits.js'
 import * as m018 from './018-behaviors.js'
 import * as m019 from './019-behavior-webhooks.js'
+import * as m020 from './020-groups.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -40,4 +41,5 @@ export const migrations: Record<string, Migration> = {
   '017-bundle-visits': m017,
   '018-behaviors': m018,
   '019-behavior-webhooks': m019,
+  '020-groups': m020,
 }

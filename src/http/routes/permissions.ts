@@ -5,16 +5,16 @@ import { checked, exclusive } from '../field-checks.js'
 import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
-import { errorResponses, listQuery, Nullable, PathText, UserIdParam } from '../schemas.js'
+import { errorResponses, Id, listQuery, Nullable, PathText, UserIdParam } from '../schemas.js'
 
 export const PermissionSchema = Type.Object(
   {
     id: Type.Integer(),
     path: Type.String({ description: 'Folder the permission applies to (and everything inside it)' }),
-    user_id: Type.Integer(),
+    user_id: Nullable(Type.Integer({ description: 'The user; null for a group’s permission' })),
     username: Nullable(Type.String()),
-    group_id: Nullable(Type.Integer({ description: 'Always null: Wharf has no groups yet' })),
-    group_name: Nullable(Type.String({ description: 'Always null: Wharf has no groups yet' })),
+    group_id: Nullable(Type.Integer({ description: 'The group; null for a user’s permission' })),
+    group_name: Nullable(Type.String()),
     permission: Type.String({ description: 'full, readonly, writeonly, list, history or admin' }),
     recursive: Type.Boolean({ description: 'Always true: permissions apply to subfolders' }),
   },
@@ -36,6 +36,21 @@ const CreateBody = Type.Object(
       Type.String({
         maxLength: 128,
         description: 'The user: give either user_id or username (one is required)',
+        ...exclusive('user', true),
+      }),
+    ),
+    group_id: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description: 'The group, instead of a user: group_id or group_name',
+        ...exclusive('user', true),
+      }),
+    ),
+    group_name: Type.Optional(
+      Type.String({
+        maxLength: 255,
+        description: 'The group, instead of a user: group_id or group_name',
         ...exclusive('user', true),
       }),
     ),
@@ -62,6 +77,7 @@ const ListQuery = listQuery(
   {
     path: Type.Optional(PathText('Permissions that apply to this path (on it or above it)')),
     user_id: Type.Optional(UserIdParam),
+    group_id: Type.Optional(Id('Permissions of this group')),
   },
   PERMISSION_LIST,
 )

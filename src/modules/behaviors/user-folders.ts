@@ -153,7 +153,7 @@ export class UserFolders {
           if (!(err instanceof ApiError)) throw err
         }
       }
-      if (await permissions.exists(p.siteId, user.id, permission, path)) continue
+      if (await permissions.exists(p.siteId, { userId: user.id }, permission, path)) continue
       const inserted = await permissions.insert(
         { site_id: p.siteId, user_id: user.id, path, permission, created_at: now },
         () => ApiError.modelSave({ permission: [`${permission} on ${path} already exists`] }),

@@ -28,7 +28,7 @@ const GRANTS: Record<string, Capability[]> = {
 const REFUSAL: Record<Capability, ApiError['type']> = {
   read: 'not-authorized/read-permission-required',
   list: 'not-authorized/read-permission-required',
-  history: 'not-authorized/read-permission-required',
+  history: 'not-authorized/history-permission-required',
   write: 'not-authorized/write-permission-required',
   delete: 'not-authorized/write-permission-required',
   admin: 'not-authorized/folder-admin-permission-required',
@@ -80,9 +80,18 @@ export class AccessView {
     }
   }
 
-  /** Either capability will do (history of a path: `read` or `history`). */
+  /**
+   * Either capability will do (history of a path: `read` or `history`). A caller who reaches the
+   * path but only to list it or write into it is told the history permission is missing; one who
+   * does not reach it at all, the first capability's refusal.
+   */
   requireAny(path: string, caps: Capability[]): void {
     if (caps.some((c) => this.can(path, c))) return
+    if (caps.includes('history') && (this.can(path, 'list') || this.can(path, 'write'))) {
+      throw ERRORS.historyPermissionRequired(
+        `You may list or write to ${path === '' ? 'the root folder' : path} but not see its history`,
+      )
+    }
     this.require(path, caps[0]!)
   }
 

@@ -15,13 +15,17 @@ import { selectPage } from '../../db/list-sql.js'
 import { Repository } from '../../db/repository.js'
 import type { Database, PermissionsTable } from '../../db/schema.js'
 
-export type PermissionRow = Selectable<PermissionsTable> & { username: string | null }
+export type PermissionRow = Selectable<PermissionsTable> & {
+  username: string | null
+  group_name: string | null
+}
 
 /** Which permissions a list shows, beyond the list query's own filters. */
 export interface PermissionFilter {
   /** Permissions not granted to `userId` only on or inside these folders (absent: all). */
   visibleTo?: { userId: number; folders: string[] } | undefined
   userId?: number | undefined
+  groupId?: number | undefined
   /** Those that apply to this path: on it or on a folder above it ('' for none). */
   path: string
 }
@@ -36,7 +40,7 @@ export async function adminFolders(db: Kysely<Database>, siteId: number, userId:
     .selectFrom('permissions')
     .select('path')
     .where('site_id', '=', siteId)
-    .where('user_id', '=', userId)
+    .where((eb) => grantedTo(eb, userId))
     .where('permission', '=', 'admin')
     .execute()
   const paths = [...new Set(rows.map((r) => r.path))].sort(
@@ -56,9 +60,10 @@ export class PermissionRepository extends Repository {
   private withUser(siteId: number) {
     return this.db
       .selectFrom('permissions')
-      .innerJoin('users', 'users.id', 'permissions.user_id')
+      .leftJoin('users', 'users.id', 'permissions.user_id')
+      .leftJoin('groups', 'groups.id', 'permissions.group_id')
       .selectAll('permissions')
-      .select('users.username as username')
+      .select(['users.username as username', 'groups.name as group_name'])
       .where('permissions.site_id', '=', siteId)
   }
 
@@ -67,6 +72,7 @@ export class PermissionRepository extends Repository {
     const scope = filter.visibleTo
     if (scope) q = q.where((eb) => visibleTo(eb, scope))
     if (filter.userId !== undefined) q = q.where('permissions.user_id', '=', filter.userId)
+    if (filter.groupId !== undefined) q = q.where('permissions.group_id', '=', filter.groupId)
     if (filter.path !== '')
       q = q.where(sql<string>`lower(permissions.path)`, 'in', ancestors(filter.path.toLowerCase()))
     return selectPage(q, list)
@@ -76,13 +82,16 @@ export class PermissionRepository extends Repository {
     return this.withUser(siteId).where('permissions.id', '=', id).executeTakeFirst()
   }
 
-  /** Every permission granted to the user: what file access is computed from. */
+  /**
+   * Every permission granted to the user, themselves or through their groups: what file access is
+   * computed from (the widest wins, whichever way it came).
+   */
   grantsOf(siteId: number, userId: number): Promise<{ path: string; permission: string }[]> {
     return this.db
       .selectFrom('permissions')
       .select(['path', 'permission'])
       .where('site_id', '=', siteId)
-      .where('user_id', '=', userId)
+      .where((eb) => grantedTo(eb, userId))
       .execute()
   }
 
@@ -90,13 +99,20 @@ export class PermissionRepository extends Repository {
     return adminFolders(this.db, siteId, userId)
   }
 
-  /** A permission of this kind for the user on the path (in any case) exists. */
-  async exists(siteId: number, userId: number, permission: string, path: string): Promise<boolean> {
+  /** A permission of this kind for the user or group on the path (in any case) exists. */
+  async exists(
+    siteId: number,
+    grantee: { userId: number } | { groupId: number },
+    permission: string,
+    path: string,
+  ): Promise<boolean> {
     const row = await this.db
       .selectFrom('permissions')
       .select('id')
       .where('site_id', '=', siteId)
-      .where('user_id', '=', userId)
+      .where((eb) =>
+        'userId' in grantee ? eb('user_id', '=', grantee.userId) : eb('group_id', '=', grantee.groupId),
+      )
       .where('permission', '=', permission)
       .where(sql<string>`lower(path)`, '=', path.toLowerCase())
       .executeTakeFirst()
@@ -129,10 +145,25 @@ function ancestors(path: string): string[] {
 
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`)
 
-/** The caller's own permissions, and every permission on or inside a folder they administer. */
+/** Permissions granted to the user or to a group they belong to. */
+function grantedTo(eb: ExpressionBuilder<any, any>, userId: number): Expression<SqlBool> {
+  return eb.or([
+    eb('permissions.user_id', '=', userId),
+    eb(
+      'permissions.group_id',
+      'in',
+      eb.selectFrom('group_users').select('group_users.group_id').where('group_users.user_id', '=', userId),
+    ),
+  ])
+}
+
+/**
+ * The caller's own permissions (those of their groups included), and every permission on or
+ * inside a folder they administer.
+ */
 function visibleTo(eb: ExpressionBuilder<any, any>, scope: { userId: number; folders: string[] }) {
   const path = sql.ref('permissions.path')
-  const conditions: Expression<SqlBool>[] = [eb('permissions.user_id', '=', scope.userId)]
+  const conditions: Expression<SqlBool>[] = [grantedTo(eb, scope.userId)]
   for (const f of scope.folders) {
     const lower = f.toLowerCase()
     conditions.push(sql<SqlBool>`lower(${path}) = ${lower}`)

@@ -5,6 +5,7 @@ import { isWithin, normalizePath } from '../../api/paths.js'
 import { isSiteAdmin, type Principal } from '../../identity/principal.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
+import type { GroupRepository } from '../groups/group-repository.js'
 import { readListRequest } from '../list-request.js'
 import type { UserRepository } from '../users/user-repository.js'
 import type { PermissionRepository, PermissionRow } from './permission-repository.js'
@@ -16,14 +17,17 @@ export type PermissionType = (typeof PERMISSIONS)[number]
 
 type Row = PermissionRow
 
-/** The Permission resource (Files.com fields; Wharf has no groups yet, and every permission is recursive). */
+/**
+ * The Permission resource (Files.com fields; every permission is recursive). A permission belongs
+ * to a user (`user_id`) or to a group (`group_id`, and then `user_id` is null).
+ */
 export interface PermissionJson {
   id: number
   path: string
-  user_id: number
+  user_id: number | null
   username: string | null
-  group_id: null
-  group_name: null
+  group_id: number | null
+  group_name: string | null
   permission: string
   recursive: true
 }
@@ -32,6 +36,8 @@ export interface CreatePermissionInput {
   path: string
   user_id?: number | undefined
   username?: string | undefined
+  group_id?: number | undefined
+  group_name?: string | undefined
   permission?: string | undefined
   recursive?: boolean | undefined
 }
@@ -41,14 +47,24 @@ export const PERMISSION_LIST: ListSpec = {
   idColumn: 'permissions.id',
   sort: {
     path: { column: 'permissions.path', type: 'string' },
-    user_id: { column: 'permissions.user_id', type: 'integer' },
+    user_id: { column: 'permissions.user_id', type: 'integer', nullsAs: 0 },
+    group_id: { column: 'permissions.group_id', type: 'integer', nullsAs: 0 },
     permission: { column: 'permissions.permission', type: 'string' },
   },
   filter: {
     path: { column: 'permissions.path', type: 'string' },
     user_id: { column: 'permissions.user_id', type: 'integer' },
+    group_id: { column: 'permissions.group_id', type: 'integer' },
     permission: { column: 'permissions.permission', type: 'string' },
   },
+}
+
+interface Grantee {
+  user?: { id: number; username: string }
+  group?: { id: number; name: string }
+  /** How the Action names it. */
+  label: string
+  target: { type: string; id: number; name: string }
 }
 
 /** Who the caller may manage permissions for: everything, or the inside of some folders. */
@@ -62,8 +78,8 @@ export function toPermissionJson(row: Row): PermissionJson {
     path: row.path,
     user_id: row.user_id,
     username: row.username,
-    group_id: null,
-    group_name: null,
+    group_id: row.group_id,
+    group_name: row.group_name,
     permission: row.permission,
     recursive: true,
   }
@@ -73,6 +89,7 @@ export class PermissionService {
   constructor(
     readonly permissions: PermissionRepository,
     private readonly users: UserRepository,
+    private readonly groups: GroupRepository,
     private readonly secrets: SiteSecrets,
     readonly now: () => number = Date.now,
   ) {}
@@ -80,18 +97,24 @@ export class PermissionService {
   /**
    * GET /permissions. Site admins see all; a folder admin the permissions inside the folders they
    * administer (and their own); anyone else their own. `path` narrows to the permissions that apply
-   * to that path (on it or on a folder above it), `user_id` to one user (0 = the caller).
+   * to that path (on it or on a folder above it), `user_id` to one user (0 = the caller),
+   * `group_id` to one group. A user's own permissions include those of their groups.
    */
   async list(p: Principal, query: Record<string, unknown>): Promise<Page<PermissionJson>> {
     const scope = await this.scopeOf(p)
     const userId = this.listUser(p, scope, query['user_id'] as number | undefined)
+    const groupId = query['group_id'] as number | undefined
     const path = typeof query['path'] === 'string' && query['path'] !== '' ? normalizePath(query['path']) : ''
     const list = await readListRequest(this.secrets, p.siteId, PERMISSION_LIST, query, {
       user_id: userId ?? 'all',
+      group_id: groupId ?? 'all',
       path,
     })
     const visibleTo = scope.all ? undefined : { userId: scope.userId, folders: scope.folders }
-    return mapPage(await this.permissions.page(p.siteId, { visibleTo, userId, path }, list), toPermissionJson)
+    return mapPage(
+      await this.permissions.page(p.siteId, { visibleTo, userId, groupId, path }, list),
+      toPermissionJson,
+    )
   }
 
   /** POST /permissions: site admins anywhere, folder admins inside the folders they administer. */
@@ -114,15 +137,23 @@ export class PermissionService {
       addModelError(errors, 'recursive', 'must be true: every permission applies to subfolders')
     if (Object.keys(errors).length) throw ApiError.modelSave(errors)
 
-    const user = await this.resolveUser(p.siteId, input)
+    const grantee = await this.resolveGrantee(p.siteId, input)
     const duplicate = () =>
-      ApiError.modelSave({ permission: [`${permission} on ${path} already exists for ${user.username}`] })
-    if (await this.permissions.exists(p.siteId, user.id, permission, path)) throw duplicate()
+      ApiError.modelSave({ permission: [`${permission} on ${path} already exists for ${grantee.label}`] })
+    const key = grantee.group ? { groupId: grantee.group.id } : { userId: grantee.user!.id }
+    if (await this.permissions.exists(p.siteId, key, permission, path)) throw duplicate()
 
     const now = this.now()
     const row = await this.permissions.transaction(async (tx) => {
       const inserted = await tx.insert(
-        { site_id: p.siteId, user_id: user.id, path, permission, created_at: now },
+        {
+          site_id: p.siteId,
+          user_id: grantee.user?.id ?? null,
+          group_id: grantee.group?.id ?? null,
+          path,
+          permission,
+          created_at: now,
+        },
         duplicate,
       )
       await recordAction(
@@ -130,16 +161,17 @@ export class PermissionService {
         contextOf(p),
         {
           action: 'permission_create',
-          display: `Granted ${permission} on /${path} to ${user.username}`,
+          display: `Granted ${permission} on /${path} to ${grantee.label}`,
           path,
-          targets: [
-            { type: 'permission', id: inserted.id, name: permission },
-            { type: 'user', id: user.id, name: user.username },
-          ],
+          targets: [{ type: 'permission', id: inserted.id, name: permission }, grantee.target],
         },
         now,
       )
-      return { ...inserted, username: user.username }
+      return {
+        ...inserted,
+        username: grantee.user?.username ?? null,
+        group_name: grantee.group?.name ?? null,
+      }
     })
     return toPermissionJson(row)
   }
@@ -161,11 +193,15 @@ export class PermissionService {
         contextOf(p),
         {
           action: 'permission_destroy',
-          display: `Removed ${row.permission} on /${row.path} from ${row.username ?? `user #${row.user_id}`}`,
+          display: `Removed ${row.permission} on /${row.path} from ${
+            row.group_id !== null ? `group ${row.group_name}` : (row.username ?? `user #${row.user_id}`)
+          }`,
           path: row.path,
           targets: [
             { type: 'permission', id: row.id, name: row.permission },
-            { type: 'user', id: row.user_id, ...(row.username ? { name: row.username } : {}) },
+            row.group_id !== null
+              ? { type: 'group', id: row.group_id, ...(row.group_name ? { name: row.group_name } : {}) }
+              : { type: 'user', id: row.user_id!, ...(row.username ? { name: row.username } : {}) },
           ],
         },
         now,
@@ -204,12 +240,34 @@ export class PermissionService {
     return id
   }
 
+  /** The user, or the group (`group_id` or `group_name`), the permission is for. */
+  private async resolveGrantee(siteId: number, input: CreatePermissionInput): Promise<Grantee> {
+    const named = (v: unknown) => v !== undefined && v !== ''
+    const byGroup = named(input.group_id) || named(input.group_name)
+    const byUser = named(input.user_id) || named(input.username)
+    if (byGroup && byUser) throw ERRORS.requestParamsInvalid('Name a user or a group, not both')
+    if (byGroup) {
+      const group = await this.groups.findByIdOrName(siteId, input.group_id, input.group_name)
+      if (!group) {
+        const which = input.group_id !== undefined ? `Group ${input.group_id}` : `Group ${input.group_name}`
+        throw ERRORS.groupNotFound(`${which} not found`)
+      }
+      return {
+        group: { id: group.id, name: group.name },
+        label: `group ${group.name}`,
+        target: { type: 'group', id: group.id, name: group.name },
+      }
+    }
+    const user = await this.resolveUser(siteId, input)
+    return { user, label: user.username, target: { type: 'user', id: user.id, name: user.username } }
+  }
+
   private async resolveUser(
     siteId: number,
     input: CreatePermissionInput,
   ): Promise<{ id: number; username: string }> {
     if (input.user_id === undefined && (input.username === undefined || input.username === '')) {
-      throw ERRORS.requestParamsRequired('Name the user: user_id or username')
+      throw ERRORS.requestParamsRequired('Name the user or group: user_id, username, group_id or group_name')
     }
     const user = await this.users.findByIdOrName(siteId, input.user_id, input.username)
     if (!user) {

@@ -2,12 +2,13 @@ import type { Me } from '../api'
 import { href, type Route } from '../router'
 import { PageTitle } from '../ui'
 import './accounts.css'
+import { GroupsTab } from './users/groups-tab'
 import { PermissionsTab } from './users/permissions-tab'
 import { UsersTab } from './users/users-tab'
 
-/** Users and their folder permissions: site administrators only (the API refuses anyone else). */
+/** Users, groups and their folder permissions: site administrators only (the API refuses anyone else). */
 export function UsersPage({ route, me }: { route: Route; me: Me }) {
-  const tab = route.rest === 'permissions' ? 'permissions' : 'users'
+  const tab = route.rest === 'permissions' || route.rest === 'groups' ? route.rest : 'users'
   if (!me.site_admin) {
     return (
       <section>
@@ -18,12 +19,17 @@ export function UsersPage({ route, me }: { route: Route; me: Me }) {
   }
   return (
     <section>
-      <PageTitle>{tab === 'users' ? 'Users' : 'Folder permissions'}</PageTitle>
+      <PageTitle>{{ users: 'Users', groups: 'Groups', permissions: 'Folder permissions' }[tab]}</PageTitle>
       <nav aria-label="Users and permissions">
         <ul class="tabs">
           <li>
             <a href={href('users')} aria-current={tab === 'users' ? 'page' : undefined}>
               Users
+            </a>
+          </li>
+          <li>
+            <a href={href('users', 'groups')} aria-current={tab === 'groups' ? 'page' : undefined}>
+              Groups
             </a>
           </li>
           <li>
@@ -33,7 +39,13 @@ export function UsersPage({ route, me }: { route: Route; me: Me }) {
           </li>
         </ul>
       </nav>
-      {tab === 'users' ? <UsersTab me={me} /> : <PermissionsTab route={route} />}
+      {tab === 'users' ? (
+        <UsersTab me={me} />
+      ) : tab === 'groups' ? (
+        <GroupsTab />
+      ) : (
+        <PermissionsTab route={route} />
+      )}
     </section>
   )
 }

@@ -4,7 +4,7 @@ import { PagedTable, useCursorPages } from '../../components/accounts-paging'
 import { Field, useSubmit } from '../../components/forms'
 import { href, navigate, type Route } from '../../router'
 import { ColumnHeads, ErrorBox, Notice, useAsync } from '../../ui'
-import { PERMISSIONS, type Permission, permissionLabel, type User } from './user-types'
+import { granteeOf, PERMISSIONS, type Permission, permissionLabel, type User } from './user-types'
 
 const PER_PAGE = 50
 
@@ -31,7 +31,7 @@ export function PermissionsTab({ route }: { route: Route }) {
     try {
       await del(`/permissions/${p.id}`)
       setConfirming(null)
-      setNotice(`Revoked ${permissionLabel(p.permission).toLowerCase()} on /${p.path} from ${p.username}.`)
+      setNotice(`Revoked ${permissionLabel(p.permission).toLowerCase()} on /${p.path} from ${granteeOf(p)}.`)
       list.reload()
     } catch (err) {
       setError(err)
@@ -45,7 +45,9 @@ export function PermissionsTab({ route }: { route: Route }) {
         users={users.data ?? []}
         defaultUserId={userId}
         onGranted={(p) => {
-          setNotice(`Granted ${permissionLabel(p.permission).toLowerCase()} on /${p.path} to ${p.username}.`)
+          setNotice(
+            `Granted ${permissionLabel(p.permission).toLowerCase()} on /${p.path} to ${granteeOf(p)}.`,
+          )
           list.reload()
         }}
       />
@@ -71,7 +73,7 @@ export function PermissionsTab({ route }: { route: Route }) {
               {items.map((p) => (
                 <tr key={p.id}>
                   <td class="mono">/{p.path}</td>
-                  <td>{p.username}</td>
+                  <td>{granteeOf(p)}</td>
                   <td>{permissionLabel(p.permission)}</td>
                   <td>
                     {confirming === p.id ? (
@@ -87,7 +89,7 @@ export function PermissionsTab({ route }: { route: Route }) {
                       <button
                         type="button"
                         class="secondary"
-                        aria-label={`Revoke ${p.permission} on /${p.path} from ${p.username}`}
+                        aria-label={`Revoke ${p.permission} on /${p.path} from ${granteeOf(p)}`}
                         onClick={() => setConfirming(p.id)}
                       >
                         Revoke

@@ -15,9 +15,17 @@ export interface User {
 export interface Permission {
   id: number
   path: string
-  user_id: number
+  /** null for a group's permission (then group_id and group_name are set). */
+  user_id: number | null
   username: string | null
+  group_id: number | null
+  group_name: string | null
   permission: string
+}
+
+/** Whom a permission is for: the user, or the group (whose members all have it). */
+export function granteeOf(p: Permission): string {
+  return p.group_id !== null ? `group ${p.group_name ?? p.group_id}` : (p.username ?? `user #${p.user_id}`)
 }
 
 /** The permissions the server grants (docs/decisions.md), with what each lets a user do. */
