@@ -1,11 +1,9 @@
 import { XMLBuilder } from 'fast-xml-parser'
 import type { Kysely } from 'kysely'
 import { Minimatch } from 'minimatch'
+import { applyingAt, foldersAbove } from '../api/behavior-matching.js'
 import { nameOf } from '../api/paths.js'
-import { dialectOf } from '../db/dialects/dialect-of.js'
 import type { Database } from '../db/schema.js'
-import { applyingAt } from '../modules/behaviors/behavior-matching.js'
-import { BehaviorRepository } from '../modules/behaviors/behavior-repository.js'
 import { serviceSignature, standardSignature, type WebhookPayload } from './webhook-signature.js'
 
 /**
@@ -31,6 +29,13 @@ export interface BehaviorWebhook {
 }
 
 /** What a behavior's notification is sent with: the stored behavior, or a test's own settings. */
+/** A behavior's test request, checked: where it goes, the operation it names, how it is sent. */
+export interface WebhookTestRequest {
+  url: string
+  operation: string
+  sending: BehaviorSending
+}
+
 export type BehaviorSending = Pick<
   BehaviorWebhook,
   'urls' | 'method' | 'encoding' | 'headers' | 'body' | 'verificationToken'
@@ -96,7 +101,15 @@ export async function behaviorTargets(
   operation: string,
   path: string,
 ): Promise<BehaviorTarget[]> {
-  const rows = await new BehaviorRepository(db, dialectOf(db)).onAndAbove(siteId, folder, ['webhook'])
+  // The statement of BehaviorRepository.onAndAbove, for the webhook type only.
+  const rows = await db
+    .selectFrom('behaviors')
+    .selectAll()
+    .where('site_id', '=', siteId)
+    .where('path_lower', 'in', foldersAbove(folder.toLowerCase()))
+    .where('behavior', '=', 'webhook')
+    .orderBy('id')
+    .execute()
   if (rows.length === 0) return []
   const out: BehaviorTarget[] = []
   for (const row of applyingAt(rows, folder)) {

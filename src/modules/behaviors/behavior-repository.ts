@@ -1,9 +1,9 @@
 import { type Insertable, type Kysely, type Selectable, type SqlBool, sql, type Updateable } from 'kysely'
+import { foldersAbove } from '../../api/behavior-matching.js'
 import type { ListRequest, ListSpec, Page } from '../../api/list-spec.js'
 import { selectPage } from '../../db/list-sql.js'
 import { Repository } from '../../db/repository.js'
 import type { BehaviorsTable, Database } from '../../db/schema.js'
-import { foldersAbove } from './behavior-matching.js'
 
 export type BehaviorRow = Selectable<BehaviorsTable>
 

@@ -1,3 +1,4 @@
+import { applyingAt } from '../../api/behavior-matching.js'
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
 import { mapPage, type Page } from '../../api/list-spec.js'
@@ -6,11 +7,10 @@ import { refuseChangedReadOnly } from '../../api/read-only-fields.js'
 import { isSiteAdmin, type Principal } from '../../identity/principal.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import type { AddressGuard } from '../../webhooks/address-guard.js'
-import type { BehaviorSending } from '../../webhooks/behavior-webhooks.js'
+import type { WebhookTestRequest } from '../../webhooks/behavior-webhooks.js'
 import { WEBHOOK_OPERATIONS } from '../../webhooks/webhook-operations.js'
 import { readListRequest } from '../list-request.js'
 import type { PermissionRepository } from '../permissions/permission-repository.js'
-import { applyingAt } from './behavior-matching.js'
 import { BEHAVIOR_LIST, type BehaviorRepository, type BehaviorRow } from './behavior-repository.js'
 import {
   AVAILABLE_TYPES,
@@ -57,12 +57,6 @@ export interface WebhookTestInput {
 }
 
 /** A checked test request: its URL, the operation its payload names, and how it is sent. */
-export interface WebhookTestRequest {
-  url: string
-  operation: string
-  sending: BehaviorSending
-}
-
 /** PATCH: the settings that change; the rest (what the SDK's `save()` echoes) must be as shown. */
 export interface BehaviorChange {
   value?: unknown

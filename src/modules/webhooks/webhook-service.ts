@@ -3,12 +3,12 @@ import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
 import type { Database } from '../../db/schema.js'
 import { type Principal, requireSiteAdmin } from '../../identity/principal.js'
+import type { WebhookTestRequest } from '../../webhooks/behavior-webhooks.js'
 import { deliveringAttempts } from '../../webhooks/delivering-attempts.js'
 import { type DeliveryLog, failedAttempt } from '../../webhooks/delivery-log.js'
 import type { RetryPolicy } from '../../webhooks/retry-policy.js'
 import type { WebhookDispatcher } from '../../webhooks/webhook-dispatcher.js'
 import { enqueueClaimedTest, requeueNotification, signalOutbox } from '../../webhooks/webhook-outbox.js'
-import type { WebhookTestRequest } from '../behaviors/behavior-service.js'
 import type { WebhookSettingsService } from './webhook-settings.js'
 
 /** What `POST /webhook_settings/test` answers: the attempt as the log records it. */

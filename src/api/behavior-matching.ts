@@ -1,4 +1,4 @@
-import { isWithin } from '../../api/paths.js'
+import { isWithin } from './paths.js'
 
 /** What matching needs of a behavior row. */
 export interface MatchableBehavior {
