@@ -33,6 +33,7 @@ const logRow = (id: number) => [
   0,
   '',
   '{}',
+  '',
 ]
 
 /** A source of `pages` pages of one made-up row each, noting every build it serves. */
@@ -158,6 +159,7 @@ describe.each(dialects)('export jobs (%s)', (dialect) => {
           r.response_size,
           r.response_body,
           r.request_body,
+          '',
         ]),
       ],
       { record_delimiter: 'windows', quote_record_delimiter: true },
