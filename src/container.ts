@@ -562,7 +562,7 @@ function createServices(p: ServiceParts): Services {
     sessions,
     users: new UserService(repos.users, sessions, secrets, now, identities, userFolders),
     permissions: new PermissionService(repos.permissions, repos.users, repos.groups, secrets, now),
-    groups: new GroupService(repos.groups, secrets, now),
+    groups: new GroupService(repos.groups, secrets, now, userFolders),
     uploads,
     downloads,
     zipDownloads,

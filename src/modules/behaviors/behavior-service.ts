@@ -1,9 +1,11 @@
+import type { Kysely } from 'kysely'
 import { applyingAt } from '../../api/behavior-matching.js'
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
 import { mapPage, type Page } from '../../api/list-spec.js'
 import { isWithin, normalizePath } from '../../api/paths.js'
 import { refuseChangedReadOnly } from '../../api/read-only-fields.js'
+import type { Database } from '../../db/schema.js'
 import { isSiteAdmin, type Principal } from '../../identity/principal.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import type { AddressGuard } from '../../webhooks/address-guard.js'
@@ -20,7 +22,7 @@ import {
   shownValue,
   WEBHOOK_BEHAVIOR_TRIGGERS,
 } from './behavior-types.js'
-import type { UserFolders } from './user-folders.js'
+import { groupOf, type UserFolders } from './user-folders.js'
 
 /** The Behavior resource, as the Files.com SDK's model has it. */
 export interface BehaviorJson {
@@ -164,6 +166,7 @@ export class BehaviorService {
     if (Object.keys(errors).length) throw ApiError.modelSave(errors)
     const now = this.now()
     const row = await this.behaviors.transaction(async (tx) => {
+      await this.requireGroup(tx.db, p, type, value)
       const inserted = await tx.insert({
         site_id: p.siteId,
         path,
@@ -205,7 +208,10 @@ export class BehaviorService {
     }
     next.updated_at = this.now()
     const { id: _, site_id, path, path_lower, behavior, created_at, ...changes } = next
-    await this.behaviors.update(row.id, changes)
+    await this.behaviors.transaction(async (tx) => {
+      await this.requireGroup(tx.db, p, row.behavior, next.value)
+      await tx.update(row.id, changes)
+    })
     return toBehaviorJson(next)
   }
 
@@ -261,6 +267,16 @@ export class BehaviorService {
   }
 
   // ---------- internals ----------
+
+  /** A `create_user_folders` value's `group_id` must name a group of the site (422 otherwise). */
+  private async requireGroup(db: Kysely<Database>, p: Principal, type: string, value: string): Promise<void> {
+    if (type !== 'create_user_folders') return
+    const groupId = groupOf(JSON.parse(value) as Record<string, unknown>)
+    if (groupId === null) return
+    if (!this.userFolders || !(await this.userFolders.groupExists(db, p.siteId, groupId))) {
+      throw ApiError.modelSave({ 'value.group_id': [`names no group of the site (no group ${groupId})`] })
+    }
+  }
 
   /** The value as JSON text, checked for its type; problems go to `errors`. */
   private checkedValue(

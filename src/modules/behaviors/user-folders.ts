@@ -54,14 +54,23 @@ export function userFoldersValue(raw: Value, errors: ModelErrors): Value {
   }
   const existing = raw['existing_users'] ?? false
   if (typeof existing !== 'boolean') addModelError(errors, 'value.existing_users', 'must be true or false')
-  if (raw['group_id'] !== undefined && raw['group_id'] !== null) {
-    addModelError(
-      errors,
-      'value.group_id',
-      'is not available: Wharf has no groups yet, so folders are made per user only (per-group folders come with groups)',
-    )
+  const groupId = raw['group_id'] ?? null
+  if (groupId !== null && !(Number.isSafeInteger(groupId) && (groupId as number) > 0)) {
+    addModelError(errors, 'value.group_id', 'must be the id of a group of the site')
   }
-  return { permission, new_folder_name: folderName, subfolders, existing_users: existing }
+  return {
+    permission,
+    new_folder_name: folderName,
+    subfolders,
+    existing_users: existing,
+    ...(groupId !== null ? { group_id: groupId } : {}),
+  }
+}
+
+/** The group a `create_user_folders` value limits its folders to, or null (every user). */
+export function groupOf(value: Value): number | null {
+  const id = value['group_id']
+  return typeof id === 'number' ? id : null
 }
 
 type Author = { userId: number | null; apiKeyId: number | null }
@@ -88,6 +97,7 @@ export interface FolderOwner {
  * `create_user_folders`: a folder per user inside each folder that has the behavior, with the
  * behavior's subfolders and the user's permission on it. Runs in the transaction that creates
  * the user (or the behavior, for `existing_users`); folders and permissions already there stay.
+ * With `group_id`, only members of that group get one, in the transaction that adds them.
  */
 export class UserFolders {
   constructor(
@@ -96,13 +106,56 @@ export class UserFolders {
     private readonly permissions: PermissionRepository,
   ) {}
 
-  /** A new user: every `create_user_folders` behavior of the site makes its folder. */
+  /** A new user: every `create_user_folders` behavior of the site without a group makes its folder. */
   async forNewUser(db: Kysely<Database>, p: Principal, user: FolderOwner, now: number): Promise<void> {
     const rows = await this.behaviors.on(db).ofType(p.siteId, 'create_user_folders')
-    for (const row of rows) await this.make(db, p, row.path, JSON.parse(row.value) as Value, [user], now)
+    for (const row of rows) {
+      const value = JSON.parse(row.value) as Value
+      if (groupOf(value) === null) await this.make(db, p, row.path, value, [user], now)
+    }
   }
 
-  /** A behavior created with `existing_users`: the folders of every user of the site. */
+  /**
+   * Users who just became members of a group: every `create_user_folders` behavior of that group
+   * makes their folders, in the transaction that adds them.
+   */
+  async forNewMembers(
+    db: Kysely<Database>,
+    p: Principal,
+    groupId: number,
+    userIds: readonly number[],
+    now: number,
+  ): Promise<void> {
+    if (userIds.length === 0) return
+    const rows = (await this.behaviors.on(db).ofType(p.siteId, 'create_user_folders')).filter(
+      (r) => groupOf(JSON.parse(r.value) as Value) === groupId,
+    )
+    if (rows.length === 0) return
+    const users = await db
+      .selectFrom('users')
+      .select(['id', 'username', 'name'])
+      .where('site_id', '=', p.siteId)
+      .where('id', 'in', [...userIds])
+      .orderBy('id')
+      .execute()
+    for (const row of rows) await this.make(db, p, row.path, JSON.parse(row.value) as Value, users, now)
+  }
+
+  /** Whether the group a behavior names is one of the site's. */
+  async groupExists(db: Kysely<Database>, siteId: number, groupId: number): Promise<boolean> {
+    const row = await db
+      .selectFrom('groups')
+      .select('id')
+      .where('site_id', '=', siteId)
+      .where('id', '=', groupId)
+      .executeTakeFirst()
+    return row !== undefined
+  }
+
+  /**
+   * A behavior created with `existing_users`: the folders of every user of the site, or of the
+   * current members of its group.
+   */
   async forExistingUsers(
     db: Kysely<Database>,
     p: Principal,
@@ -110,12 +163,23 @@ export class UserFolders {
     value: Value,
     now: number,
   ): Promise<void> {
-    const users = await db
+    const groupId = groupOf(value)
+    let q = db
       .selectFrom('users')
-      .select(['id', 'username', 'name'])
-      .where('site_id', '=', p.siteId)
-      .orderBy('id')
-      .execute()
+      .select(['users.id', 'users.username', 'users.name'])
+      .where('users.site_id', '=', p.siteId)
+    if (groupId !== null) {
+      q = q.where((eb) =>
+        eb.exists(
+          eb
+            .selectFrom('group_users')
+            .select('group_users.id')
+            .whereRef('group_users.user_id', '=', 'users.id')
+            .where('group_users.group_id', '=', groupId),
+        ),
+      )
+    }
+    const users = await q.orderBy('users.id').execute()
     await this.make(db, p, base, value, users, now)
   }
 

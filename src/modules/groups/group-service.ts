@@ -1,6 +1,8 @@
+import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
 import { mapPage, type Page } from '../../api/list-spec.js'
+import type { Database } from '../../db/schema.js'
 import { isSiteAdmin, type Principal, requireSiteAdmin } from '../../identity/principal.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
@@ -18,6 +20,21 @@ import {
 } from './group-model.js'
 import type { GroupRepository, GroupRow, MemberRow } from './group-repository.js'
 
+/**
+ * What else users get when they become members, in that change's transaction (the folders of
+ * `create_user_folders` behaviors limited to the group): given to the service, so that groups
+ * never import behaviors.
+ */
+export interface NewMemberFolders {
+  forNewMembers(
+    db: Kysely<Database>,
+    p: Principal,
+    groupId: number,
+    userIds: readonly number[],
+    now: number,
+  ): Promise<void>
+}
+
 const groupNotFound = (id: number) => ERRORS.groupNotFound(`Group ${id} not found`)
 const nameTaken = () => ApiError.modelSave({ name: ['has already been taken'] })
 const flag = (v: boolean | undefined) => (v === undefined ? undefined : v ? 1 : 0)
@@ -32,6 +49,8 @@ export class GroupService {
     private readonly groups: GroupRepository,
     private readonly secrets: SiteSecrets,
     private readonly now: () => number = Date.now,
+    /** The folders `create_user_folders` behaviors of a group make for its new members. */
+    private readonly memberFolders?: NewMemberFolders,
   ) {}
 
   /** GET /groups: site admins see every group, anyone else the groups they belong to. */
@@ -80,7 +99,7 @@ export class GroupService {
         },
         nameTaken,
       )
-      await this.applyMembers(tx, p.siteId, row.id, [], wanted, now)
+      await this.applyMembers(tx, p, row.id, [], wanted, now)
       await recordAction(
         tx.db,
         contextOf(p),
@@ -125,7 +144,7 @@ export class GroupService {
         nameTaken,
       )
       const current = await tx.members(p.siteId, id)
-      await this.applyMembers(tx, p.siteId, id, current, wanted, now)
+      await this.applyMembers(tx, p, id, current, wanted, now)
       await recordAction(
         tx.db,
         contextOf(p),
@@ -197,6 +216,7 @@ export class GroupService {
         () => ApiError.modelSave({ user_id: [`${username} is already a member of ${group.name}`] }),
         () => ERRORS.userNotFound(`User ${userId} or group ${group.id} was deleted meanwhile`),
       )
+      await this.memberFolders?.forNewMembers(tx.db, p, group.id, [userId], now)
       await this.recordMembers(
         tx,
         p,
@@ -323,7 +343,7 @@ export class GroupService {
   /** Brings the memberships to what was asked for, in the caller's transaction. */
   private async applyMembers(
     tx: GroupRepository,
-    siteId: number,
+    p: Principal,
     groupId: number,
     current: MemberRow[],
     wanted: { userIds?: number[]; adminIds?: number[] } | undefined,
@@ -339,10 +359,12 @@ export class GroupService {
         await tx.setAdmin(m.id, admins.has(m.user_id))
     }
     const had = new Set(current.map((m) => m.user_id))
+    const added: number[] = []
     for (const u of members) {
       if (had.has(u)) continue
+      added.push(u)
       await tx.addMember(
-        siteId,
+        p.siteId,
         groupId,
         u,
         admins?.has(u) ?? false,
@@ -351,6 +373,7 @@ export class GroupService {
         () => ERRORS.userNotFound(`User ${u} was deleted meanwhile`),
       )
     }
+    await this.memberFolders?.forNewMembers(tx.db, p, groupId, added, now)
   }
 
   private async recordMembers(

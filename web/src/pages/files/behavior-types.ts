@@ -131,6 +131,7 @@ export const TYPE_FORMS: Record<string, TypeForm> = {
       { key: 'new_folder_name', label: 'Folder named after', kind: 'select', options: ['username', 'name'] },
       { key: 'subfolders', label: 'Subfolders', kind: 'lines', hint: 'One a line' },
       { key: 'existing_users', label: 'For existing users too', kind: 'bool' },
+      { key: 'group_id', label: 'Only members of group (id)', kind: 'number', hint: 'Empty: every user' },
     ],
   },
 }
