@@ -231,13 +231,14 @@ describe.each(dialects)('webhook behaviors (%s)', (dialect) => {
       const id = await hook('retrying', { urls: [failing.url] })
       await uploaded(s, 'retrying/a.txt', 'x')
       const log = await vi.waitFor(async () => {
-        const rows = await attemptsOf('retrying/a.txt')
+        // The state first: once it is failed, every attempt's record is written.
         const n = await s.container.db
           .selectFrom('webhook_notifications')
           .select('state')
           .where('behavior_id', '=', id)
           .executeTakeFirstOrThrow()
         expect(n.state).toBe('failed')
+        const rows = await attemptsOf('retrying/a.txt')
         return rows.filter((x) => x.behavior_id !== null)
       }, WAIT)
       expect(log.map((x) => [x.attempt, x.status, Number(x.behavior_id)])).toEqual([

@@ -81,23 +81,11 @@ export class WebhookService {
    */
   async sendTest(p: Principal): Promise<WebhookTestResult> {
     requireSiteAdmin(p)
-    const now = this.now()
     const settings = await this.settings.load(p.siteId)
     if (!settings.url) {
       throw ERRORS.requestParamsRequired('Save a listener url in the webhook settings before sending a test')
     }
-    const row = await enqueueClaimedTest(
-      this.db,
-      {
-        siteId: p.siteId,
-        userId: p.user?.id ?? null,
-        username: p.user?.username ?? null,
-        interface: p.interface,
-      },
-      this.dispatcher.owner,
-      now + this.leaseMs,
-      now,
-    )
+    const row = await this.claimTest(p)
     const log = await this.dispatcher.deliverClaimed(row)
     if (!log) throw ERRORS.requestParamsRequired('The listener url was removed meanwhile')
     return testResult(log, settings.url)
@@ -109,8 +97,16 @@ export class WebhookService {
    * no stored behavior's).
    */
   async sendBehaviorTest(p: Principal, test: WebhookTestRequest): Promise<WebhookTestResult> {
+    const row = await this.claimTest(p, { url: test.url, operation: test.operation })
+    const log = await this.dispatcher.deliverClaimed(row, test.sending)
+    if (!log) throw ERRORS.requestParamsRequired('The test request could not be sent')
+    return testResult(log, test.url)
+  }
+
+  /** A test notification written already claimed by this process's dispatcher, to send now. */
+  private claimTest(p: Principal, test?: { url: string; operation: string }) {
     const now = this.now()
-    const row = await enqueueClaimedTest(
+    return enqueueClaimedTest(
       this.db,
       {
         siteId: p.siteId,
@@ -121,11 +117,8 @@ export class WebhookService {
       this.dispatcher.owner,
       now + this.leaseMs,
       now,
-      { url: test.url, operation: test.operation },
+      test,
     )
-    const log = await this.dispatcher.deliverClaimed(row, test.sending)
-    if (!log) throw ERRORS.requestParamsRequired('The test request could not be sent')
-    return testResult(log, test.url)
   }
 }
 
