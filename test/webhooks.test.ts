@@ -63,7 +63,8 @@ describe.each(dialects)('webhook delivery (%s)', (dialect) => {
     {
       WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
       WEBHOOK_RETRY_SCHEDULE: '0.1,0.1,0.1',
-      WEBHOOK_TIMEOUT_MS: '400',
+      // Long enough for a first request on a loaded machine; the timeout test waits it out once.
+      WEBHOOK_TIMEOUT_MS: '2000',
     },
     // Listeners here are addressed by IP; a host name stands for one outside the allowed range.
     { resolver: async () => [{ address: '127.0.0.2', family: 4 }], now: () => frozen ?? Date.now() },
