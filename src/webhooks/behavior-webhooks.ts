@@ -100,16 +100,16 @@ export async function behaviorTargets(
   verb: string,
   operation: string,
   path: string,
+  /** Rows already read for a folder (lower case), for a batch of Actions in few folders. */
+  read?: Map<string, Promise<WebhookBehaviorRow[]>>,
 ): Promise<BehaviorTarget[]> {
-  // The statement of BehaviorRepository.onAndAbove, for the webhook type only.
-  const rows = await db
-    .selectFrom('behaviors')
-    .selectAll()
-    .where('site_id', '=', siteId)
-    .where('path_lower', 'in', foldersAbove(folder.toLowerCase()))
-    .where('behavior', '=', 'webhook')
-    .orderBy('id')
-    .execute()
+  const key = folder.toLowerCase()
+  let pending = read?.get(key)
+  if (!pending) {
+    pending = webhookBehaviorsAbove(db, siteId, key)
+    read?.set(key, pending)
+  }
+  const rows = await pending
   if (rows.length === 0) return []
   const out: BehaviorTarget[] = []
   for (const row of applyingAt(rows, folder)) {
@@ -118,6 +118,20 @@ export async function behaviorTargets(
     for (const url of b.urls) out.push({ behaviorId: row.id, url })
   }
   return out
+}
+
+type WebhookBehaviorRow = Awaited<ReturnType<typeof webhookBehaviorsAbove>>[number]
+
+/** The statement of BehaviorRepository.onAndAbove, for the webhook type only. */
+function webhookBehaviorsAbove(db: Kysely<Database>, siteId: number, folderLower: string) {
+  return db
+    .selectFrom('behaviors')
+    .selectAll()
+    .where('site_id', '=', siteId)
+    .where('path_lower', 'in', foldersAbove(folderLower))
+    .where('behavior', '=', 'webhook')
+    .orderBy('id')
+    .execute()
 }
 
 /** The webhook behaviors of some ids, in one statement; an id that is no webhook behavior is absent. */

@@ -84,7 +84,11 @@ export async function enqueueNotification(
   a: ActionFacts,
   now: number,
   /** The site's settings when the caller read them already (a batch of Actions); else read here. */
-  known?: { settings: Awaited<ReturnType<typeof findWebhookSettings>> },
+  known?: {
+    settings: Awaited<ReturnType<typeof findWebhookSettings>>
+    /** The webhook behaviors read so far per folder, shared by the batch's Actions. */
+    behaviors?: Parameters<typeof behaviorTargets>[6]
+  },
 ): Promise<number> {
   const operation = webhookOperationOf(a)
   if (operation === null) return 0
@@ -93,7 +97,7 @@ export async function enqueueNotification(
   const folder = parentOf(path)
   const [settings, targets] = await Promise.all([
     known ? known.settings : findWebhookSettings(db, actor.siteId),
-    behaviorTargets(db, actor.siteId, folder, a.action, operation, path),
+    behaviorTargets(db, actor.siteId, folder, a.action, operation, path, known?.behaviors),
   ])
   const site = settings?.enabled === true && !!settings.url && settings.triggers.includes(operation)
   if (!site && targets.length === 0) return 0

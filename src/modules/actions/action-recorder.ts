@@ -101,7 +101,7 @@ export async function recordActions(
     db,
     list.map((a) => actionRow(ctx, a, now)),
   )
-  const known = { settings: await findWebhookSettings(db, ctx.siteId) }
+  const known = { settings: await findWebhookSettings(db, ctx.siteId), behaviors: new Map() }
   for (const [i, a] of list.entries()) {
     await enqueueNotification(db, ctx, ids[i]!, { ...a, path: a.path ?? '' }, now, known)
   }
