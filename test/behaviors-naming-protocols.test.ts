@@ -3,9 +3,9 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { findRow, makeFolder } from './helpers/file-rows.js'
-import { run as runFtpClient, startFtpFront } from './helpers/ftp.js'
+import { run as runFtpClient, startSftpAndFtpServer } from './helpers/ftp.js'
 import { call, dialects, grant, makeUser, type TestUser, useStarted } from './helpers/server.js'
-import { sftpBatch, startSftpServer } from './helpers/sftp.js'
+import { sftpBatch } from './helpers/sftp.js'
 
 /**
  * Renaming and locking behaviors, enforced by the file core, over real clients: OpenSSH sftp,
@@ -13,22 +13,7 @@ import { sftpBatch, startSftpServer } from './helpers/sftp.js'
  * a locked folder refuses its users' mkdir and rmdir.
  */
 describe.each(dialects)('renaming and locking behaviors on every protocol (%s)', (dialect) => {
-  const s = useStarted(`${dialect} SFTP + FTP + WebDAV server`, async () => {
-    const server = await startSftpServer(dialect, {
-      FTP_ENABLED: 'true',
-      FTP_HOST: '127.0.0.1',
-      FTP_PORT: '0',
-    })
-    const ftp = await startFtpFront(server)
-    return {
-      ...server,
-      ftpPort: ftp.address().port,
-      async close() {
-        await ftp.close()
-        await server.close()
-      },
-    }
-  })
+  const s = useStarted(`${dialect} SFTP + FTP + WebDAV server`, () => startSftpAndFtpServer(dialect))
   let user: TestUser
   let dir: string
   let local: string

@@ -4,9 +4,9 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { findRow } from './helpers/file-rows.js'
 import { target, uploadRefusal } from './helpers/files.js'
-import { run as runFtpClient, startFtpFront } from './helpers/ftp.js'
+import { run as runFtpClient, startSftpAndFtpServer } from './helpers/ftp.js'
 import { call, dialects, expectError, grant, makeUser, type TestUser, useStarted } from './helpers/server.js'
-import { sftpBatch, startSftpServer } from './helpers/sftp.js'
+import { sftpBatch } from './helpers/sftp.js'
 
 /**
  * One folder behavior, enforced by the file core, refuses the same upload over every protocol,
@@ -14,22 +14,7 @@ import { sftpBatch, startSftpServer } from './helpers/sftp.js'
  * and error body; a share link's visitor meets it too.
  */
 describe.each(dialects)('a folder behavior on every protocol (%s)', (dialect) => {
-  const s = useStarted(`${dialect} SFTP + FTP + WebDAV server`, async () => {
-    const server = await startSftpServer(dialect, {
-      FTP_ENABLED: 'true',
-      FTP_HOST: '127.0.0.1',
-      FTP_PORT: '0',
-    })
-    const ftp = await startFtpFront(server)
-    return {
-      ...server,
-      ftpPort: ftp.address().port,
-      async close() {
-        await ftp.close()
-        await server.close()
-      },
-    }
-  })
+  const s = useStarted(`${dialect} SFTP + FTP + WebDAV server`, () => startSftpAndFtpServer(dialect))
   let user: TestUser
   let dir: string
   let pdf: string

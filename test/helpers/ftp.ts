@@ -17,6 +17,7 @@ import {
   type TestUser,
   useStarted,
 } from './server.js'
+import { startSftpServer } from './sftp.js'
 
 export interface FtpTestServer extends TestServer {
   ftp: FtpServer
@@ -43,6 +44,20 @@ export async function startFtpServer(
     async close() {
       await ftp.close()
       await s.close()
+    },
+  }
+}
+
+/** A test server with its SFTP front end and an FTP front end beside it: every protocol at once. */
+export async function startSftpAndFtpServer(dialect: DialectName) {
+  const server = await startSftpServer(dialect, { FTP_ENABLED: 'true', FTP_HOST: '127.0.0.1', FTP_PORT: '0' })
+  const ftp = await startFtpFront(server)
+  return {
+    ...server,
+    ftpPort: ftp.address().port,
+    async close() {
+      await ftp.close()
+      await server.close()
     },
   }
 }
