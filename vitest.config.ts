@@ -13,6 +13,9 @@ export default defineConfig({
     maxWorkers: Math.max(3, os.availableParallelism() - 1),
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    // A poll waits for what another process or the browser does: on a loaded machine that takes
+    // longer than vitest's one second, and a passing poll returns as soon as it passes.
+    expect: { poll: { timeout: 10_000 } },
     reporters: ['default'],
   },
 })

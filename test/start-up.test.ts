@@ -90,8 +90,9 @@ async function stop(child: ChildProcess): Promise<void> {
 }
 
 /** The first line a server sends on a new connection to `port`. */
-async function greeting(port: number): Promise<string> {
+async function greeting(port: number, connected?: (localPort: number) => void): Promise<string> {
   const socket = net.connect(port, '127.0.0.1')
+  socket.once('connect', () => connected?.(socket.localPort ?? 0))
   try {
     let text = ''
     for await (const chunk of socket) {
@@ -149,11 +150,16 @@ describe.each(dialects)('starting the server (%s)', (dialect) => {
       stdio: 'ignore',
     })
     children.push(child)
-    // Connections made as soon as each port takes them: they wait for their front end.
+    // Connections made as soon as each port takes them: they wait for their front end. What each
+    // is doing is kept, so that one that never hears its greeting says how far it got.
+    const state: Record<number, string> = {}
     const early = async (port: number) => {
-      for (;;) {
+      for (let attempt = 1; ; attempt++) {
         if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}`)
-        const line = await greeting(port).catch(() => null)
+        state[port] = `attempt ${attempt}`
+        const line = await greeting(port, (local) => {
+          state[port] = `attempt ${attempt}: connected from port ${local}, waiting for the greeting`
+        }).catch(() => null)
         if (line !== null) return line
         await new Promise((resolve) => setTimeout(resolve, 2))
       }
@@ -172,7 +178,9 @@ describe.each(dialects)('starting the server (%s)', (dialect) => {
     const [ssh, ftpGreeting] = await Promise.all([greeting(sftp), greeting(ftp)])
     expect(ssh).toMatch(/^SSH-2\.0-Wharf/)
     expect(ftpGreeting).toMatch(/^220 /)
-    const [earlySsh, earlyFtp] = await servers.step('early greetings', earlyGreetings)
+    const [earlySsh, earlyFtp] = await servers.step('early greetings', earlyGreetings).catch((err: Error) => {
+      throw new Error(`${err.message}\nSFTP ${sftp}: ${state[sftp]}; FTP ${ftp}: ${state[ftp]}`)
+    })
     expect(earlySsh).toMatch(/^SSH-2\.0-Wharf/)
     expect(earlyFtp).toMatch(/^220 /)
     await stop(child)
