@@ -62,7 +62,7 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', BROW
     await rowOf(page, 'carol').getByRole('link', { name: 'Folder permissions of carol' }).click()
     await shown(page.getByRole('heading', { level: 1, name: 'Folder permissions' }))
     const grant = page.getByRole('form', { name: 'Grant a folder permission' })
-    await expect.poll(() => grant.getByLabel('User').inputValue()).toBe(String(carol.id))
+    await expect.poll(() => grant.getByLabel('User or group').inputValue()).toBe(`u:${carol.id}`)
     await grant.getByLabel('Folder path').fill('/projects/2026/')
     await grant.getByLabel('Permission').selectOption('readonly')
     await grant.getByRole('button', { name: 'Grant' }).click()
@@ -152,7 +152,7 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', BROW
     await page.context().close()
   })
 
-  it('creates a group with members and deletes it after confirming', async () => {
+  it('creates a group with members, edits its members and administrators, grants it a folder, and deletes it', async () => {
     const dana = await makeUser(web.s, { username: 'dana' })
     const page = await newPage(web.browser, web.s)
     await signIn(page, web.s)
@@ -180,6 +180,51 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', BROW
     expect(groups).toMatchObject([{ name: 'designers', user_ids: String(dana.id) }])
     const row = page.getByRole('row').filter({ hasText: 'designers' })
     expect(await textOf(row)).toContain('dana')
+
+    // Edit: another member, dana made the group's administrator, notes; a blank name is refused.
+    const erin = await makeUser(web.s, { username: 'erin' })
+    await page.reload()
+    await row.getByRole('button', { name: 'Edit group designers' }).click()
+    const edit = page.getByRole('form', { name: 'Edit group designers' })
+    await expect.poll(() => edit.getByRole('option', { name: 'erin' }).count()).toBe(1)
+    await edit.getByLabel('Members').selectOption([String(dana.id), String(erin.id)])
+    await edit.getByRole('group', { name: 'Group administrators' }).getByLabel('dana').check()
+    await edit.getByLabel('Notes').fill('Design team')
+    await edit.getByLabel('Group name').fill(' ')
+    await edit.getByRole('button', { name: 'Save group' }).click()
+    expect(await textOf(edit.getByRole('alert'))).toContain("can't be blank")
+    await edit.getByLabel('Group name').fill('designers')
+    await edit.getByRole('button', { name: 'Save group' }).click()
+    await shown(page.getByRole('status').filter({ hasText: 'Group designers saved.' }))
+    const [saved] = (await call(web.s, 'GET', '/groups', { key: web.s.adminKey })).body
+    expect(saved).toMatchObject({
+      name: 'designers',
+      notes: 'Design team',
+      user_ids: `${dana.id},${erin.id}`,
+      admin_ids: String(dana.id),
+    })
+    await expect.poll(() => textOf(row)).toContain('erin')
+
+    // The group's folder permissions: granted to the group, listed under its filter.
+    await row.getByRole('link', { name: 'Folder permissions of group designers' }).click()
+    await shown(page.getByRole('heading', { level: 1, name: 'Folder permissions' }))
+    const grant = page.getByRole('form', { name: 'Grant a folder permission' })
+    await expect.poll(() => grant.getByLabel('User or group').inputValue()).toBe(`g:${saved.id}`)
+    await grant.getByLabel('Folder path').fill('designs')
+    await grant.getByLabel('Permission').selectOption('readonly')
+    await grant.getByRole('button', { name: 'Grant' }).click()
+    await shown(
+      page.getByRole('status').filter({ hasText: 'Granted read only on /designs to group designers.' }),
+    )
+    const granted = (await call(web.s, 'GET', '/permissions', { key: web.s.adminKey })).body
+    expect(granted).toMatchObject([
+      { path: 'designs', group_id: saved.id, user_id: null, permission: 'readonly' },
+    ])
+    await shown(page.getByRole('row').filter({ hasText: '/designs' }).getByText('group designers'))
+    await page
+      .getByRole('navigation', { name: 'Users and permissions' })
+      .getByRole('link', { name: 'Groups' })
+      .click()
 
     await row.getByRole('button', { name: 'Delete group designers' }).click()
     await row.getByRole('button', { name: 'Confirm delete' }).click()

@@ -1,7 +1,8 @@
 import { useState } from 'preact/hooks'
-import { all, del, post } from '../../api'
+import { all, del, patch, post } from '../../api'
 import { PagedTable, useCursorPages } from '../../components/accounts-paging'
 import { Field, useSubmit } from '../../components/forms'
+import { href } from '../../router'
 import { ColumnHeads, ErrorBox, Notice, useAsync } from '../../ui'
 import type { User } from './user-types'
 
@@ -13,15 +14,22 @@ interface Group {
   name: string
   notes: string | null
   usernames: string
+  user_ids: string
   admin_ids: string
 }
 
-/** Groups and their members: create with members, delete after confirming. */
+const idsOf = (list: string) => list.split(',').filter(Boolean)
+
+/**
+ * Groups and their members: create with members, edit the name, notes, members and the group's
+ * administrators (who manage its members), see its folder permissions, delete after confirming.
+ */
 export function GroupsTab() {
   const users = useAsync(() => all<User>('/users'), [])
   const list = useCursorPages<Group>('/groups', {}, PER_PAGE)
   const [notice, setNotice] = useState<string | null>(null)
   const [confirming, setConfirming] = useState<number | null>(null)
+  const [editing, setEditing] = useState<Group | null>(null)
   const [error, setError] = useState<unknown>(null)
 
   async function remove(g: Group) {
@@ -46,11 +54,23 @@ export function GroupsTab() {
           list.reload()
         }}
       />
+      {editing ? (
+        <EditForm
+          key={editing.id}
+          group={editing}
+          users={users.data ?? []}
+          onCancel={() => setEditing(null)}
+          onSaved={(g) => {
+            setEditing(null)
+            setNotice(`Group ${g.name} saved.`)
+            list.reload()
+          }}
+        />
+      ) : null}
       <ErrorBox error={users.error} />
       {notice ? <Notice>{notice}</Notice> : null}
       <p class="muted">
-        Grant a group folder permissions with the API (<code>POST /permissions</code> with{' '}
-        <code>group_id</code>): every member has them.
+        A group's folder permissions (granted on the Folder permissions tab) apply to every member.
       </p>
       <PagedTable list={list} label="Groups" empty="No groups yet." error={error ?? list.error}>
         {(items) => (
@@ -63,6 +83,23 @@ export function GroupsTab() {
                   <td>{g.usernames.split(',').filter(Boolean).join(', ') || '—'}</td>
                   <td>{g.admin_ids.split(',').filter(Boolean).map(nameOf).join(', ') || '—'}</td>
                   <td>
+                    <div class="row-actions">
+                      <button
+                        type="button"
+                        class="secondary"
+                        aria-label={`Edit group ${g.name}`}
+                        onClick={() => setEditing(g)}
+                      >
+                        Edit
+                      </button>
+                      <a
+                        class="button secondary"
+                        href={href('users', 'permissions', { group_id: String(g.id) })}
+                        aria-label={`Folder permissions of group ${g.name}`}
+                      >
+                        Permissions
+                      </a>
+                    </div>
                     {confirming === g.id ? (
                       <div class="row-actions">
                         <button type="button" class="danger" onClick={() => remove(g)}>
@@ -122,6 +159,87 @@ function CreateForm({ users, onCreated }: { users: User[]; onCreated: (g: Group)
         </label>
         <button type="submit" disabled={busy}>
           {busy ? 'Creating…' : 'Create group'}
+        </button>
+      </div>
+      <ErrorBox error={error} />
+    </form>
+  )
+}
+
+/** A group's name, notes, members and administrators (a subset of the members), saved at once. */
+function EditForm({
+  group,
+  users,
+  onCancel,
+  onSaved,
+}: {
+  group: Group
+  users: User[]
+  onCancel: () => void
+  onSaved: (g: Group) => void
+}) {
+  const [name, setName] = useState(group.name)
+  const [notes, setNotes] = useState(group.notes ?? '')
+  const [members, setMembers] = useState<string[]>(idsOf(group.user_ids))
+  const [admins, setAdmins] = useState<string[]>(idsOf(group.admin_ids))
+  const { error, busy, submit } = useSubmit(async () => {
+    const saved = await patch<Group>(`/groups/${group.id}`, {
+      name: name.trim(),
+      notes,
+      user_ids: members.join(','),
+      admin_ids: admins.filter((a) => members.includes(a)).join(','),
+    })
+    onSaved(saved)
+  })
+  const memberUsers = users.filter((u) => members.includes(String(u.id)))
+  return (
+    <form class="panel" onSubmit={submit} aria-labelledby="edit-group-title">
+      <h2 id="edit-group-title">Edit group {group.name}</h2>
+      <div class="form-row fit-row">
+        <Field label="Group name" required value={name} onValue={setName} />
+        <Field label="Notes" value={notes} onValue={setNotes} />
+      </div>
+      <div class="form-row fit-row">
+        <label>
+          Members
+          <select
+            multiple
+            onChange={(e) => setMembers([...e.currentTarget.selectedOptions].map((o) => o.value))}
+          >
+            {users.map((u) => (
+              <option key={u.id} value={String(u.id)} selected={members.includes(String(u.id))}>
+                {u.username}
+              </option>
+            ))}
+          </select>
+        </label>
+        <fieldset>
+          <legend>Group administrators</legend>
+          {memberUsers.length === 0 ? <p class="muted">No members yet.</p> : null}
+          {memberUsers.map((u) => (
+            <label key={u.id} class="inline">
+              <input
+                type="checkbox"
+                checked={admins.includes(String(u.id))}
+                onChange={(e) => {
+                  const id = String(u.id)
+                  const on = e.currentTarget.checked
+                  setAdmins((now) =>
+                    on ? [...now.filter((a) => a !== id), id] : now.filter((a) => a !== id),
+                  )
+                }}
+              />
+              {u.username}
+            </label>
+          ))}
+        </fieldset>
+      </div>
+      <div class="row-actions">
+        <button type="submit" disabled={busy}>
+          {busy ? 'Saving…' : 'Save group'}
+        </button>
+        <button type="button" class="secondary" onClick={onCancel}>
+          Cancel
         </button>
       </div>
       <ErrorBox error={error} />

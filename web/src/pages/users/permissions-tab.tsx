@@ -8,20 +8,43 @@ import { granteeOf, PERMISSIONS, type Permission, permissionLabel, type User } f
 
 const PER_PAGE = 50
 
-/** Folder permissions, filtered by user and path (both kept in the address so they can be shared). */
+/** A group as GET /groups gives it (the fields this tab uses). */
+interface Group {
+  id: number
+  name: string
+}
+
+/**
+ * Whom a permission is for, as one select's value: `u:<user id>` or `g:<group id>` (blank:
+ * nobody chosen, or every grantee in the filter).
+ */
+type Grantee = string
+
+function granteeQuery(grantee: Grantee): { user_id?: string; group_id?: string } {
+  if (grantee.startsWith('u:')) return { user_id: grantee.slice(2) }
+  if (grantee.startsWith('g:')) return { group_id: grantee.slice(2) }
+  return {}
+}
+
+/**
+ * Folder permissions of users and groups, filtered by grantee and path (kept in the address so
+ * they can be shared).
+ */
 export function PermissionsTab({ route }: { route: Route }) {
   const userId = route.params.get('user_id') ?? ''
+  const groupId = route.params.get('group_id') ?? ''
+  const grantee: Grantee = userId ? `u:${userId}` : groupId ? `g:${groupId}` : ''
   const path = route.params.get('path') ?? ''
   const users = useAsync(() => all<User>('/users'), [])
-  const query = { user_id: userId || undefined, path: path || undefined }
+  const groups = useAsync(() => all<Group>('/groups'), [])
+  const query = { user_id: userId || undefined, group_id: groupId || undefined, path: path || undefined }
   const list = useCursorPages<Permission>('/permissions', query, PER_PAGE)
   const [notice, setNotice] = useState<string | null>(null)
   const [confirming, setConfirming] = useState<number | null>(null)
   const [error, setError] = useState<unknown>(null)
 
-  function filter(next: { user_id: string; path: string }) {
-    const params: Record<string, string> = {}
-    if (next.user_id) params['user_id'] = next.user_id
+  function filter(next: { grantee: Grantee; path: string }) {
+    const params: Record<string, string> = { ...granteeQuery(next.grantee) }
     if (next.path.trim()) params['path'] = next.path.trim()
     navigate(href('users', 'permissions', params))
   }
@@ -41,9 +64,10 @@ export function PermissionsTab({ route }: { route: Route }) {
   return (
     <div>
       <GrantForm
-        key={userId}
+        key={grantee}
         users={users.data ?? []}
-        defaultUserId={userId}
+        groups={groups.data ?? []}
+        defaultGrantee={grantee}
         onGranted={(p) => {
           setNotice(
             `Granted ${permissionLabel(p.permission).toLowerCase()} on /${p.path} to ${granteeOf(p)}.`,
@@ -51,11 +75,12 @@ export function PermissionsTab({ route }: { route: Route }) {
           list.reload()
         }}
       />
-      <ErrorBox error={users.error} />
+      <ErrorBox error={users.error ?? groups.error} />
       <FilterForm
-        key={`${userId} ${path}`}
+        key={`${grantee} ${path}`}
         users={users.data ?? []}
-        userId={userId}
+        groups={groups.data ?? []}
+        grantee={grantee}
         path={path}
         onFilter={filter}
       />
@@ -68,7 +93,7 @@ export function PermissionsTab({ route }: { route: Route }) {
       >
         {(items) => (
           <table class="cards">
-            <ColumnHeads columns={['Folder', 'User', 'Permission', 'Actions']} />
+            <ColumnHeads columns={['Folder', 'User or group', 'Permission', 'Actions']} />
             <tbody>
               {items.map((p) => (
                 <tr key={p.id}>
@@ -106,31 +131,44 @@ export function PermissionsTab({ route }: { route: Route }) {
   )
 }
 
-function userOptions(users: User[], empty: string) {
+function granteeOptions(users: User[], groups: Group[], empty: string) {
   return [
     <option key="" value="">
       {empty}
     </option>,
-    ...users.map((u) => (
-      <option key={u.id} value={String(u.id)}>
-        {u.name ? `${u.username} (${u.name})` : u.username}
-      </option>
-    )),
+    <optgroup key="users" label="Users">
+      {users.map((u) => (
+        <option key={u.id} value={`u:${u.id}`}>
+          {u.name ? `${u.username} (${u.name})` : u.username}
+        </option>
+      ))}
+    </optgroup>,
+    groups.length > 0 ? (
+      <optgroup key="groups" label="Groups">
+        {groups.map((g) => (
+          <option key={g.id} value={`g:${g.id}`}>
+            {`group ${g.name}`}
+          </option>
+        ))}
+      </optgroup>
+    ) : null,
   ]
 }
 
 function FilterForm({
   users,
-  userId,
+  groups,
+  grantee,
   path,
   onFilter,
 }: {
   users: User[]
-  userId: string
+  groups: Group[]
+  grantee: Grantee
   path: string
-  onFilter: (f: { user_id: string; path: string }) => void
+  onFilter: (f: { grantee: Grantee; path: string }) => void
 }) {
-  const [u, setU] = useState(userId)
+  const [u, setU] = useState(grantee)
   const [p, setP] = useState(path)
   return (
     <form
@@ -138,21 +176,21 @@ function FilterForm({
       aria-label="Filter permissions"
       onSubmit={(e) => {
         e.preventDefault()
-        onFilter({ user_id: u, path: p })
+        onFilter({ grantee: u, path: p })
       }}
     >
       <label>
         Show permissions of
         <select value={u} onChange={(e) => setU(e.currentTarget.value)}>
-          {userOptions(users, 'Every user')}
+          {granteeOptions(users, groups, 'Every user and group')}
         </select>
       </label>
       <Field label="That apply to path" value={p} placeholder="e.g. projects/2026" onValue={setP} />
       <button type="submit" class="secondary">
         Filter
       </button>
-      {userId || path ? (
-        <button type="button" class="secondary" onClick={() => onFilter({ user_id: '', path: '' })}>
+      {grantee || path ? (
+        <button type="button" class="secondary" onClick={() => onFilter({ grantee: '', path: '' })}>
           Show all
         </button>
       ) : null}
@@ -162,20 +200,23 @@ function FilterForm({
 
 function GrantForm({
   users,
-  defaultUserId,
+  groups,
+  defaultGrantee,
   onGranted,
 }: {
   users: User[]
-  defaultUserId: string
+  groups: Group[]
+  defaultGrantee: Grantee
   onGranted: (p: Permission) => void
 }) {
   const [path, setPath] = useState('')
-  const [userId, setUserId] = useState(defaultUserId)
+  const [grantee, setGrantee] = useState(defaultGrantee)
   const [permission, setPermission] = useState('full')
   const { error, busy, submit } = useSubmit(async () => {
+    const to = granteeQuery(grantee)
     const p = await post<Permission>('/permissions', {
       path: path.trim().replace(/^\/+|\/+$/g, ''),
-      user_id: Number(userId),
+      ...(to.group_id ? { group_id: Number(to.group_id) } : { user_id: Number(to.user_id) }),
       permission,
     })
     setPath('')
@@ -188,9 +229,9 @@ function GrantForm({
       <div class="form-row fit-row">
         <Field label="Folder path" required value={path} placeholder="e.g. projects/2026" onValue={setPath} />
         <label>
-          User
-          <select value={userId} required onChange={(e) => setUserId(e.currentTarget.value)}>
-            {userOptions(users, 'Choose a user')}
+          User or group
+          <select value={grantee} required onChange={(e) => setGrantee(e.currentTarget.value)}>
+            {granteeOptions(users, groups, 'Choose a user or group')}
           </select>
         </label>
         <label>
