@@ -5,12 +5,16 @@ import {
   MIN_LENGTH_FLOOR,
   VALIDITY_DAYS_CEILING,
 } from '../../modules/passwords/password-rules.js'
+import { checked } from '../field-checks.js'
 import type { HttpContext } from '../http-context.js'
 import type { Routes } from '../route-types.js'
 import { errorResponses, Nullable } from '../schemas.js'
 
 const rules = {
   password_min_length: Type.Integer({
+    minimum: MIN_LENGTH_FLOOR,
+    maximum: MIN_LENGTH_CEILING,
+    ...checked('range'),
     description: `Shortest password length for users (${MIN_LENGTH_FLOOR} to ${MIN_LENGTH_CEILING}; default 8)`,
   }),
   password_require_letter: Type.Boolean({ description: 'Require a letter in passwords' }),
@@ -20,10 +24,16 @@ const rules = {
     description: 'Require a special character (neither a letter nor a number) in passwords',
   }),
   max_prior_passwords: Type.Integer({
+    minimum: 0,
+    maximum: MAX_PRIOR_CEILING,
+    ...checked('range'),
     description: `Number of prior passwords (the current one first) a new one may not repeat (0 to ${MAX_PRIOR_CEILING})`,
   }),
   password_validity_days: Nullable(
     Type.Integer({
+      minimum: 0,
+      maximum: VALIDITY_DAYS_CEILING,
+      ...checked('range'),
       description: `Number of days a password is valid (1 to ${VALIDITY_DAYS_CEILING}); null or 0: forever`,
     }),
   ),

@@ -84,6 +84,9 @@ const fields = {
   }),
   password_validity_days: Nullable(
     Type.Integer({
+      minimum: 0,
+      maximum: 3650,
+      ...checked('range'),
       description: 'Site admins: days the password stays valid (1 to 3650); null or 0 for none',
     }),
   ),
