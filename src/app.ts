@@ -34,6 +34,7 @@ import { permissionRoutes } from './http/routes/permissions.js'
 import { publicKeyRoutes } from './http/routes/public-keys.js'
 import { sessionRoutes } from './http/routes/sessions.js'
 import { sftpHostKeyRoutes } from './http/routes/sftp-host-keys.js'
+import { siteRoutes } from './http/routes/site.js'
 import { swaggerRoutes } from './http/routes/swagger.js'
 import { transferRoutes } from './http/routes/transfers.js'
 import { userRoutes } from './http/routes/users.js'
@@ -289,6 +290,7 @@ async function registerApi(app: FastifyInstance, container: Container): Promise<
       await api.register(zipDownloadRoutes(container))
       await api.register(historyRoutes(container))
       await api.register(webhookSettingsRoutes(container))
+      await api.register(siteRoutes(container))
       await api.register(webhookDeliveryRoutes(container))
       await api.register(actionNotificationExportRoutes(container))
       await api.register(historyExportRoutes(container))

@@ -53,6 +53,7 @@ import { ZipDownloadService } from './modules/files/zip-download-service.js'
 import { GroupService } from './modules/groups/group-service.js'
 import { HistoryService } from './modules/history/history-service.js'
 import { LoginDefender } from './modules/login-defender/login-defender.js'
+import { PasswordPolicy } from './modules/passwords/password-policy.js'
 import { PermissionService } from './modules/permissions/permission-service.js'
 import { PublicKeyService } from './modules/public-keys/public-key-service.js'
 import { createRepositories, type Repositories } from './modules/repositories.js'
@@ -60,6 +61,7 @@ import { ServerKeys } from './modules/server-keys/server-keys.js'
 import type { Services } from './modules/services.js'
 import { SessionService } from './modules/sessions/session-service.js'
 import { type BootstrapResult, bootstrapSite, type SiteRow } from './modules/sites/site-service.js'
+import { SiteSettingsService } from './modules/sites/site-settings-service.js'
 import { HostKeyService } from './modules/ssh/host-key-service.js'
 import { HostKeys } from './modules/ssh/host-keys.js'
 import { UserService } from './modules/users/user-service.js'
@@ -257,7 +259,8 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const identities = new IdentityCache(config.authCacheSeconds * 1000)
     const secrets = new SiteSecrets(repos.sites)
     const loginDefender = new LoginDefender(repos.loginDefender, config.loginDefender, secrets, now)
-    const sessions = new SessionService(repos.sessions, repos.users, config, loginDefender, now)
+    const passwords = new PasswordPolicy(repos.passwords, now)
+    const sessions = new SessionService(repos.sessions, repos.users, config, loginDefender, now, passwords)
     const { store, close: closeBlobStore } = await openBlobStore(config, opts.logger, now)
     const blobs = guardStorageFull(opts.wrapBlobStore ? opts.wrapBlobStore(store) : store)
     const heldReads = new HeldActions(opts.logger)
@@ -281,6 +284,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       secrets,
       loginDefender,
       sessions,
+      passwords,
       heldReads,
       hostKeys,
       workers,
@@ -481,6 +485,7 @@ interface ServiceParts {
   secrets: SiteSecrets
   loginDefender: LoginDefender
   sessions: SessionService
+  passwords: PasswordPolicy
   heldReads: HeldActions
   hostKeys: HostKeys
   workers: Workers
@@ -499,6 +504,7 @@ function createServices(p: ServiceParts): Services {
     secrets,
     loginDefender,
     sessions,
+    passwords,
     heldReads,
     hostKeys,
   } = p
@@ -560,7 +566,7 @@ function createServices(p: ServiceParts): Services {
     auth,
     apiKeys: new ApiKeyService(repos.apiKeys, repos.users, config, secrets, now, identities),
     sessions,
-    users: new UserService(repos.users, sessions, secrets, now, identities, userFolders),
+    users: new UserService(repos.users, sessions, secrets, now, identities, userFolders, passwords),
     permissions: new PermissionService(repos.permissions, repos.users, repos.groups, secrets, now),
     groups: new GroupService(repos.groups, secrets, now, userFolders),
     uploads,
@@ -611,5 +617,7 @@ function createServices(p: ServiceParts): Services {
     apps: new AppService(apps, secrets, () => config.baseUrl),
     exports: new ExportService(repos.exports, repos.users, blobs, secrets, () => config.baseUrl, now),
     loginDefender,
+    passwords,
+    site: new SiteSettingsService(repos.sites, passwords, now),
   }
 }

@@ -69,6 +69,13 @@ const STATE_ANSWERS: [ops: string | string[], status: number, type: string, mess
     'processing-failure/model-save-error',
     /^Permission set must be full for a site-wide key$/,
   ],
+  // "if both are given they must agree" (the description of bundle_permission): two fields.
+  [
+    ['POST /users', 'PATCH /users/{id}'],
+    422,
+    'processing-failure/model-save-error',
+    /^Bundle permission must equal attachments_permission/,
+  ],
   // Share links: the paths drawn are new names (no such file), or not the named user's to read.
   [['POST /bundles', 'PATCH /bundles/{id}'], 404, 'not-found/bundle-path-not-found'],
   [['POST /bundles', 'PATCH /bundles/{id}'], 403, 'not-authorized/read-permission-required'],
@@ -389,7 +396,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     expect(failures).toEqual([])
     // The state answers did occur (which ones depends on the values drawn).
     expect(seen.size).toBeGreaterThanOrEqual(5)
-    expect(ops.length).toBe(110)
+    expect(ops.length).toBe(112)
     expect(sent).toBeGreaterThan(ops.length * VARIANTS)
   })
 })

@@ -2,6 +2,7 @@ import { type Command, InvalidArgumentError } from 'commander'
 import { ERRORS } from '../api/error-factories.js'
 import type { Container } from '../container.js'
 import { operatorPrincipal } from '../identity/principal.js'
+import { completeForRules } from '../modules/passwords/password-rules.js'
 import { generatePassword } from '../security/secrets.js'
 import { allPages, type WithContainer } from './cli-lists.js'
 
@@ -102,7 +103,9 @@ export function registerUserCommands(users: Command, withContainer: WithContaine
   ).action(async (o) => {
     await withContainer(async (c) => {
       const chosen = process.env['WHARF_PASSWORD'] || undefined
-      const password = chosen ?? generatePassword()
+      // A made-up password takes whatever the site's rules ask for.
+      const password =
+        chosen ?? completeForRules(generatePassword(), await c.services.passwords.rules(c.site.id))
       const user = await c.services.users.update(operatorPrincipal(c.site.id), await namedUser(c, o), {
         password,
       })

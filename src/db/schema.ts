@@ -10,6 +10,15 @@ export interface SitesTable {
   /** HMAC secret for cursors and signed URLs; generated once, never leaves the server. */
   signing_secret: string
   created_at: number
+  /** Password rules (Files.com's Site fields of the same names); booleans are 0/1. */
+  password_min_length: Generated<number>
+  password_require_letter: Generated<number>
+  password_require_mixed: Generated<number>
+  password_require_number: Generated<number>
+  password_require_special: Generated<number>
+  max_prior_passwords: Generated<number>
+  /** Days a password stays valid; null: forever. */
+  password_validity_days: Generated<number | null>
 }
 
 export interface UsersTable {
@@ -29,6 +38,18 @@ export interface UsersTable {
   password_set_at: number | null
   /** 1: the user may create share links (bundles) without being a site admin. */
   attachments_permission: Generated<number>
+  /** 1: the user's next sign-in can only change the password. */
+  require_password_change: Generated<number>
+  /** Days the user's password stays valid (the site's rule may be shorter); null: the site's. */
+  password_validity_days: Generated<number | null>
+}
+
+/** The hashes of users' earlier passwords, for the site's `max_prior_passwords`. */
+export interface PasswordHistoryTable {
+  id: Generated<number>
+  user_id: number
+  password_hash: string
+  replaced_at: number
 }
 
 export interface PermissionsTable {
@@ -310,6 +331,7 @@ export interface Database {
   permissions: PermissionsTable
   groups: GroupsTable
   group_users: GroupUsersTable
+  password_history: PasswordHistoryTable
   api_keys: ApiKeysTable
   sessions: SessionsTable
   actions: ActionsTable

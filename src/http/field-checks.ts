@@ -38,6 +38,8 @@ const RULES = {
   'behavior-value': (s: Schema) => ({ ...s, type: ['object', 'string'] }),
   // behavior-service.ts (the webhook test's method, encoding and action): 422 on the field.
   'webhook-choice': (s: Schema) => ({ ...omit(s, 'enum'), maxLength: 64 }),
+  // password-rules.ts (the site's password rules, a user's validity): 422 on the field.
+  range: (s: Schema) => omit(omit(s, 'minimum'), 'maximum'),
   // pagination.ts: directions in any case; boolean filters also as 1 or 0.
   sort: (s: Schema) => ({ ...omit(s, 'enum'), maxLength: 5000 }),
   flag: (s: Schema) => ({ ...s, type: ['boolean', 'string'], maxLength: 5000 }),

@@ -17,6 +17,12 @@ declare module 'fastify' {
     /** false for the few routes that take no credentials (POST/DELETE /sessions, swagger). */
     auth?: boolean
     access?: Access
+    /**
+     * Open to a session whose user must change their password first (everything else is 403
+     * `not-authorized/password-change-required`): `any`, or `own-user` when the `id` in the path
+     * is the session's own user.
+     */
+    passwordChange?: 'any' | 'own-user'
     /** XML root element: the singular root of a record, or [plural, item] for a list. */
     xml?: string | [string, string]
     /** Number fields the spec types as double: typed float in XML even when whole (`amount` 2010). */

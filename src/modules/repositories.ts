@@ -15,6 +15,7 @@ import { UploadRepository } from './files/upload-repository.js'
 import { GroupRepository } from './groups/group-repository.js'
 import { HistoryRepository } from './history/history-repository.js'
 import { LoginDefenderRepository } from './login-defender/login-defender-repository.js'
+import { PasswordRepository } from './passwords/password-repository.js'
 import { PermissionRepository } from './permissions/permission-repository.js'
 import { PublicKeyRepository } from './public-keys/public-key-repository.js'
 import { ServerKeyRepository } from './server-keys/server-key-repository.js'
@@ -43,6 +44,7 @@ export interface Repositories {
   serverKeys: ServerKeyRepository
   webhookSettings: WebhookSettingsRepository
   loginDefender: LoginDefenderRepository
+  passwords: PasswordRepository
   files: FileRepository
   folders: FolderRepository
   uploads: UploadRepository
@@ -69,6 +71,7 @@ export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): R
     serverKeys: new ServerKeyRepository(db, dialect),
     webhookSettings: new WebhookSettingsRepository(db, dialect),
     loginDefender: new LoginDefenderRepository(db, dialect),
+    passwords: new PasswordRepository(db, dialect),
     files,
     folders: new FolderRepository(db, dialect),
     uploads: new UploadRepository(db, dialect),

@@ -21,10 +21,12 @@ import type { ZipDownloadService } from './files/zip-download-service.js'
 import type { GroupService } from './groups/group-service.js'
 import type { HistoryService } from './history/history-service.js'
 import type { LoginDefender } from './login-defender/login-defender.js'
+import type { PasswordPolicy } from './passwords/password-policy.js'
 import type { PermissionService } from './permissions/permission-service.js'
 import type { PublicKeyService } from './public-keys/public-key-service.js'
 import type { SessionService } from './sessions/session-service.js'
 import type { SiteRow } from './sites/site-service.js'
+import type { SiteSettingsService } from './sites/site-settings-service.js'
 import type { HostKeyService } from './ssh/host-key-service.js'
 import type { UserService } from './users/user-service.js'
 import type { WebhookService } from './webhooks/webhook-service.js'
@@ -86,6 +88,10 @@ export interface Services {
   exports: ExportService
   /** Failed logins per client address and the bans they lead to (GET/DELETE /banned_addresses). */
   loginDefender: LoginDefender
+  /** The site's password rules and who must change their password first. */
+  passwords: PasswordPolicy
+  /** GET/PATCH /site: the site's settings (its password rules). */
+  site: SiteSettingsService
 }
 
 /**

@@ -160,6 +160,9 @@ export interface Me {
   site_admin: boolean
   /** May create share links (site admins always may). */
   attachments_permission?: boolean
+  /** The user must choose a new password before anything else (flagged, or expired). */
+  require_password_change?: boolean
+  password_expired?: boolean
 }
 
 /** Signs in; the session is marked as the web interface's, so its actions record interface `web`. */

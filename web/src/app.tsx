@@ -7,6 +7,7 @@ import { BillingPage } from './pages/billing'
 import { DeveloperPage } from './pages/developer'
 import { FilesPage } from './pages/files'
 import { HistoryPage } from './pages/history'
+import { mustChangePassword, PasswordChangePage } from './pages/password-change'
 import { SharesPage } from './pages/shares'
 import { SignInPage } from './pages/sign-in'
 import { UsersPage } from './pages/users'
@@ -67,6 +68,7 @@ function Shell() {
 
   if (error) return <ErrorBox error={error} />
   if (!me) return <Loading />
+  if (mustChangePassword(me)) return <PasswordChangePage me={me} onChanged={setMe} />
   const visible = PAGES.filter((p) => !p.adminOnly || me.site_admin)
   const wanted = PAGES.find((p) => p.page === route.page)
   // A site-admin page reached by its address says why it shows nothing; an unknown one shows Files.

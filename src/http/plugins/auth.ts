@@ -32,6 +32,18 @@ export function checkAccess(p: Principal, access: Access): void {
   }
 }
 
+/** Whether a route stays open to a session that must change its password (the route's `passwordChange`). */
+function passwordChangeAllowed(
+  open: 'any' | 'own-user' | undefined,
+  request: FastifyRequest,
+  p: Principal,
+): boolean {
+  if (open === 'any') return true
+  if (open !== 'own-user') return false
+  const id = (request.params as Record<string, string> | undefined)?.['id']
+  return id !== undefined && p.user !== null && Number(id) === p.user.id
+}
+
 /**
  * Authentication, request limits and permission-set checks for every route of the API. Each route
  * gets its own hook, built once from its config, so no request pays for reading route options.
@@ -40,6 +52,7 @@ export function registerAuth(app: FastifyInstance, c: HttpContext): void {
   app.addHook('onRoute', (route) => {
     if (route.config?.auth === false) return
     const access: Access = route.config?.access ?? 'general'
+    const passwordChange = route.config?.passwordChange
     const authenticate = async (request: FastifyRequest, reply: FastifyReply) => {
       const principal = await c.services.auth.authenticate(
         credentialsFrom(request.headers),
@@ -52,6 +65,10 @@ export function registerAuth(app: FastifyInstance, c: HttpContext): void {
       )
       reply.raw.once('close', release)
       checkAccess(principal, access)
+      await c.services.passwords.restrictSession(
+        principal,
+        passwordChangeAllowed(passwordChange, request, principal),
+      )
     }
     const own = route.onRequest ? [route.onRequest].flat() : []
     route.onRequest = [authenticate, ...own] as typeof route.onRequest

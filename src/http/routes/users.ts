@@ -26,6 +26,18 @@ export const UserSchema = Type.Object(
     created_at: Type.String({ format: 'date-time' }),
     last_login_at: DateTime(),
     password_set_time: DateTime('When the password was last set'),
+    password_set_at: DateTime('When the password was last set (the same as password_set_time)'),
+    require_password_change: Type.Boolean({ description: 'The next sign-in can only change the password' }),
+    password_validity_days: Nullable(
+      Type.Integer({ description: "Days the user's password stays valid (the site's rule may be shorter)" }),
+    ),
+    password_expired: Type.Boolean({
+      description: "The password is older than the user's or the site's validity",
+    }),
+    password_expire_at: DateTime('When the password expires; null if it never does'),
+    days_remaining_until_password_expire: Nullable(
+      Type.Integer({ description: 'Whole days left, 0 when expired' }),
+    ),
     attachments_permission: Type.Boolean({ description: 'May create share links (bundles)' }),
     bundle_permission: Type.Boolean({ description: 'The same flag as attachments_permission' }),
   },
@@ -44,7 +56,7 @@ const fields = {
   password: Type.String({
     minLength: MIN_PASSWORD_LENGTH,
     maxLength: 1024,
-    description: `At least ${MIN_PASSWORD_LENGTH} characters`,
+    description: `At least ${MIN_PASSWORD_LENGTH} characters, and the site's password rules (GET /site)`,
     ...checked('password'),
   }),
   password_confirmation: Type.String({ maxLength: 1024, description: 'If given, must equal password' }),
@@ -66,6 +78,18 @@ const fields = {
   bundle_permission: Type.Boolean({
     description: 'The same flag as attachments_permission; if both are given they must agree',
   }),
+  require_password_change: Type.Boolean({
+    description:
+      'Site admins: the next sign-in can only change the password; cleared when the user changes it',
+  }),
+  password_validity_days: Nullable(
+    Type.Integer({
+      minimum: 0,
+      maximum: 3650,
+      ...checked('range'),
+      description: 'Site admins: days the password stays valid (1 to 3650); null or 0 for none',
+    }),
+  ),
 }
 
 // Everything but the username is optional on create; on update everything is.
@@ -79,6 +103,8 @@ const optional = {
   disabled: Type.Optional(fields.disabled),
   attachments_permission: Type.Optional(fields.attachments_permission),
   bundle_permission: Type.Optional(fields.bundle_permission),
+  require_password_change: Type.Optional(fields.require_password_change),
+  password_validity_days: Type.Optional(fields.password_validity_days),
 }
 
 const CreateBody = Type.Object(
@@ -98,6 +124,10 @@ const UpdateBody = Type.Object(
     created_at: Echo,
     last_login_at: Echo,
     password_set_time: Echo,
+    password_set_at: Echo,
+    password_expired: Echo,
+    password_expire_at: Echo,
+    days_remaining_until_password_expire: Echo,
   },
   { additionalProperties: false, title: 'UserUpdate' },
 )
@@ -142,7 +172,7 @@ export function userRoutes(c: HttpContext): Routes {
     app.get(
       '/user',
       {
-        config: { xml: 'user' },
+        config: { xml: 'user', passwordChange: 'any' },
         schema: {
           summary: "Show the caller's own user (the session's, or the API key's owner)",
           tags,
@@ -154,7 +184,10 @@ export function userRoutes(c: HttpContext): Routes {
 
     app.get(
       '/users/:id',
-      { config: { xml: 'user' }, schema: { summary: 'Show a user', tags, params: IdParams, response: one } },
+      {
+        config: { xml: 'user', passwordChange: 'own-user' },
+        schema: { summary: 'Show a user', tags, params: IdParams, response: one },
+      },
       async (request) => svc.get(request.principal, request.params.id),
     )
 
@@ -175,7 +208,7 @@ export function userRoutes(c: HttpContext): Routes {
     app.patch(
       '/users/:id',
       {
-        config: { xml: 'user' },
+        config: { xml: 'user', passwordChange: 'own-user' },
         schema: {
           summary: 'Update a user (site admins: anyone; others: their own name, email and password)',
           tags,

@@ -6,6 +6,7 @@ import { randomHex, tokenHash, verifyPassword } from '../../security/secrets.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
 import { failedLoginTimes } from '../actions/action-repository.js'
 import type { LoginDefender } from '../login-defender/login-defender.js'
+import type { PasswordPolicy } from '../passwords/password-policy.js'
 import type { ModuleSettings } from '../settings.js'
 import type { UserRepository } from '../users/user-repository.js'
 import type { SessionRepository } from './session-repository.js'
@@ -35,6 +36,8 @@ export class SessionService {
     private readonly config: ModuleSettings,
     private readonly defender: LoginDefender,
     private readonly now: () => number = Date.now,
+    /** Who must change their password first: refused on the transfer protocols. */
+    private readonly passwords?: PasswordPolicy,
   ) {
     this.windowMs = config.login.windowMinutes * 60_000
   }
@@ -80,6 +83,20 @@ export class SessionService {
     if (user.disabled) {
       await this.failed(userCtx, 'disabled', now)
       throw badLogin()
+    }
+    // A transfer protocol cannot ask for a new password: such a login fails like a wrong password
+    // (the web and REST sign in, to a session that can only change it).
+    if (PROTOCOLS.has(input.interface)) {
+      const why = await this.passwords?.loginRefusal(user)
+      if (why) {
+        await this.failed(
+          userCtx,
+          'expired_access',
+          now,
+          why === 'password_expired' ? 'password expired' : 'password change required',
+        )
+        throw badLogin()
+      }
     }
     const id = randomHex(32)
     await this.sessions.transaction(async (tx) => {
@@ -163,14 +180,14 @@ export class SessionService {
     throw ERRORS.reauthenticationFailed('Reauthentication failed: the password is wrong')
   }
 
-  private async failed(ctx: ActionContext, failureType: string, now: number): Promise<void> {
+  private async failed(ctx: ActionContext, failureType: string, now: number, why?: string): Promise<void> {
     if (ctx.ip) await this.defender.recordFailure(ctx.siteId, ctx.ip, failureType)
     await recordAction(
       this.sessions.db,
       ctx,
       {
         action: 'failedlogin',
-        display: `Failed login for ${ctx.username ?? ''} (${failureType})`,
+        display: `Failed login for ${ctx.username ?? ''} (${failureType}${why ? `: ${why}` : ''})`,
         failureType,
       },
       now,
@@ -197,5 +214,7 @@ export class SessionService {
     return until
   }
 }
+
+const PROTOCOLS = new Set<Interface>(['sftp', 'ftp', 'dav'])
 
 const badLogin = () => ERRORS.invalidUsernameOrPassword('Invalid username or password')

@@ -15,6 +15,10 @@ export class SiteRepository extends Repository {
     return this.db.selectFrom('sites').selectAll().orderBy('id').limit(1).executeTakeFirst()
   }
 
+  find(id: number): Promise<SiteRow> {
+    return this.db.selectFrom('sites').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
+  }
+
   insert(values: Insertable<SitesTable>): Promise<SiteRow> {
     return this.db.insertInto('sites').values(values).returningAll().executeTakeFirstOrThrow()
   }

@@ -15,12 +15,32 @@ export interface UserJson {
   created_at: string
   last_login_at: string | null
   password_set_time: string | null
+  /** The same time under the Files.com SDK's name. */
+  password_set_at: string | null
+  require_password_change: boolean
+  password_validity_days: number | null
+  password_expired: boolean
+  password_expire_at: string | null
+  days_remaining_until_password_expire: number | null
   /** May create share links (bundles); `bundle_permission` is the same flag under its newer name. */
   attachments_permission: boolean
   bundle_permission: boolean
 }
 
-export function toUserJson(row: UserRow): UserJson {
+/** The password's age as the site's rules make it (password-policy.ts); none when unknown. */
+export interface PasswordAgeFields {
+  password_expired: boolean
+  password_expire_at: number | null
+  days_remaining_until_password_expire: number | null
+}
+
+const NO_EXPIRY: PasswordAgeFields = {
+  password_expired: false,
+  password_expire_at: null,
+  days_remaining_until_password_expire: null,
+}
+
+export function toUserJson(row: UserRow, age: PasswordAgeFields = NO_EXPIRY): UserJson {
   return {
     id: row.id,
     username: row.username,
@@ -32,6 +52,12 @@ export function toUserJson(row: UserRow): UserJson {
     created_at: formatDateTime(row.created_at)!,
     last_login_at: formatDateTime(row.last_login_at),
     password_set_time: formatDateTime(row.password_set_at),
+    password_set_at: formatDateTime(row.password_set_at),
+    require_password_change: row.require_password_change === 1,
+    password_validity_days: row.password_validity_days,
+    password_expired: age.password_expired,
+    password_expire_at: formatDateTime(age.password_expire_at),
+    days_remaining_until_password_expire: age.days_remaining_until_password_expire,
     attachments_permission: row.attachments_permission === 1,
     bundle_permission: row.attachments_permission === 1,
   }
@@ -58,6 +84,7 @@ export const USER_LIST: ListSpec = {
   },
 }
 
+/** The shortest password any site allows (its `password_min_length` may ask for more). */
 export const MIN_PASSWORD_LENGTH = 8
 export const MAX_USERNAME_LENGTH = 128
 /** The characters of a username (also the Swagger document's pattern). */
@@ -80,10 +107,8 @@ export function checkUsername(value: string, errors: ModelErrors): void {
   }
 }
 
+/** The confirmation; the password's own rules are the site's (modules/passwords). */
 export function checkPassword(password: string, confirmation: string | undefined, errors: ModelErrors): void {
-  if ([...password].length < MIN_PASSWORD_LENGTH) {
-    addModelError(errors, 'password', `is too short (minimum is ${MIN_PASSWORD_LENGTH} characters)`)
-  }
   if (confirmation !== undefined && confirmation !== password)
     addModelError(errors, 'password_confirmation', "doesn't match password")
 }

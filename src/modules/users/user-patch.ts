@@ -1,6 +1,7 @@
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
 import type { UserRow } from '../../identity/principal.js'
+import { checkValidityDays } from '../passwords/password-rules.js'
 import { blankToNull, checkEmail, checkPassword, checkUsername } from './user-model.js'
 
 export interface CreateUserInput {
@@ -15,6 +16,10 @@ export interface CreateUserInput {
   attachments_permission?: boolean | undefined
   /** The same flag as attachments_permission (Files.com's newer name); if both are given they must agree. */
   bundle_permission?: boolean | undefined
+  /** Site admins: the user's next sign-in can only change the password. */
+  require_password_change?: boolean | undefined
+  /** Site admins: days the user's password stays valid; null or 0 for the site's rule only. */
+  password_validity_days?: number | null | undefined
 }
 
 export type UpdateUserInput = Partial<CreateUserInput> & {
@@ -22,9 +27,21 @@ export type UpdateUserInput = Partial<CreateUserInput> & {
   created_at?: unknown
   last_login_at?: unknown
   password_set_time?: unknown
+  password_set_at?: unknown
+  password_expired?: unknown
+  password_expire_at?: unknown
+  days_remaining_until_password_expire?: unknown
 }
 
-export const READ_ONLY_FIELDS = ['created_at', 'last_login_at', 'password_set_time'] as const
+export const READ_ONLY_FIELDS = [
+  'created_at',
+  'last_login_at',
+  'password_set_time',
+  'password_set_at',
+  'password_expired',
+  'password_expire_at',
+  'days_remaining_until_password_expire',
+] as const
 
 /** What a user who is not a site admin may change on their own record. */
 const SELF_SERVICE_FIELDS = new Set(['name', 'email', 'password', 'password_confirmation'])
@@ -44,6 +61,8 @@ export function refuseSelfServiceLimits(row: UserRow, input: UpdateUserInput): v
     disabled: row.disabled === 1,
     attachments_permission: row.attachments_permission === 1,
     bundle_permission: row.attachments_permission === 1,
+    require_password_change: row.require_password_change === 1,
+    password_validity_days: row.password_validity_days,
   }
   const refused = Object.keys(input).filter((k) => {
     const v = input[k as keyof UpdateUserInput]
@@ -63,8 +82,12 @@ export function refuseSelfServiceLimits(row: UserRow, input: UpdateUserInput): v
  * caller is changing their own record, which may not lose its site admin flag or be disabled.
  * Throws 422 with every field's problem at once.
  */
-export function userPatch(row: UserRow, input: UpdateUserInput, self: boolean): Partial<UserRow> {
-  const errors: ModelErrors = {}
+export function userPatch(
+  row: UserRow,
+  input: UpdateUserInput,
+  self: boolean,
+  errors: ModelErrors = {},
+): Partial<UserRow> {
   const patch: Partial<UserRow> = {}
   if (input.username !== undefined) {
     checkUsername(input.username, errors)
@@ -92,6 +115,15 @@ export function userPatch(row: UserRow, input: UpdateUserInput, self: boolean): 
   const mayShare = attachmentsPermission(input, errors)
   if (mayShare !== undefined && bit(mayShare) !== row.attachments_permission)
     patch.attachments_permission = bit(mayShare)
+  if (
+    input.require_password_change !== undefined &&
+    bit(input.require_password_change) !== row.require_password_change
+  )
+    patch.require_password_change = bit(input.require_password_change)
+  if (input.password_validity_days !== undefined) {
+    const days = checkValidityDays(input.password_validity_days, errors)
+    if (days !== undefined && days !== row.password_validity_days) patch.password_validity_days = days
+  }
   if (Object.keys(errors).length) throw ApiError.modelSave(errors)
   return patch
 }

@@ -10,6 +10,8 @@ import { hashPassword } from '../../security/secrets.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { readListRequest } from '../list-request.js'
+import type { PasswordPolicy } from '../passwords/password-policy.js'
+import { checkValidityDays } from '../passwords/password-rules.js'
 import {
   blankToNull,
   checkEmail,
@@ -63,13 +65,23 @@ export class UserService {
     private readonly identities: IdentityCache = new IdentityCache(0),
     /** The folders `create_user_folders` behaviors make for a new user, in its transaction. */
     private readonly userFolders?: NewUserFolders,
+    /** The site's password rules, enforced wherever a password is set. */
+    private readonly passwords?: PasswordPolicy,
   ) {}
+
+  /** Rows as the API shows them, with their password's age under the site's rules. */
+  private async shown(siteId: number): Promise<(row: UserRow) => UserJson> {
+    if (!this.passwords) return (row) => toUserJson(row)
+    const rules = await this.passwords.rules(siteId)
+    const policy = this.passwords
+    return (row) => toUserJson(row, policy.age(row, rules))
+  }
 
   /** GET /users: a site admin sees every user of the site, anyone else only themselves. */
   async list(p: Principal, query: Record<string, unknown>): Promise<Page<UserJson>> {
     const self = isSiteAdmin(p) ? null : p.user!.id
     const list = await readListRequest(this.secrets, p.siteId, USER_LIST, query, { scope: self ?? 'all' })
-    return mapPage(await this.users.page(p.siteId, self, list), toUserJson)
+    return mapPage(await this.users.page(p.siteId, self, list), await this.shown(p.siteId))
   }
 
   /** GET /user: whoever is calling (a session's user or an API key's owner). */
@@ -79,7 +91,7 @@ export class UserService {
   }
 
   async get(p: Principal, id: number): Promise<UserJson> {
-    return toUserJson(await this.visible(p, id))
+    return (await this.shown(p.siteId))(await this.visible(p, id))
   }
 
   /** POST /users (site admins) and `wharf users create`. */
@@ -87,9 +99,16 @@ export class UserService {
     requireSiteAdmin(p)
     const errors: ModelErrors = {}
     checkUsername(input.username, errors)
-    if (input.password !== undefined) checkPassword(input.password, input.password_confirmation, errors)
+    if (input.password !== undefined) {
+      checkPassword(input.password, input.password_confirmation, errors)
+      await this.passwords?.check(p.siteId, input.password, { username: input.username }, errors)
+    }
     const email = checkEmail(input.email ?? null, errors)
     const mayShare = attachmentsPermission(input, errors)
+    const validityDays =
+      input.password_validity_days === undefined
+        ? null
+        : checkValidityDays(input.password_validity_days, errors)
     if (Object.keys(errors).length) throw ApiError.modelSave(errors)
     if (await this.users.usernameExists(p.siteId, input.username)) throw usernameTaken()
 
@@ -107,6 +126,8 @@ export class UserService {
         self_managed: bit(input.self_managed !== false),
         disabled: bit(input.disabled === true),
         attachments_permission: bit(mayShare === true),
+        require_password_change: bit(input.require_password_change === true),
+        password_validity_days: validityDays ?? null,
         created_at: now,
         updated_at: now,
         last_login_at: null,
@@ -125,7 +146,7 @@ export class UserService {
       await this.userFolders?.forNewUser(tx.db, p, inserted, now)
       return inserted
     })
-    return toUserJson(row)
+    return (await this.shown(p.siteId))(row)
   }
 
   /**
@@ -139,9 +160,16 @@ export class UserService {
     reauthentication?: string,
   ): Promise<UserJson> {
     const row = await this.visible(p, id)
-    refuseChangedReadOnly(input, toUserJson(row), READ_ONLY_FIELDS)
+    const show = await this.shown(p.siteId)
+    refuseChangedReadOnly(input, show(row), READ_ONLY_FIELDS)
     if (!isSiteAdmin(p)) refuseSelfServiceLimits(row, input)
-    const patch = userPatch(row, input, p.user?.id === row.id)
+    const passwordErrors: ModelErrors = {}
+    if (input.password !== undefined) {
+      // The rules apply to the name the user will have after this change.
+      const username = input.username ?? row.username
+      await this.passwords?.check(p.siteId, input.password, { username, user: row }, passwordErrors)
+    }
+    const patch = userPatch(row, input, p.user?.id === row.id, passwordErrors)
     if (patch.username_lower !== undefined && patch.username_lower !== row.username_lower) {
       if (await this.users.usernameExists(p.siteId, patch.username!)) throw usernameTaken()
     }
@@ -151,12 +179,20 @@ export class UserService {
       await this.sessions.reauthenticate(p, reauthentication)
       changed.push('password')
     }
-    if (changed.length === 0) return toUserJson(row)
+    if (changed.length === 0) return show(row)
 
     const now = this.now()
     if (input.password !== undefined) {
       patch.password_hash = await hashPassword(input.password)
       patch.password_set_at = now
+      // Users changing their own password have done what the flag asked (an echo of the flag,
+      // as the SDKs' save() sends, does not set it again).
+      if (
+        p.user?.id === row.id &&
+        row.require_password_change === 1 &&
+        patch.require_password_change === undefined
+      )
+        patch.require_password_change = 0
     }
     patch.updated_at = now
     const updated = await this.users.transaction(async (tx) => {
@@ -170,7 +206,10 @@ export class UserService {
         await tx.keepAnAdministrator(p.siteId, row.id, ApiError.modelSave(refusal))
       }
       const after = await tx.update(row.id, patch)
-      if (input.password !== undefined) await this.endSessionsAfterPasswordChange(tx.db, p, row.id)
+      if (input.password !== undefined) {
+        await this.passwords?.replaced(tx.db, row, now)
+        await this.endSessionsAfterPasswordChange(tx.db, p, row.id)
+      }
       await recordAction(
         tx.db,
         contextOf(p),
@@ -184,7 +223,7 @@ export class UserService {
       return after
     })
     this.identities.clear()
-    return toUserJson(updated)
+    return show(updated)
   }
 
   /** DELETE /users/{id}: site admins only, never themselves; through a session it needs reauthentication. */
