@@ -34,6 +34,7 @@ import { permissionRoutes } from './http/routes/permissions.js'
 import { publicKeyRoutes } from './http/routes/public-keys.js'
 import { sessionRoutes } from './http/routes/sessions.js'
 import { sftpHostKeyRoutes } from './http/routes/sftp-host-keys.js'
+import { siteRoutes } from './http/routes/site.js'
 import { swaggerRoutes } from './http/routes/swagger.js'
 import { transferRoutes } from './http/routes/transfers.js'
 import { userRoutes } from './http/routes/users.js'
@@ -282,6 +283,7 @@ async function registerApi(app: FastifyInstance, container: Container): Promise<
       await api.register(userRoutes(container))
       await api.register(permissionRoutes(container))
       await api.register(groupRoutes(container))
+      await api.register(siteRoutes(container))
       await api.register(fileRoutes(container))
       await api.register(transferRoutes(container))
       await api.register(folderRoutes(container))

@@ -10,6 +10,8 @@ export interface SitesTable {
   /** HMAC secret for cursors and signed URLs; generated once, never leaves the server. */
   signing_secret: string
   created_at: number
+  /** Addresses and CIDRs, one a line, every login must come from; null: any. */
+  allowed_ips: Generated<string | null>
 }
 
 export interface UsersTable {
@@ -29,6 +31,18 @@ export interface UsersTable {
   password_set_at: number | null
   /** 1: the user may create share links (bundles) without being a site admin. */
   attachments_permission: Generated<number>
+  /** 1: the user may log in through that protocol (their groups may still take it away). */
+  ftp_permission: Generated<number>
+  sftp_permission: Generated<number>
+  dav_permission: Generated<number>
+  /** The REST API and the web interface. */
+  restapi_permission: Generated<number>
+  /** Addresses and CIDRs, one a line, the user's logins must come from; null: any. */
+  allowed_ips: Generated<string | null>
+  /** When the user's access ends (ms); null: never. */
+  authenticate_until: Generated<number | null>
+  /** Stored and shown (the Files.com field); billing stays with site admins. */
+  billing_permission: Generated<number>
 }
 
 export interface PermissionsTable {

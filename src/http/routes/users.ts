@@ -7,6 +7,7 @@ import {
   USER_LIST,
   USERNAME_PATTERN,
 } from '../../modules/users/user-model.js'
+import { UserAccessInput, UserAccessJson } from '../access-schemas.js'
 import { DeleteBody } from '../delete-by-id.js'
 import { checked } from '../field-checks.js'
 import type { HttpContext } from '../http-context.js'
@@ -28,6 +29,7 @@ export const UserSchema = Type.Object(
     password_set_time: DateTime('When the password was last set'),
     attachments_permission: Type.Boolean({ description: 'May create share links (bundles)' }),
     bundle_permission: Type.Boolean({ description: 'The same flag as attachments_permission' }),
+    ...UserAccessJson,
   },
   { $id: 'User', title: 'User' },
 )
@@ -79,6 +81,7 @@ const optional = {
   disabled: Type.Optional(fields.disabled),
   attachments_permission: Type.Optional(fields.attachments_permission),
   bundle_permission: Type.Optional(fields.bundle_permission),
+  ...UserAccessInput,
 }
 
 const CreateBody = Type.Object(

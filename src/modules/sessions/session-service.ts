@@ -3,6 +3,7 @@ import { ERRORS } from '../../api/error-factories.js'
 import type { Database } from '../../db/schema.js'
 import type { Interface, Principal } from '../../identity/principal.js'
 import { randomHex, tokenHash, verifyPassword } from '../../security/secrets.js'
+import type { AccessService } from '../access/access-service.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
 import { failedLoginTimes } from '../actions/action-repository.js'
 import type { LoginDefender } from '../login-defender/login-defender.js'
@@ -35,6 +36,8 @@ export class SessionService {
     private readonly config: ModuleSettings,
     private readonly defender: LoginDefender,
     private readonly now: () => number = Date.now,
+    /** Rights, address limits and the end of access (none: every good password logs in). */
+    private readonly access?: AccessService,
   ) {
     this.windowMs = config.login.windowMinutes * 60_000
   }
@@ -81,6 +84,7 @@ export class SessionService {
       await this.failed(userCtx, 'disabled', now)
       throw badLogin()
     }
+    await this.access?.enforce(userCtx, user, input.ip, input.interface, badLogin)
     const id = randomHex(32)
     await this.sessions.transaction(async (tx) => {
       await tx.insert({

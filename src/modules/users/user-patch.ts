@@ -1,9 +1,10 @@
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
 import type { UserRow } from '../../identity/principal.js'
+import { changedAccessFields, USER_ACCESS_FIELDS, type UserAccessInput } from '../access/user-access.js'
 import { blankToNull, checkEmail, checkPassword, checkUsername } from './user-model.js'
 
-export interface CreateUserInput {
+export interface CreateUserInput extends UserAccessInput {
   username: string
   password?: string | undefined
   password_confirmation?: string | undefined
@@ -45,11 +46,14 @@ export function refuseSelfServiceLimits(row: UserRow, input: UpdateUserInput): v
     attachments_permission: row.attachments_permission === 1,
     bundle_permission: row.attachments_permission === 1,
   }
+  const access = new Set<string>(USER_ACCESS_FIELDS)
   const refused = Object.keys(input).filter((k) => {
     const v = input[k as keyof UpdateUserInput]
     const readOnly = (READ_ONLY_FIELDS as readonly string[]).includes(k)
-    return v !== undefined && !SELF_SERVICE_FIELDS.has(k) && !readOnly && v !== current[k]
+    return v !== undefined && !SELF_SERVICE_FIELDS.has(k) && !readOnly && !access.has(k) && v !== current[k]
   })
+  // Unchanged access fields pass however they are written (a date-time in another form, spaces).
+  refused.push(...changedAccessFields(row, input))
   if (refused.length) {
     throw ERRORS.siteAdminRequired(`Only site administrators can change ${refused.join(', ')}`)
   }

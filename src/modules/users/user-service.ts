@@ -8,6 +8,7 @@ import { IdentityCache } from '../../identity/identity-cache.js'
 import { isSiteAdmin, type Principal, requireSiteAdmin, type UserRow } from '../../identity/principal.js'
 import { hashPassword } from '../../security/secrets.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
+import { newUserAccess, userAccessPatch } from '../access/user-access.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { readListRequest } from '../list-request.js'
 import {
@@ -90,6 +91,7 @@ export class UserService {
     if (input.password !== undefined) checkPassword(input.password, input.password_confirmation, errors)
     const email = checkEmail(input.email ?? null, errors)
     const mayShare = attachmentsPermission(input, errors)
+    const access = newUserAccess(input, errors)
     if (Object.keys(errors).length) throw ApiError.modelSave(errors)
     if (await this.users.usernameExists(p.siteId, input.username)) throw usernameTaken()
 
@@ -107,6 +109,7 @@ export class UserService {
         self_managed: bit(input.self_managed !== false),
         disabled: bit(input.disabled === true),
         attachments_permission: bit(mayShare === true),
+        ...access,
         created_at: now,
         updated_at: now,
         last_login_at: null,
@@ -142,6 +145,10 @@ export class UserService {
     refuseChangedReadOnly(input, toUserJson(row), READ_ONLY_FIELDS)
     if (!isSiteAdmin(p)) refuseSelfServiceLimits(row, input)
     const patch = userPatch(row, input, p.user?.id === row.id)
+    const accessErrors: ModelErrors = {}
+    const self = p.user?.id === row.id
+    Object.assign(patch, userAccessPatch(row, input, self ? p.ip : null, this.now(), accessErrors))
+    if (Object.keys(accessErrors).length) throw ApiError.modelSave(accessErrors)
     if (patch.username_lower !== undefined && patch.username_lower !== row.username_lower) {
       if (await this.users.usernameExists(p.siteId, patch.username!)) throw usernameTaken()
     }
