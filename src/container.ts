@@ -23,6 +23,8 @@ import { JobLease } from './jobs/job-lease.js'
 import { MailRetention } from './mail/mail-retention.js'
 import { MailWorker } from './mail/mail-worker.js'
 import { metrics } from './metrics/metrics.js'
+import { AccessRepository } from './modules/access/access-repository.js'
+import { AccessService } from './modules/access/access-service.js'
 import { HeldActions } from './modules/actions/held-actions.js'
 import { ApiKeyService } from './modules/api-keys/api-key-service.js'
 import { loadAppCatalog } from './modules/apps/app-catalog.js'
@@ -260,7 +262,22 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const secrets = new SiteSecrets(repos.sites)
     const loginDefender = new LoginDefender(repos.loginDefender, config.loginDefender, secrets, now)
     const passwords = new PasswordPolicy(repos.passwords, now)
-    const sessions = new SessionService(repos.sessions, repos.users, config, loginDefender, now, passwords)
+    const access = new AccessService(
+      new AccessRepository(database.db, database.dialect),
+      loginDefender,
+      config.authCacheSeconds * 1000,
+      now,
+      identities,
+    )
+    const sessions = new SessionService(
+      repos.sessions,
+      repos.users,
+      config,
+      loginDefender,
+      now,
+      passwords,
+      access,
+    )
     const { store, close: closeBlobStore } = await openBlobStore(config, opts.logger, now)
     const blobs = guardStorageFull(opts.wrapBlobStore ? opts.wrapBlobStore(store) : store)
     const heldReads = new HeldActions(opts.logger)
@@ -288,6 +305,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       heldReads,
       hostKeys,
       workers,
+      access,
     })
     const unmeasure = measureQueues(database)
     return {
@@ -489,6 +507,7 @@ interface ServiceParts {
   heldReads: HeldActions
   hostKeys: HostKeys
   workers: Workers
+  access: AccessService
 }
 
 /** The modules' services, over the repositories, the blob store and the workers they queue work for. */
@@ -507,13 +526,14 @@ function createServices(p: ServiceParts): Services {
     passwords,
     heldReads,
     hostKeys,
+    access,
   } = p
   const { dispatcher, retryPolicy, leaseMs } = p.workers
   const { db } = p
   const fileAccess = new FileAccess(repos.permissions)
   const folderRules = new FolderRules(repos.behaviors)
   const userFolders = new UserFolders(repos.behaviors, repos.files, repos.permissions)
-  const auth = new AuthService(repos.apiKeys, repos.users, repos.sessions, config, now, identities)
+  const auth = new AuthService(repos.apiKeys, repos.users, repos.sessions, config, now, identities, access)
   const fileRepos = { files: repos.files, folders: repos.folders }
   const uploads = new UploadService(
     { files: repos.files, uploads: repos.uploads },
@@ -568,7 +588,7 @@ function createServices(p: ServiceParts): Services {
     sessions,
     users: new UserService(repos.users, sessions, secrets, now, identities, userFolders, passwords),
     permissions: new PermissionService(repos.permissions, repos.users, repos.groups, secrets, now),
-    groups: new GroupService(repos.groups, secrets, now, userFolders),
+    groups: new GroupService(repos.groups, secrets, now, userFolders, identities),
     uploads,
     downloads,
     zipDownloads,
@@ -586,7 +606,8 @@ function createServices(p: ServiceParts): Services {
       writerPartBytes: opts.writerPartBytes,
       writerExpirySeconds: config.files.protocolUploadExpirySeconds,
     }),
-    protocolLogin: new ProtocolLogin(repos.users, auth, sessions, loginDefender, now),
+    protocolLogin: new ProtocolLogin(repos.users, auth, sessions, loginDefender, now, access),
+    access,
     publicKeys: new PublicKeyService(repos.publicKeys, repos.users, secrets, now),
     behaviors: new BehaviorService(repos.behaviors, repos.permissions, secrets, guard, now, userFolders),
     bundles,

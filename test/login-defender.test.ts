@@ -185,7 +185,7 @@ describe.each(dialects)('the login defender (%s)', (dialect) => {
       'username_not_found',
       'password_mismatch',
       'password_mismatch',
-      'publickey',
+      'key_mismatch',
     ])
     // Below the threshold every login still works.
     expect((await restLogin(s, ADMIN_USERNAME, ADMIN_PASSWORD)).status).toBe(201)
@@ -228,7 +228,7 @@ describe.each(dialects)('the login defender (%s)', (dialect) => {
     expect(Number(d.headers.get('retry-after'))).toBeGreaterThan(15 * 60 - 5)
     expect(await failureRows()).toEqual([])
 
-    // Every failure is still a failedlogin Action of its front end.
+    // Every failure is still a failedlogin Action of its front end (the refused key's too).
     const actions = await s.container.db
       .selectFrom('actions')
       .select(['interface', 'failure_type'])
@@ -241,6 +241,7 @@ describe.each(dialects)('the login defender (%s)', (dialect) => {
       { interface: 'web', failure_type: 'username_not_found' },
       { interface: 'ftp', failure_type: 'password_mismatch' },
       { interface: 'sftp', failure_type: 'password_mismatch' },
+      { interface: 'sftp', failure_type: 'key_mismatch' },
       { interface: 'dav', failure_type: 'password_mismatch' },
     ])
   }, 60_000)

@@ -136,8 +136,8 @@ const STATE_ANSWERS: [ops: string | string[], status: number, type: string, mess
 
 /** Rules between fields that the document states in their descriptions only. */
 const RELATIONS = {
-  // "If given, must equal password".
-  sameAs: { password_confirmation: 'password' },
+  // "If given, must equal password"; "if both are given they must agree".
+  sameAs: { password_confirmation: 'password', bundle_permission: 'attachments_permission' },
   // "end (with ref) finishes it"; modified_at_datetime: "With type: …".
   needs: { 'action=end': 'ref', modified_at_datetime: 'type' },
 }
@@ -440,7 +440,7 @@ function samples(
 ): (pattern: string, name: string) => string {
   return (pattern, name) => {
     const u = letters(seq.n)
-    const candidates = [hookUrl, `${top}/dest${u}`, `mail${u}@example.com`, '1,2', `ref${u}`]
+    const candidates = [hookUrl, `${top}/dest${u}`, `mail${u}@example.com`, '1,2', `ref${u}`, '127.0.0.1/32']
     const hit = candidates.find((c) => new RegExp(pattern, 'u').test(c))
     if (hit === undefined) throw new Error(`no sample value for the pattern of ${name}: ${pattern}`)
     return hit

@@ -48,10 +48,17 @@ describe.each(dialects)('users (%s)', (dialect) => {
       expect(r.status).toBe(201)
       expect(Object.keys(r.body).sort()).toEqual(
         [
+          'allowed_ips',
           'attachments_permission',
+          'authenticate_until',
+          'billing_permission',
           'bundle_permission',
           'created_at',
+          'dav_permission',
           'days_remaining_until_password_expire',
+          'ftp_permission',
+          'restapi_permission',
+          'sftp_permission',
           'disabled',
           'email',
           'id',

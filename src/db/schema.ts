@@ -19,6 +19,8 @@ export interface SitesTable {
   max_prior_passwords: Generated<number>
   /** Days a password stays valid; null: forever. */
   password_validity_days: Generated<number | null>
+  /** Addresses and CIDRs, one a line, every login must come from; null: any. */
+  allowed_ips: Generated<string | null>
 }
 
 export interface UsersTable {
@@ -42,6 +44,18 @@ export interface UsersTable {
   require_password_change: Generated<number>
   /** Days the user's password stays valid (the site's rule may be shorter); null: the site's. */
   password_validity_days: Generated<number | null>
+  /** 1: the user may log in through that protocol (their groups may still take it away). */
+  ftp_permission: Generated<number>
+  sftp_permission: Generated<number>
+  dav_permission: Generated<number>
+  /** The REST API and the web interface. */
+  restapi_permission: Generated<number>
+  /** Addresses and CIDRs, one a line, the user's logins must come from; null: any. */
+  allowed_ips: Generated<string | null>
+  /** When the user's access ends (ms); null: never. */
+  authenticate_until: Generated<number | null>
+  /** Stored and shown (the Files.com field); billing stays with site admins. */
+  billing_permission: Generated<number>
 }
 
 /** The hashes of users' earlier passwords, for the site's `max_prior_passwords`. */

@@ -29,6 +29,8 @@ const RULES = {
   // upload-rules.ts: part-number-too-large, invalid-upload-offset.
   part: (s: Schema) => omit(s, 'maximum'),
   restart: (s: Schema) => omit(s, 'enum'),
+  // allowed-ips.ts: 422 on allowed_ips (each line an address or a CIDR range).
+  'allowed-ips': (s: Schema) => omit(s, 'pattern'),
   // webhook-settings.ts: 422 on url (length included) and on triggers.
   url: (s: Schema) => omit(omit(s, 'pattern'), 'maxLength'),
   trigger: (s: Schema) => omit(s, 'enum'),

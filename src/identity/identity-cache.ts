@@ -14,6 +14,7 @@ export interface CachedKey {
  */
 export class IdentityCache {
   private readonly keys = new Map<string, CachedKey>()
+  private readonly listeners: (() => void)[] = []
 
   constructor(
     private readonly ttlMs: number,
@@ -37,8 +38,14 @@ export class IdentityCache {
     this.keys.set(hash, { row, user, at: now })
   }
 
-  /** Called after any change to API keys or users. */
+  /** Called after any change to API keys, users, groups or the site's access limits. */
   clear(): void {
     this.keys.clear()
+    for (const f of this.listeners) f()
+  }
+
+  /** `f` runs on every clear (other per-process memories of identities forget with this one). */
+  onClear(f: () => void): void {
+    this.listeners.push(f)
   }
 }

@@ -1,3 +1,4 @@
+import type { AccessService } from './access/access-service.js'
 import type { ApiKeyService } from './api-keys/api-key-service.js'
 import type { AppService } from './apps/app-service.js'
 import type { AuthService } from './auth/auth-service.js'
@@ -57,6 +58,8 @@ export interface Services {
   fileSystem: FileSystem
   /** Password (or API key) logins of the transfer protocols, with the rules of POST /sessions. */
   protocolLogin: ProtocolLogin
+  /** Protocol rights, address limits and the end of access, applied at every login. */
+  access: AccessService
   /** Users' SSH public keys (GET/POST /public_keys), for SFTP logins by key. */
   publicKeys: PublicKeyService
   behaviors: BehaviorService

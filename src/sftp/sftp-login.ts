@@ -19,6 +19,8 @@ export interface SftpAuthState {
   failed: boolean
   /** A key was refused (unknown user or key, bad signature). */
   keyRefused: boolean
+  /** The user name the last refused key was offered for. */
+  keyUsername: string
   passwordTried: boolean
 }
 
@@ -28,6 +30,7 @@ export function sftpAuthState(c: FrontEndContext, ip: string): SftpAuthState {
     bannedFor: c.services.loginDefender.banSecondsLeft(c.site.id, ip).catch(() => 0),
     failed: false,
     keyRefused: false,
+    keyUsername: '',
     passwordTried: false,
   }
 }
@@ -91,6 +94,7 @@ export async function authenticate(
         // Clients offer every key they have: an unknown one is not a failed login by itself, but
         // a connection that ends with only refused keys is one (scored when it closes).
         state.keyRefused = true
+        state.keyUsername = ctx.username
         ctx.reject(['password', 'publickey'])
         return null
       }
@@ -102,6 +106,7 @@ export async function authenticate(
       const parsed = Array.isArray(key) ? key[0] : key
       if (!parsed || parsed instanceof Error || !parsed.verify(ctx.blob!, ctx.signature!, ctx.hashAlgo)) {
         state.keyRefused = true
+        state.keyUsername = ctx.username
         ctx.reject(['password', 'publickey'])
         return null
       }

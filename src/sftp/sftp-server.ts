@@ -181,10 +181,13 @@ function serveClient(shared: Shared, client: Connection, info: ssh2.ClientInfo):
   conn.onClose(() => {
     const channels = state.closeChannels
     state.closeChannels = []
-    // A connection that offered only refused keys is one failed login of its address.
+    // A connection that offered only refused keys is one failed login (`key_mismatch`, or
+    // `username_not_found` for a name that is no user's), scored against its address.
     const keyFailure =
       !state.session && !state.banned && authState.keyRefused && !authState.passwordTried
-        ? c.services.loginDefender.recordFailure(c.site.id, ip, 'publickey')
+        ? recordKeyFailure(c, ip, authState.keyUsername).catch((err: unknown) =>
+            state.log.error({ err }, 'SFTP key failure could not be recorded'),
+          )
         : undefined
     return Promise.all([keyFailure, ...channels.map((f) => f())]).then(() => state.session?.end())
   })
@@ -293,4 +296,17 @@ function serveChannel(
     sess.on(refused, (_accept: unknown, reject?: () => void) => reject?.())
   }
   sess.on('subsystem', (_accept, reject) => reject())
+}
+
+/** Records a connection that ended with only refused keys as a `failedlogin` Action. */
+async function recordKeyFailure(c: FrontEndContext, ip: string, username: string): Promise<void> {
+  const user = await c.services.users.users.findByUsername(c.site.id, username)
+  const ctx = {
+    siteId: c.site.id,
+    userId: user?.id ?? null,
+    username: user?.username ?? username.toLowerCase(),
+    ip,
+    interface: 'sftp',
+  }
+  await c.services.access.recordRefusal(ctx, user ? 'key_mismatch' : 'username_not_found')
 }

@@ -49,8 +49,13 @@ export async function startFtpServer(
 }
 
 /** A test server with its SFTP front end and an FTP front end beside it: every protocol at once. */
-export async function startSftpAndFtpServer(dialect: DialectName) {
-  const server = await startSftpServer(dialect, { FTP_ENABLED: 'true', FTP_HOST: '127.0.0.1', FTP_PORT: '0' })
+export async function startSftpAndFtpServer(dialect: DialectName, env: Record<string, string> = {}) {
+  const server = await startSftpServer(dialect, {
+    FTP_ENABLED: 'true',
+    FTP_HOST: '127.0.0.1',
+    FTP_PORT: '0',
+    ...env,
+  })
   const ftp = await startFtpFront(server)
   return {
     ...server,

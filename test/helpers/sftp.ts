@@ -121,13 +121,21 @@ export function sshOptions(port: number): string[] {
  * OpenSSH's `sftp` in batch mode with a password (through sshpass): commands are read from
  * standard input; the exit status is that of the batch (a failing command stops it).
  */
-export function sftpBatch(port: number, user: string, password: string, commands: string[]) {
+export function sftpBatch(
+  port: number,
+  user: string,
+  password: string,
+  commands: string[],
+  { onePrompt = false }: { onePrompt?: boolean } = {},
+) {
   return run(
     'sshpass',
     [
       '-e',
       'sftp',
       ...sshOptions(port),
+      // A refused password is not followed by an empty one (what a second prompt sends).
+      ...(onePrompt ? ['-o', 'NumberOfPasswordPrompts=1'] : []),
       '-o',
       'PubkeyAuthentication=no',
       '-o',

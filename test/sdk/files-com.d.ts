@@ -116,6 +116,13 @@ declare module 'files.com/lib/models/User.js' {
     readonly self_managed: boolean
     readonly disabled: boolean
     readonly created_at: string
+    readonly ftp_permission: boolean
+    readonly sftp_permission: boolean
+    readonly dav_permission: boolean
+    readonly restapi_permission: boolean
+    readonly allowed_ips: string | null
+    readonly authenticate_until: string | null
+    readonly billing_permission: boolean
     readonly attributes: Record<string, unknown>
     getId(): number
     update(params: Record<string, unknown>): Promise<User>

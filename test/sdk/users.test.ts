@@ -139,6 +139,65 @@ describe.each(dialects)('files.com SDK: users (%s)', (dialect) => {
     expect((await User.find(u.id)).site_admin).toBe(false)
   })
 
+  it('sets the access fields with user.update; a login outside them fails as a wrong password', async () => {
+    const u = await makeUser(s)
+    Files.setApiKey(s.adminKey)
+    const user = await User.find(u.id)
+    expect([user.sftp_permission, user.allowed_ips, user.authenticate_until]).toEqual([true, null, null])
+    const updated = await user.update({
+      ftp_permission: false,
+      dav_permission: false,
+      allowed_ips: '127.0.0.2/32\n2001:db8::/32',
+      authenticate_until: '2099-01-01T00:00:00Z',
+      billing_permission: true,
+    })
+    expect(JSON.parse(rec.requests.at(-1)!.body)).toEqual({
+      ftp_permission: false,
+      dav_permission: false,
+      allowed_ips: '127.0.0.2/32\n2001:db8::/32',
+      authenticate_until: '2099-01-01T00:00:00Z',
+      billing_permission: true,
+      id: u.id,
+    })
+    expect([
+      updated.ftp_permission,
+      updated.sftp_permission,
+      updated.dav_permission,
+      updated.restapi_permission,
+      updated.allowed_ips,
+      updated.authenticate_until,
+      updated.billing_permission,
+    ]).toEqual([false, true, false, true, '127.0.0.2/32\n2001:db8::/32', '2099-01-01T00:00:00Z', true])
+
+    // The SDK's save() sends every attribute back, the new ones included, unchanged.
+    const again = await User.find(u.id)
+    again.attributes['name'] = 'Partner'
+    expect(await again.save()).toBe(true)
+    expect((await User.find(u.id)).allowed_ips).toBe('127.0.0.2/32\n2001:db8::/32')
+
+    // The SDK's client connects from 127.0.0.1: outside the list.
+    resetSdk(rec.url)
+    expect(
+      describeError(await sdkError(Session.create({ username: u.username, password: u.password }))),
+    ).toEqual({
+      className: 'NotAuthenticated_InvalidUsernameOrPasswordError',
+      type: 'not-authenticated/invalid-username-or-password',
+      httpCode: 401,
+    })
+    Files.setApiKey(s.adminKey)
+    await (await User.find(u.id)).update({ allowed_ips: '127.0.0.1/32' })
+    resetSdk(rec.url)
+    const session = await Session.create({ username: u.username, password: u.password })
+    expect(session.id).toMatch(/^[0-9a-f]{64}$/)
+
+    Files.setApiKey(s.adminKey)
+    expect(describeError(await sdkError((await User.find(u.id)).update({ allowed_ips: 'office' })))).toEqual({
+      className: 'ProcessingFailure_ModelSaveErrorError',
+      type: 'processing-failure/model-save-error',
+      httpCode: 422,
+    })
+  })
+
   it('changes a password with an API key, without reauthentication', async () => {
     const u = await makeUser(s)
     Files.setApiKey(s.adminKey)

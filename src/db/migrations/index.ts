@@ -20,6 +20,7 @@ import * as m018 from './018-behaviors.js'
 import * as m019 from './019-behavior-webhooks.js'
 import * as m020 from './020-groups.js'
 import * as m021 from './021-password-rules.js'
+import * as m022 from './022-access.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -44,4 +45,5 @@ export const migrations: Record<string, Migration> = {
   '019-behavior-webhooks': m019,
   '020-groups': m020,
   '021-password-rules': m021,
+  '022-access': m022,
 }

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { GROUP_LIST, GROUP_USER_LIST } from '../../modules/groups/group-model.js'
+import { ALLOWED_IPS, AllowedIpsText, RIGHT } from '../access-schemas.js'
 import { deleteById } from '../delete-by-id.js'
 import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
@@ -14,11 +15,11 @@ export const GroupSchema = Type.Object(
     user_ids: Type.String({ description: 'Member user ids, separated by commas' }),
     admin_ids: Type.String({ description: 'User ids of the group’s administrators, separated by commas' }),
     usernames: Type.String({ description: 'Member usernames, separated by commas' }),
-    allowed_ips: Nullable(Type.String({ description: 'Stored and shown; not enforced yet' })),
-    ftp_permission: Type.Boolean({ description: 'Stored and shown; not enforced yet' }),
-    sftp_permission: Type.Boolean({ description: 'Stored and shown; not enforced yet' }),
-    dav_permission: Type.Boolean({ description: 'Stored and shown; not enforced yet' }),
-    restapi_permission: Type.Boolean({ description: 'Stored and shown; not enforced yet' }),
+    allowed_ips: Nullable(Type.String({ description: ALLOWED_IPS })),
+    ftp_permission: Type.Boolean({ description: RIGHT('FTP') }),
+    sftp_permission: Type.Boolean({ description: RIGHT('SFTP') }),
+    dav_permission: Type.Boolean({ description: RIGHT('WebDAV') }),
+    restapi_permission: Type.Boolean({ description: RIGHT('the REST API and the web interface') }),
     site_id: Type.Integer(),
   },
   { $id: 'Group', title: 'Group' },
@@ -47,11 +48,13 @@ const fields = {
   notes: Type.Optional(Nullable(FreeText(65_536, 'lines', 'Notes about the group'))),
   user_ids: Type.Optional(Ids('Member user ids (replace the members)')),
   admin_ids: Type.Optional(Ids('User ids of the group’s administrators (members too)')),
-  allowed_ips: Type.Optional(Nullable(FreeText(65_536, 'lines', 'Stored and shown; not enforced yet'))),
-  ftp_permission: Type.Optional(Type.Boolean({ description: 'Stored and shown; not enforced yet' })),
-  sftp_permission: Type.Optional(Type.Boolean({ description: 'Stored and shown; not enforced yet' })),
-  dav_permission: Type.Optional(Type.Boolean({ description: 'Stored and shown; not enforced yet' })),
-  restapi_permission: Type.Optional(Type.Boolean({ description: 'Stored and shown; not enforced yet' })),
+  allowed_ips: Type.Optional(Nullable(AllowedIpsText())),
+  ftp_permission: Type.Optional(Type.Boolean({ description: RIGHT('FTP') })),
+  sftp_permission: Type.Optional(Type.Boolean({ description: RIGHT('SFTP') })),
+  dav_permission: Type.Optional(Type.Boolean({ description: RIGHT('WebDAV') })),
+  restapi_permission: Type.Optional(
+    Type.Boolean({ description: RIGHT('the REST API and the web interface') }),
+  ),
 }
 const Name = FreeText(255, 'line', 'Group name, unique in any case')
 

@@ -5,6 +5,7 @@ import {
   MIN_LENGTH_FLOOR,
   VALIDITY_DAYS_CEILING,
 } from '../../modules/passwords/password-rules.js'
+import { ALLOWED_IPS, AllowedIpsText } from '../access-schemas.js'
 import { checked } from '../field-checks.js'
 import type { HttpContext } from '../http-context.js'
 import type { Routes } from '../route-types.js'
@@ -45,6 +46,7 @@ export const SiteSchema = Type.Object(
     name: Type.String({ description: 'The site name (SITE_NAME)' }),
     created_at: Type.String({ format: 'date-time' }),
     ...rules,
+    allowed_ips: Nullable(Type.String({ description: ALLOWED_IPS })),
   },
   { $id: 'Site', title: 'Site' },
 )
@@ -58,6 +60,7 @@ const UpdateBody = Type.Object(
     name: Echo,
     created_at: Echo,
     ...Object.fromEntries(Object.entries(rules).map(([k, v]) => [k, Type.Optional(v)])),
+    allowed_ips: Type.Optional(Nullable(AllowedIpsText('; must include the caller’s own address'))),
   },
   { additionalProperties: false, title: 'SiteUpdate' },
 )
@@ -67,6 +70,7 @@ const one = { 200: SiteSchema, ...errorResponses }
 
 export function siteRoutes(c: HttpContext): Routes {
   const svc = c.services.site
+  const access = c.services.access
   return async (app) => {
     app.get(
       '/site',
@@ -74,7 +78,10 @@ export function siteRoutes(c: HttpContext): Routes {
         config: { xml: 'site' },
         schema: { summary: "Show the site's settings (site admins)", tags, response: one },
       },
-      async (request) => svc.get(request.principal),
+      async (request) => ({
+        ...(await svc.get(request.principal)),
+        allowed_ips: (await access.showSite(request.principal, c.site.name)).allowed_ips,
+      }),
     )
 
     app.patch(
@@ -82,13 +89,22 @@ export function siteRoutes(c: HttpContext): Routes {
       {
         config: { xml: 'site' },
         schema: {
-          summary: "Change the site's password rules (site admins); they apply to the next password set",
+          summary:
+            "Change the site's password rules and address limits (site admins); they apply to the next password set or login",
           tags,
           body: UpdateBody,
           response: one,
         },
       },
-      async (request) => svc.update(request.principal, request.body as Record<string, unknown>),
+      async (request) => {
+        const { allowed_ips, ...rules } = request.body as Record<string, unknown>
+        const input = { allowed_ips: allowed_ips as string | null | undefined }
+        // Every field is checked before any is saved: a refused list leaves the rules as they were.
+        access.checkSite(request.principal, c.site.name, input)
+        const site = await svc.update(request.principal, rules)
+        const limits = await access.updateSite(request.principal, c.site.name, input)
+        return { ...site, allowed_ips: limits.allowed_ips }
+      },
     )
   }
 }

@@ -7,6 +7,7 @@ import {
   USER_LIST,
   USERNAME_PATTERN,
 } from '../../modules/users/user-model.js'
+import { UserAccessInput, UserAccessJson } from '../access-schemas.js'
 import { DeleteBody } from '../delete-by-id.js'
 import { checked } from '../field-checks.js'
 import type { HttpContext } from '../http-context.js'
@@ -40,6 +41,7 @@ export const UserSchema = Type.Object(
     ),
     attachments_permission: Type.Boolean({ description: 'May create share links (bundles)' }),
     bundle_permission: Type.Boolean({ description: 'The same flag as attachments_permission' }),
+    ...UserAccessJson,
   },
   { $id: 'User', title: 'User' },
 )
@@ -105,6 +107,7 @@ const optional = {
   bundle_permission: Type.Optional(fields.bundle_permission),
   require_password_change: Type.Optional(fields.require_password_change),
   password_validity_days: Type.Optional(fields.password_validity_days),
+  ...UserAccessInput,
 }
 
 const CreateBody = Type.Object(

@@ -1,7 +1,9 @@
 import { ERRORS } from '../../api/error-factories.js'
+import { ApiError } from '../../api/errors.js'
 import { IdentityCache } from '../../identity/identity-cache.js'
 import type { Interface, PermissionSet, Principal } from '../../identity/principal.js'
 import { tokenHash } from '../../security/secrets.js'
+import type { AccessService } from '../access/access-service.js'
 import type { ApiKeyRepository } from '../api-keys/api-key-repository.js'
 import type { SessionRepository } from '../sessions/session-repository.js'
 import type { ModuleSettings } from '../settings.js'
@@ -23,6 +25,21 @@ export function hasCredentials(c: Credentials): boolean {
 
 const unauthenticated = (why: string) => ERRORS.authenticationRequired(why)
 
+const REFUSED_USER = Symbol('refusedUser')
+
+/** Marks an API key's refusal by its user's access (a right, an address, the end of access). */
+function refusedFor(err: ApiError, usernameLower: string): ApiError {
+  Object.defineProperty(err, REFUSED_USER, { value: usernameLower })
+  return err
+}
+
+/** The user (name in lower case) whose access refused an API key, when that is why `err` was thrown. */
+export function accessRefusedUser(err: unknown): string | undefined {
+  return err instanceof ApiError
+    ? (err as unknown as Record<symbol, string | undefined>)[REFUSED_USER]
+    : undefined
+}
+
 export class AuthService {
   constructor(
     private readonly keys: ApiKeyRepository,
@@ -31,6 +48,8 @@ export class AuthService {
     private readonly config: ModuleSettings,
     private readonly now: () => number = Date.now,
     private readonly cache: IdentityCache = new IdentityCache(0),
+    /** Rights, address limits and the end of access of the key's or session's user. */
+    private readonly access?: AccessService,
   ) {}
 
   /** Resolves credentials to a principal, or throws 401 not-authenticated/authentication-required. */
@@ -58,6 +77,13 @@ export class AuthService {
     const { row, user } = found
     if (row.expires_at !== null && row.expires_at <= now) throw unauthenticated('The API key has expired')
     if (user?.disabled) throw unauthenticated('The API key belongs to a disabled user')
+    if (user && this.access) {
+      // Each request of a key is a login of its user: refused as an unknown key is, and recorded.
+      const ctx = { siteId: row.site_id, userId: user.id, username: user.username, ip, interface: iface }
+      await this.access.enforce(ctx, user, ip, iface, () =>
+        refusedFor(unauthenticated('The API key is not valid'), user.username_lower),
+      )
+    }
     if (row.last_use_at === null || now - row.last_use_at >= LAST_USE_GRANULARITY_MS) {
       // Guarded update: of concurrent requests only one writes, and a crash here loses nothing that matters.
       await this.keys.touchLastUse(row.id, now, now - LAST_USE_GRANULARITY_MS)
@@ -87,6 +113,12 @@ export class AuthService {
       throw unauthenticated('The session has expired')
     }
     if (user.disabled) throw unauthenticated('The user is disabled')
+    const sessionIface = session_interface === 'web' ? 'web' : iface
+    // A right taken away, an address left or access ended since the login: the session stops
+    // working (the login was recorded; these requests are not logins).
+    if (this.access && (await this.access.failure(user, ip, sessionIface)) !== null) {
+      throw unauthenticated('The session is not valid or has ended')
+    }
     if (now - lastActive >= SESSION_TOUCH_MS) {
       await this.sessions.touch(hash, now)
     }
@@ -97,7 +129,7 @@ export class AuthService {
       sessionHash: hash,
       permissionSet: 'full',
       ip,
-      interface: session_interface === 'web' ? 'web' : iface,
+      interface: sessionIface,
     }
   }
 }

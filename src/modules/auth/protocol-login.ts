@@ -1,11 +1,12 @@
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
 import type { Principal, ProtocolInterface, UserRow } from '../../identity/principal.js'
+import type { AccessService } from '../access/access-service.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import type { LoginDefender } from '../login-defender/login-defender.js'
 import type { SessionService } from '../sessions/session-service.js'
 import type { UserRepository } from '../users/user-repository.js'
-import type { AuthService } from './auth-service.js'
+import { type AuthService, accessRefusedUser } from './auth-service.js'
 
 /** A protocol connection's login: who it is, kept fresh, and ended with the connection. */
 export interface ProtocolSession {
@@ -20,6 +21,7 @@ export interface ProtocolSession {
 }
 
 const API_KEY = /^[0-9a-f]{64}$/i
+const badLogin = () => ERRORS.invalidUsernameOrPassword('Invalid username or password')
 
 /**
  * Password logins for the transfer protocols, with exactly the rules of `POST /sessions`: the
@@ -38,6 +40,8 @@ export class ProtocolLogin {
     private readonly sessions: SessionService,
     private readonly defender: LoginDefender,
     private readonly now: () => number = Date.now,
+    /** Rights, address limits and the end of access (none: every good credential logs in). */
+    private readonly access?: AccessService,
   ) {}
 
   async password(
@@ -55,7 +59,11 @@ export class ProtocolLogin {
     // A banned address is refused whatever it sends, a key of the right user included.
     if (!input.addressChecked) await this.defender.check(siteId, ip)
     if (API_KEY.test(input.password)) {
-      const byKey = await this.auth.authenticate({ apiKey: input.password }, ip, iface).catch(() => null)
+      const byKey = await this.auth.authenticate({ apiKey: input.password }, ip, iface).catch((err) => {
+        // The user's own key, refused by their access (and recorded so): a failed login, no more.
+        if (accessRefusedUser(err) === input.username.toLowerCase()) throw badLogin()
+        return null
+      })
       if (byKey?.user && byKey.user.username_lower === input.username.toLowerCase()) {
         await this.recordLogin(byKey, 'with an API key')
         return {
@@ -86,6 +94,8 @@ export class ProtocolLogin {
    */
   async trusted(user: UserRow, ip: string, iface: ProtocolInterface, how: string): Promise<ProtocolSession> {
     if (user.disabled) throw ERRORS.authenticationRequired('The user is disabled')
+    const ctx = { siteId: user.site_id, userId: user.id, username: user.username, ip, interface: iface }
+    await this.access?.enforce(ctx, user, ip, iface, badLogin)
     const principal: Principal = {
       siteId: user.site_id,
       user,
@@ -99,6 +109,9 @@ export class ProtocolLogin {
     const refresh = async () => {
       const fresh = await this.users.findById(user.id)
       if (!fresh || fresh.disabled) throw ERRORS.authenticationRequired('The user is disabled or deleted')
+      if (this.access && (await this.access.failure(fresh, ip, iface)) !== null) {
+        throw ERRORS.authenticationRequired('The user may no longer log in this way')
+      }
       return { ...principal, user: fresh }
     }
     return { principal, refresh, end: async () => undefined }

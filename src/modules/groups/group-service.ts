@@ -1,10 +1,12 @@
 import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
-import { ApiError } from '../../api/errors.js'
+import { ApiError, type ModelErrors } from '../../api/errors.js'
 import { mapPage, type Page } from '../../api/list-spec.js'
 import type { Database } from '../../db/schema.js'
+import type { IdentityCache } from '../../identity/identity-cache.js'
 import { isSiteAdmin, type Principal, requireSiteAdmin } from '../../identity/principal.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
+import { checkAllowedIps } from '../access/allowed-ips.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { readListRequest } from '../list-request.js'
 import {
@@ -51,6 +53,8 @@ export class GroupService {
     private readonly now: () => number = Date.now,
     /** The folders `create_user_folders` behaviors of a group make for its new members. */
     private readonly memberFolders?: NewMemberFolders,
+    /** Forgotten on every change: a group's rights and addresses limit its members' logins. */
+    private readonly identities?: IdentityCache,
   ) {}
 
   /** GET /groups: site admins see every group, anyone else the groups they belong to. */
@@ -80,6 +84,7 @@ export class GroupService {
     requireSiteAdmin(p)
     const name = input.name?.trim() ?? ''
     if (name === '') throw ApiError.modelSave({ name: ["can't be blank"] })
+    const allowedIps = groupAllowedIps(input)
     const wanted = await this.wantedMembers(p.siteId, input)
     const now = this.now()
     const id = await this.groups.transaction(async (tx) => {
@@ -89,7 +94,7 @@ export class GroupService {
           name,
           name_lower: name.toLowerCase(),
           notes: input.notes ?? null,
-          allowed_ips: input.allowed_ips ?? null,
+          allowed_ips: allowedIps ?? null,
           ftp_permission: flag(input.ftp_permission) ?? 1,
           sftp_permission: flag(input.sftp_permission) ?? 1,
           dav_permission: flag(input.dav_permission) ?? 1,
@@ -112,6 +117,7 @@ export class GroupService {
       )
       return row.id
     })
+    this.identities?.clear()
     return this.get(p, id)
   }
 
@@ -124,6 +130,7 @@ export class GroupService {
       name = input.name.trim()
       if (name === '') throw ApiError.modelSave({ name: ["can't be blank"] })
     }
+    const allowedIps = groupAllowedIps(input)
     const wanted = await this.wantedMembers(p.siteId, input)
     const now = this.now()
     await this.groups.transaction(async (tx) => {
@@ -132,7 +139,7 @@ export class GroupService {
         {
           ...(name !== undefined ? { name, name_lower: name.toLowerCase() } : {}),
           ...(input.notes !== undefined ? { notes: input.notes } : {}),
-          ...(input.allowed_ips !== undefined ? { allowed_ips: input.allowed_ips } : {}),
+          ...(allowedIps !== undefined ? { allowed_ips: allowedIps } : {}),
           ...(input.ftp_permission !== undefined ? { ftp_permission: flag(input.ftp_permission)! } : {}),
           ...(input.sftp_permission !== undefined ? { sftp_permission: flag(input.sftp_permission)! } : {}),
           ...(input.dav_permission !== undefined ? { dav_permission: flag(input.dav_permission)! } : {}),
@@ -156,6 +163,7 @@ export class GroupService {
         now,
       )
     })
+    this.identities?.clear()
     return this.get(p, id)
   }
 
@@ -177,6 +185,7 @@ export class GroupService {
         now,
       )
     })
+    this.identities?.clear()
   }
 
   // ---------- memberships (GroupUser) ----------
@@ -228,6 +237,7 @@ export class GroupService {
       )
       return id
     })
+    this.identities?.clear()
     return toGroupUserJson((await this.groups.findMember(p.siteId, id))!)
   }
 
@@ -269,6 +279,7 @@ export class GroupService {
         now,
       )
     })
+    this.identities?.clear()
   }
 
   // ---------- internals ----------
@@ -399,4 +410,13 @@ export class GroupService {
       now,
     )
   }
+}
+
+/** A group's `allowed_ips` as stored (undefined: not given), or 422 model-save-error. */
+function groupAllowedIps(input: GroupInput): string | null | undefined {
+  if (input.allowed_ips === undefined) return undefined
+  const errors: ModelErrors = {}
+  const value = checkAllowedIps(input.allowed_ips, 'allowed_ips', errors)
+  if (Object.keys(errors).length) throw ApiError.modelSave(errors)
+  return value
 }

@@ -22,7 +22,8 @@ export interface BannedAddressJson {
 
 /**
  * What failed: a `failedlogin` Action's failure_type (`password_mismatch`, `username_not_found`,
- * `locked_out`, `disabled`), `publickey` for an SSH connection whose keys were all refused,
+ * `locked_out`, `disabled`, `key_mismatch` for an SSH connection whose keys were all refused,
+ * and the access refusals: `no_sftp_permission`, `ip_mismatch`, `expired_access`…),
  * `bundle_password` for a share link's wrong password (counted against the address, and against
  * the link under the key `bundle:<id>`, which GET /banned_addresses does not list).
  */

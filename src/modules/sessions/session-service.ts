@@ -3,6 +3,7 @@ import { ERRORS } from '../../api/error-factories.js'
 import type { Database } from '../../db/schema.js'
 import type { Interface, Principal } from '../../identity/principal.js'
 import { randomHex, tokenHash, verifyPassword } from '../../security/secrets.js'
+import type { AccessService } from '../access/access-service.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
 import { failedLoginTimes } from '../actions/action-repository.js'
 import type { LoginDefender } from '../login-defender/login-defender.js'
@@ -38,6 +39,8 @@ export class SessionService {
     private readonly now: () => number = Date.now,
     /** Who must change their password first: refused on the transfer protocols. */
     private readonly passwords?: PasswordPolicy,
+    /** Rights, address limits and the end of access (none: every good password logs in). */
+    private readonly access?: AccessService,
   ) {
     this.windowMs = config.login.windowMinutes * 60_000
   }
@@ -84,6 +87,7 @@ export class SessionService {
       await this.failed(userCtx, 'disabled', now)
       throw badLogin()
     }
+    await this.access?.enforce(userCtx, user, input.ip, input.interface, badLogin)
     // A transfer protocol cannot ask for a new password: such a login fails like a wrong password
     // (the web and REST sign in, to a session that can only change it).
     if (PROTOCOLS.has(input.interface)) {

@@ -2,9 +2,10 @@ import { formatDateTime } from '../../api/datetime.js'
 import { addModelError, type ModelErrors } from '../../api/errors.js'
 import type { ListSpec } from '../../api/list-spec.js'
 import type { UserRow } from '../../identity/principal.js'
+import { type UserAccessJson, userAccessJson } from '../access/user-access.js'
 
 /** The User resource as the API shows it: never the password or its hash. */
-export interface UserJson {
+export interface UserJson extends UserAccessJson {
   id: number
   username: string
   name: string | null
@@ -60,6 +61,7 @@ export function toUserJson(row: UserRow, age: PasswordAgeFields = NO_EXPIRY): Us
     days_remaining_until_password_expire: age.days_remaining_until_password_expire,
     attachments_permission: row.attachments_permission === 1,
     bundle_permission: row.attachments_permission === 1,
+    ...userAccessJson(row),
   }
 }
 

@@ -1,10 +1,11 @@
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
 import type { UserRow } from '../../identity/principal.js'
+import { changedAccessFields, USER_ACCESS_FIELDS, type UserAccessInput } from '../access/user-access.js'
 import { checkValidityDays } from '../passwords/password-rules.js'
 import { blankToNull, checkEmail, checkPassword, checkUsername } from './user-model.js'
 
-export interface CreateUserInput {
+export interface CreateUserInput extends UserAccessInput {
   username: string
   password?: string | undefined
   password_confirmation?: string | undefined
@@ -64,11 +65,14 @@ export function refuseSelfServiceLimits(row: UserRow, input: UpdateUserInput): v
     require_password_change: row.require_password_change === 1,
     password_validity_days: row.password_validity_days,
   }
+  const access = new Set<string>(USER_ACCESS_FIELDS)
   const refused = Object.keys(input).filter((k) => {
     const v = input[k as keyof UpdateUserInput]
     const readOnly = (READ_ONLY_FIELDS as readonly string[]).includes(k)
-    return v !== undefined && !SELF_SERVICE_FIELDS.has(k) && !readOnly && v !== current[k]
+    return v !== undefined && !SELF_SERVICE_FIELDS.has(k) && !readOnly && !access.has(k) && v !== current[k]
   })
+  // Unchanged access fields pass however they are written (a date-time in another form, spaces).
+  refused.push(...changedAccessFields(row, input))
   if (refused.length) {
     throw ERRORS.siteAdminRequired(`Only site administrators can change ${refused.join(', ')}`)
   }

@@ -8,6 +8,7 @@ import { IdentityCache } from '../../identity/identity-cache.js'
 import { isSiteAdmin, type Principal, requireSiteAdmin, type UserRow } from '../../identity/principal.js'
 import { hashPassword } from '../../security/secrets.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
+import { newUserAccess, userAccessPatch } from '../access/user-access.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
 import { readListRequest } from '../list-request.js'
 import type { PasswordPolicy } from '../passwords/password-policy.js'
@@ -109,6 +110,7 @@ export class UserService {
       input.password_validity_days === undefined
         ? null
         : checkValidityDays(input.password_validity_days, errors)
+    const access = newUserAccess(input, errors)
     if (Object.keys(errors).length) throw ApiError.modelSave(errors)
     if (await this.users.usernameExists(p.siteId, input.username)) throw usernameTaken()
 
@@ -128,6 +130,7 @@ export class UserService {
         attachments_permission: bit(mayShare === true),
         require_password_change: bit(input.require_password_change === true),
         password_validity_days: validityDays ?? null,
+        ...access,
         created_at: now,
         updated_at: now,
         last_login_at: null,
@@ -170,6 +173,10 @@ export class UserService {
       await this.passwords?.check(p.siteId, input.password, { username, user: row }, passwordErrors)
     }
     const patch = userPatch(row, input, p.user?.id === row.id, passwordErrors)
+    const accessErrors: ModelErrors = {}
+    const self = p.user?.id === row.id
+    Object.assign(patch, userAccessPatch(row, input, self ? p.ip : null, this.now(), accessErrors))
+    if (Object.keys(accessErrors).length) throw ApiError.modelSave(accessErrors)
     if (patch.username_lower !== undefined && patch.username_lower !== row.username_lower) {
       if (await this.users.usernameExists(p.siteId, patch.username!)) throw usernameTaken()
     }
