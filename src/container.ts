@@ -62,6 +62,7 @@ import { SessionService } from './modules/sessions/session-service.js'
 import { type BootstrapResult, bootstrapSite, type SiteRow } from './modules/sites/site-service.js'
 import { HostKeyService } from './modules/ssh/host-key-service.js'
 import { HostKeys } from './modules/ssh/host-keys.js'
+import { TwoFactorService } from './modules/two-factor/two-factor-service.js'
 import { UserService } from './modules/users/user-service.js'
 import { WebhookService } from './modules/webhooks/webhook-service.js'
 import { WebhookSettingsService } from './modules/webhooks/webhook-settings.js'
@@ -257,7 +258,8 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const identities = new IdentityCache(config.authCacheSeconds * 1000)
     const secrets = new SiteSecrets(repos.sites)
     const loginDefender = new LoginDefender(repos.loginDefender, config.loginDefender, secrets, now)
-    const sessions = new SessionService(repos.sessions, repos.users, config, loginDefender, now)
+    const twoFactor = new TwoFactorService(repos.twoFactor, secrets, () => config.siteName, now)
+    const sessions = new SessionService(repos.sessions, repos.users, config, loginDefender, now, twoFactor)
     const { store, close: closeBlobStore } = await openBlobStore(config, opts.logger, now)
     const blobs = guardStorageFull(opts.wrapBlobStore ? opts.wrapBlobStore(store) : store)
     const heldReads = new HeldActions(opts.logger)
@@ -281,6 +283,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       secrets,
       loginDefender,
       sessions,
+      twoFactor,
       heldReads,
       hostKeys,
       workers,
@@ -481,6 +484,7 @@ interface ServiceParts {
   secrets: SiteSecrets
   loginDefender: LoginDefender
   sessions: SessionService
+  twoFactor: TwoFactorService
   heldReads: HeldActions
   hostKeys: HostKeys
   workers: Workers
@@ -499,6 +503,7 @@ function createServices(p: ServiceParts): Services {
     secrets,
     loginDefender,
     sessions,
+    twoFactor,
     heldReads,
     hostKeys,
   } = p
@@ -611,5 +616,6 @@ function createServices(p: ServiceParts): Services {
     apps: new AppService(apps, secrets, () => config.baseUrl),
     exports: new ExportService(repos.exports, repos.users, blobs, secrets, () => config.baseUrl, now),
     loginDefender,
+    twoFactor,
   }
 }

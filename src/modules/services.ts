@@ -26,6 +26,7 @@ import type { PublicKeyService } from './public-keys/public-key-service.js'
 import type { SessionService } from './sessions/session-service.js'
 import type { SiteRow } from './sites/site-service.js'
 import type { HostKeyService } from './ssh/host-key-service.js'
+import type { TwoFactorService } from './two-factor/two-factor-service.js'
 import type { UserService } from './users/user-service.js'
 import type { WebhookService } from './webhooks/webhook-service.js'
 import type { WebhookSettingsService } from './webhooks/webhook-settings.js'
@@ -86,6 +87,8 @@ export interface Services {
   exports: ExportService
   /** Failed logins per client address and the bans they lead to (GET/DELETE /banned_addresses). */
   loginDefender: LoginDefender
+  /** Two-factor sign-in: TOTP methods, recovery codes and who must use them. */
+  twoFactor: TwoFactorService
 }
 
 /**

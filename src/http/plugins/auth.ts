@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
 import type { PermissionSet, Principal } from '../../identity/principal.js'
+import { refuseUntilEnrolled } from '../../modules/two-factor/two-factor-service.js'
 import { credentialsFrom } from '../credentials.js'
 import type { HttpContext } from '../http-context.js'
 import type { Access } from '../request-context.js'
@@ -40,6 +41,7 @@ export function registerAuth(app: FastifyInstance, c: HttpContext): void {
   app.addHook('onRoute', (route) => {
     if (route.config?.auth === false) return
     const access: Access = route.config?.access ?? 'general'
+    const enrolment = route.config?.twoFactorSetup
     const authenticate = async (request: FastifyRequest, reply: FastifyReply) => {
       const principal = await c.services.auth.authenticate(
         credentialsFrom(request.headers),
@@ -52,6 +54,7 @@ export function registerAuth(app: FastifyInstance, c: HttpContext): void {
       )
       reply.raw.once('close', release)
       checkAccess(principal, access)
+      refuseUntilEnrolled(principal, enrolment)
     }
     const own = route.onRequest ? [route.onRequest].flat() : []
     route.onRequest = [authenticate, ...own] as typeof route.onRequest

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
+import { USER_REQUIRE_2FA } from '../../modules/two-factor/two-factor-service.js'
 import {
   EMAIL_PATTERN,
   MAX_USERNAME_LENGTH,
@@ -12,7 +13,16 @@ import { checked } from '../field-checks.js'
 import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
-import { DateTime, EchoId, errorResponses, FreeText, IdParams, listQuery, Nullable } from '../schemas.js'
+import {
+  DateTime,
+  EchoId,
+  errorResponses,
+  FreeText,
+  IdParams,
+  listQuery,
+  Nullable,
+  StringEnum,
+} from '../schemas.js'
 
 export const UserSchema = Type.Object(
   {
@@ -28,6 +38,10 @@ export const UserSchema = Type.Object(
     password_set_time: DateTime('When the password was last set'),
     attachments_permission: Type.Boolean({ description: 'May create share links (bundles)' }),
     bundle_permission: Type.Boolean({ description: 'The same flag as attachments_permission' }),
+    require_2fa: Type.String({
+      description:
+        'Two-factor sign-in: use_system_setting (the site’s rule), always_require or never_require',
+    }),
   },
   { $id: 'User', title: 'User' },
 )
@@ -66,6 +80,9 @@ const fields = {
   bundle_permission: Type.Boolean({
     description: 'The same flag as attachments_permission; if both are given they must agree',
   }),
+  require_2fa: StringEnum(USER_REQUIRE_2FA, {
+    description: 'Two-factor sign-in: use_system_setting (the site’s rule), always_require or never_require',
+  }),
 }
 
 // Everything but the username is optional on create; on update everything is.
@@ -79,6 +96,7 @@ const optional = {
   disabled: Type.Optional(fields.disabled),
   attachments_permission: Type.Optional(fields.attachments_permission),
   bundle_permission: Type.Optional(fields.bundle_permission),
+  require_2fa: Type.Optional(fields.require_2fa),
 }
 
 const CreateBody = Type.Object(
@@ -106,7 +124,7 @@ const ListQuery = listQuery({}, USER_LIST)
 
 const tags = ['users']
 const one = { 200: UserSchema, ...errorResponses }
-const reauthHeader = Type.Object({
+export const reauthHeader = Type.Object({
   'x-service-reauthentication': Type.Optional(
     Type.String({
       description: 'password:<your password>; needed through a session to change a password or delete a user',
@@ -115,7 +133,7 @@ const reauthHeader = Type.Object({
 })
 
 /** X-Service-Reauthentication, or its Files.com alias. */
-function reauthentication(request: FastifyRequest): string | undefined {
+export function reauthentication(request: FastifyRequest): string | undefined {
   const h = request.headers['x-service-reauthentication'] ?? request.headers['x-files-reauthentication']
   return Array.isArray(h) ? h[0] : h
 }
@@ -142,7 +160,8 @@ export function userRoutes(c: HttpContext): Routes {
     app.get(
       '/user',
       {
-        config: { xml: 'user' },
+        // A session that must enrol a two-factor method still learns whose it is.
+        config: { xml: 'user', twoFactorSetup: true },
         schema: {
           summary: "Show the caller's own user (the session's, or the API key's owner)",
           tags,

@@ -7,6 +7,7 @@ import { type ActionContext, recordAction } from '../actions/action-recorder.js'
 import { failedLoginTimes } from '../actions/action-repository.js'
 import type { LoginDefender } from '../login-defender/login-defender.js'
 import type { ModuleSettings } from '../settings.js'
+import type { TwoFactorService } from '../two-factor/two-factor-service.js'
 import type { UserRepository } from '../users/user-repository.js'
 import type { SessionRepository } from './session-repository.js'
 
@@ -24,7 +25,18 @@ export interface LoginInput {
    * does so once, before its first try), so the login does not read the ban again.
    */
   addressChecked?: boolean
+  /** The code of the user's authenticator (or a recovery code), for a user with two-factor sign-in. */
+  otp?: string | undefined
+  /** The password may end with `:<code>` (FTP: no field of its own for the code). */
+  otpInPassword?: boolean
 }
+
+/**
+ * The failedlogin Action's failure_type of a wrong one-time code: the spec has none of its own,
+ * and the code is part of the credentials, so it locks the user out and bans the address exactly
+ * as wrong passwords do (docs/decisions.md, "Two-factor sign-in").
+ */
+export const OTP_FAILURE_TYPE = 'password_mismatch'
 
 export class SessionService {
   private readonly windowMs: number
@@ -35,6 +47,7 @@ export class SessionService {
     private readonly config: ModuleSettings,
     private readonly defender: LoginDefender,
     private readonly now: () => number = Date.now,
+    private readonly twoFactor?: TwoFactorService,
   ) {
     this.windowMs = config.login.windowMinutes * 60_000
   }
@@ -72,7 +85,11 @@ export class SessionService {
         retryAfter: Math.ceil((lockedUntil - now) / 1000),
       })
     }
-    const ok = await verifyPassword(input.password, user?.password_hash ?? null)
+    const { password, otp } =
+      user && input.otpInPassword && this.twoFactor
+        ? await this.twoFactor.splitPassword(user, input.password)
+        : input
+    const ok = await verifyPassword(password, user?.password_hash ?? null)
     if (!user || !ok) {
       await this.failed(userCtx, failureType, now)
       throw badLogin()
@@ -80,6 +97,16 @@ export class SessionService {
     if (user.disabled) {
       await this.failed(userCtx, 'disabled', now)
       throw badLogin()
+    }
+    const second = this.twoFactor ? await this.twoFactor.loginStep(user, otp) : 'none'
+    if (second === 'missing') {
+      throw ERRORS.twoFactorAuthenticationRequired(
+        'This user signs in with a code: send it as otp with the password',
+      )
+    }
+    if (second === 'incorrect') {
+      await this.failed(userCtx, OTP_FAILURE_TYPE, now, 'one-time password incorrect')
+      throw ERRORS.oneTimePasswordIncorrect('The one-time password is incorrect or was already used')
     }
     const id = randomHex(32)
     await this.sessions.transaction(async (tx) => {
@@ -94,6 +121,7 @@ export class SessionService {
         reauth_failures: 0,
         reauth_window_start: now,
         reauth_window_count: 0,
+        two_factor_setup: second === 'setup' ? 1 : 0,
       })
       await this.users.on(tx.db).touchLogin(user.id, now)
       // Sessions nobody came back to would otherwise stay forever: each login clears the site's.
@@ -163,14 +191,19 @@ export class SessionService {
     throw ERRORS.reauthenticationFailed('Reauthentication failed: the password is wrong')
   }
 
-  private async failed(ctx: ActionContext, failureType: string, now: number): Promise<void> {
+  private async failed(
+    ctx: ActionContext,
+    failureType: string,
+    now: number,
+    why = failureType,
+  ): Promise<void> {
     if (ctx.ip) await this.defender.recordFailure(ctx.siteId, ctx.ip, failureType)
     await recordAction(
       this.sessions.db,
       ctx,
       {
         action: 'failedlogin',
-        display: `Failed login for ${ctx.username ?? ''} (${failureType})`,
+        display: `Failed login for ${ctx.username ?? ''} (${why})`,
         failureType,
       },
       now,

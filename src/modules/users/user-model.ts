@@ -18,6 +18,8 @@ export interface UserJson {
   /** May create share links (bundles); `bundle_permission` is the same flag under its newer name. */
   attachments_permission: boolean
   bundle_permission: boolean
+  /** Two-factor sign-in: `use_system_setting` (the site's rule), `always_require`, `never_require`. */
+  require_2fa: string
 }
 
 export function toUserJson(row: UserRow): UserJson {
@@ -34,6 +36,7 @@ export function toUserJson(row: UserRow): UserJson {
     password_set_time: formatDateTime(row.password_set_at),
     attachments_permission: row.attachments_permission === 1,
     bundle_permission: row.attachments_permission === 1,
+    require_2fa: row.require_2fa,
   }
 }
 

@@ -15,6 +15,8 @@ export interface CreateUserInput {
   attachments_permission?: boolean | undefined
   /** The same flag as attachments_permission (Files.com's newer name); if both are given they must agree. */
   bundle_permission?: boolean | undefined
+  /** `use_system_setting`, `always_require` or `never_require` (checked by the route's schema). */
+  require_2fa?: string | undefined
 }
 
 export type UpdateUserInput = Partial<CreateUserInput> & {
@@ -44,6 +46,7 @@ export function refuseSelfServiceLimits(row: UserRow, input: UpdateUserInput): v
     disabled: row.disabled === 1,
     attachments_permission: row.attachments_permission === 1,
     bundle_permission: row.attachments_permission === 1,
+    require_2fa: row.require_2fa,
   }
   const refused = Object.keys(input).filter((k) => {
     const v = input[k as keyof UpdateUserInput]
@@ -92,6 +95,8 @@ export function userPatch(row: UserRow, input: UpdateUserInput, self: boolean): 
   const mayShare = attachmentsPermission(input, errors)
   if (mayShare !== undefined && bit(mayShare) !== row.attachments_permission)
     patch.attachments_permission = bit(mayShare)
+  if (input.require_2fa !== undefined && input.require_2fa !== row.require_2fa)
+    patch.require_2fa = input.require_2fa
   if (Object.keys(errors).length) throw ApiError.modelSave(errors)
   return patch
 }

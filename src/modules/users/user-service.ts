@@ -107,6 +107,7 @@ export class UserService {
         self_managed: bit(input.self_managed !== false),
         disabled: bit(input.disabled === true),
         attachments_permission: bit(mayShare === true),
+        require_2fa: input.require_2fa ?? 'use_system_setting',
         created_at: now,
         updated_at: now,
         last_login_at: null,
