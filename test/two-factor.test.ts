@@ -367,6 +367,9 @@ describe.each(dialects)('two-factor sign-in (%s)', (dialect) => {
       'not-authorized/two-factor-authentication-required',
     )
     expect((await call(s, 'GET', '/user', { session })).status).toBe(200)
+    expect((await call(s, 'GET', '/site', { session })).body.session).toEqual({
+      two_factor_setup_needed: true,
+    })
     // The user may not lift the requirement themselves.
     expectError(
       await call(s, 'PATCH', `/users/${u.id}`, { session, body: { require_2fa: 'never_require' } }),
@@ -388,6 +391,10 @@ describe.each(dialects)('two-factor sign-in (%s)', (dialect) => {
     ).toBe(200)
     // Enrolled: the same session now reaches everything.
     expect((await call(s, 'GET', '/public_keys', { session })).status).toBe(200)
+    expect((await call(s, 'GET', '/site', { session })).body.session).toEqual({
+      two_factor_setup_needed: false,
+    })
+    expect((await call(s, 'GET', '/site', { key: s.adminKey })).body.session).toBeNull()
     // An API key of such a user is not restricted.
     const other = await makeUser(s)
     await call(s, 'PATCH', `/users/${other.id}`, { key: s.adminKey, body: { require_2fa: 'always_require' } })

@@ -1,10 +1,19 @@
 import { Type } from '@sinclair/typebox'
-import { requireSiteAdmin } from '../../identity/principal.js'
+import { type Principal, requireSiteAdmin } from '../../identity/principal.js'
 import { SITE_REQUIRE_2FA_USER_TYPES } from '../../modules/two-factor/two-factor-service.js'
 import { DeleteBody } from '../delete-by-id.js'
 import type { HttpContext } from '../http-context.js'
 import type { Routes } from '../route-types.js'
-import { DateTime, EchoId, errorResponses, FreeText, IdParams, StringEnum, UserIdParam } from '../schemas.js'
+import {
+  DateTime,
+  EchoId,
+  errorResponses,
+  FreeText,
+  IdParams,
+  Nullable,
+  StringEnum,
+  UserIdParam,
+} from '../schemas.js'
 import { reauthentication, reauthHeader } from './users.js'
 
 export const TwoFactorMethodSchema = Type.Object(
@@ -54,6 +63,13 @@ const SiteSchema = Type.Object(
     name: Type.String(),
     require_2fa: Type.Boolean({ description: 'Require two-factor sign-in (of require_2fa_user_type)' }),
     require_2fa_user_type: Type.String({ description: 'all or site_admins' }),
+    session: Nullable(
+      Type.Object({
+        two_factor_setup_needed: Type.Boolean({
+          description: 'The session can only enrol a two-factor method until one is confirmed',
+        }),
+      }),
+    ),
   },
   { $id: 'Site', title: 'Site' },
 )
@@ -76,6 +92,11 @@ const XML_ONE = 'two-factor-authentication-method'
  */
 export function twoFactorRoutes(c: HttpContext): Routes {
   const svc = c.services.twoFactor
+  const siteJson = async (p: Principal) => ({
+    name: c.site.name,
+    ...(await svc.siteRule(p.siteId)),
+    session: p.sessionHash ? { two_factor_setup_needed: p.twoFactorSetup === true } : null,
+  })
   return async (app) => {
     app.get(
       '/two_factor_authentication_methods',
@@ -154,14 +175,15 @@ export function twoFactorRoutes(c: HttpContext): Routes {
     app.get(
       '/site',
       {
-        config: { xml: 'site' },
+        // The web interface reads here whether its session must enrol first.
+        config: { xml: 'site', twoFactorSetup: true },
         schema: {
           summary: 'Show the site’s settings',
           tags: ['site'],
           response: { 200: SiteSchema, ...errorResponses },
         },
       },
-      async (request) => ({ name: c.site.name, ...(await svc.siteRule(request.principal.siteId)) }),
+      async (request) => siteJson(request.principal),
     )
 
     app.patch(
@@ -178,7 +200,7 @@ export function twoFactorRoutes(c: HttpContext): Routes {
       async (request) => {
         requireSiteAdmin(request.principal)
         await svc.setSiteRule(request.principal.siteId, request.body)
-        return { name: c.site.name, ...(await svc.siteRule(request.principal.siteId)) }
+        return siteJson(request.principal)
       },
     )
   }

@@ -7,7 +7,7 @@ import { type ActionContext, recordAction } from '../actions/action-recorder.js'
 import { failedLoginTimes } from '../actions/action-repository.js'
 import type { LoginDefender } from '../login-defender/login-defender.js'
 import type { ModuleSettings } from '../settings.js'
-import type { TwoFactorService } from '../two-factor/two-factor-service.js'
+import { CODE_REQUIRED, type TwoFactorService } from '../two-factor/two-factor-service.js'
 import type { UserRepository } from '../users/user-repository.js'
 import type { SessionRepository } from './session-repository.js'
 
@@ -100,9 +100,7 @@ export class SessionService {
     }
     const second = this.twoFactor ? await this.twoFactor.loginStep(user, otp) : 'none'
     if (second === 'missing') {
-      throw ERRORS.twoFactorAuthenticationRequired(
-        'This user signs in with a code: send it as otp with the password',
-      )
+      throw ERRORS.twoFactorAuthenticationRequired(CODE_REQUIRED)
     }
     if (second === 'incorrect') {
       await this.failed(userCtx, OTP_FAILURE_TYPE, now, 'one-time password incorrect')

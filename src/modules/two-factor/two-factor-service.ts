@@ -1,5 +1,6 @@
 import { formatDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
+import { ApiError } from '../../api/errors.js'
 import { isSiteAdmin, type Principal, type UserRow } from '../../identity/principal.js'
 import { tokenHash } from '../../security/secrets.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
@@ -14,6 +15,18 @@ import {
   totpStep,
 } from './totp.js'
 import type { TwoFactorMethodRow, TwoFactorRepository } from './two-factor-repository.js'
+
+/** The words of the refusal of a right password without the code the user also needs. */
+export const CODE_REQUIRED = 'This user signs in with a code: send it as otp with the password'
+
+/** The refusal of a login whose password was right and whose code is still to come. */
+export function isCodeRequired(err: unknown): boolean {
+  return (
+    err instanceof ApiError &&
+    err.type === 'not-authorized/two-factor-authentication-required' &&
+    err.message === CODE_REQUIRED
+  )
+}
 
 /** How long an enrolment waits for its first code before it must be started again. */
 export const SETUP_MINUTES = 15
