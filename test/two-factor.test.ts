@@ -158,6 +158,8 @@ describe.each(dialects)('two-factor sign-in (%s)', (dialect) => {
       401,
       'not-authenticated/two-factor-authentication-setup-expired',
     )
+    // An enrolment never confirmed asks for nothing at sign-in.
+    expect((await attempt(s, u.username, u.password)).status).toBe(201)
     expectError(
       await call(s, 'POST', '/two_factor_authentication_methods', { session, body: { method_type: 'sms' } }),
       400,
