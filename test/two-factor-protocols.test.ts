@@ -111,11 +111,12 @@ describe.each(dialects)('two-factor sign-in over SFTP, FTP and WebDAV (%s)', (di
 
   it('SFTP: OpenSSH sends the password, then the code when keyboard-interactive asks for it', async () => {
     const { user, uri } = await enrolled()
-    const ok = await sftpWithCode(user, user.password, codeAt(uri, now()))
+    const code = codeAt(uri, now())
+    const ok = await sftpWithCode(user, user.password, code)
     expect(ok).toMatchObject({ code: 0 })
     expect(ok.stdout).toContain('Remote working directory: /')
     // The same code again is refused, and so is a wrong one: failed logins of interface sftp.
-    const again = await sftpWithCode(user, user.password, codeAt(uri, now()))
+    const again = await sftpWithCode(user, user.password, code)
     expect(again.code).not.toBe(0)
     offset += STEP
     const wrong = codeAt(uri, now()) === '123456' ? '654321' : '123456'
@@ -149,15 +150,16 @@ describe.each(dialects)('two-factor sign-in over SFTP, FTP and WebDAV (%s)', (di
       { failure_type: 'password_mismatch', interface: 'ftp' },
     ])
     // lftp, a real client, with the code after the password.
+    const code = codeAt(uri, now())
     const r = await runTool('lftp', [
       '-c',
       `set ftp:ssl-allow false; set net:max-retries 1; set net:timeout 15; set cmd:fail-exit true; ` +
-        `open -u ${user.username},${user.password}:${codeAt(uri, now())} -p ${ftp.address().port} 127.0.0.1; quote PWD`,
+        `open -u ${user.username},${user.password}:${code} -p ${ftp.address().port} 127.0.0.1; quote PWD`,
     ])
     expect(r).toMatchObject({ code: 0, stderr: '' })
     expect(r.stdout).toContain('257')
     // Used once: the same code is refused.
-    expect(await pass(`${user.password}:${codeAt(uri, now())}`)).toBe(530)
+    expect(await pass(`${user.password}:${code}`)).toBe(530)
   })
 
   it('WebDAV: the password alone is refused for such a user; an API key as the password works', async () => {
