@@ -37,6 +37,7 @@ import { sftpHostKeyRoutes } from './http/routes/sftp-host-keys.js'
 import { siteRoutes } from './http/routes/site.js'
 import { swaggerRoutes } from './http/routes/swagger.js'
 import { transferRoutes } from './http/routes/transfers.js'
+import { twoFactorRoutes } from './http/routes/two-factor.js'
 import { userRoutes } from './http/routes/users.js'
 import { webhookDeliveryRoutes } from './http/routes/webhook-delivery.js'
 import { webhookSettingsRoutes } from './http/routes/webhook-settings.js'
@@ -298,6 +299,7 @@ async function registerApi(app: FastifyInstance, container: Container): Promise<
       await api.register(billingRoutes(container))
       await api.register(appRoutes(container))
       await api.register(publicKeyRoutes(container))
+      await api.register(twoFactorRoutes(container))
       await api.register(behaviorRoutes(container))
       await api.register(bundleRoutes(container))
       await api.register(bundleMailRoutes(container))

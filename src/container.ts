@@ -66,6 +66,7 @@ import { type BootstrapResult, bootstrapSite, type SiteRow } from './modules/sit
 import { SiteSettingsService } from './modules/sites/site-settings-service.js'
 import { HostKeyService } from './modules/ssh/host-key-service.js'
 import { HostKeys } from './modules/ssh/host-keys.js'
+import { TwoFactorService } from './modules/two-factor/two-factor-service.js'
 import { UserService } from './modules/users/user-service.js'
 import { WebhookService } from './modules/webhooks/webhook-service.js'
 import { WebhookSettingsService } from './modules/webhooks/webhook-settings.js'
@@ -262,6 +263,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
     const secrets = new SiteSecrets(repos.sites)
     const loginDefender = new LoginDefender(repos.loginDefender, config.loginDefender, secrets, now)
     const passwords = new PasswordPolicy(repos.passwords, now)
+    const twoFactor = new TwoFactorService(repos.twoFactor, secrets, () => config.siteName, now)
     const access = new AccessService(
       new AccessRepository(database.db, database.dialect),
       loginDefender,
@@ -277,6 +279,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       now,
       passwords,
       access,
+      twoFactor,
     )
     const { store, close: closeBlobStore } = await openBlobStore(config, opts.logger, now)
     const blobs = guardStorageFull(opts.wrapBlobStore ? opts.wrapBlobStore(store) : store)
@@ -302,6 +305,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
       loginDefender,
       sessions,
       passwords,
+      twoFactor,
       heldReads,
       hostKeys,
       workers,
@@ -504,6 +508,7 @@ interface ServiceParts {
   loginDefender: LoginDefender
   sessions: SessionService
   passwords: PasswordPolicy
+  twoFactor: TwoFactorService
   heldReads: HeldActions
   hostKeys: HostKeys
   workers: Workers
@@ -524,6 +529,7 @@ function createServices(p: ServiceParts): Services {
     loginDefender,
     sessions,
     passwords,
+    twoFactor,
     heldReads,
     hostKeys,
     access,
@@ -640,5 +646,6 @@ function createServices(p: ServiceParts): Services {
     loginDefender,
     passwords,
     site: new SiteSettingsService(repos.sites, passwords, now),
+    twoFactor,
   }
 }

@@ -65,14 +65,14 @@ describe.each(dialects)('password change required on the transfer protocols (%s)
 
   it('refuses SFTP, FTP and WebDAV password logins of a flagged user, recording expired_access', async () => {
     const u = await userWithFolder()
-    expect((await sftpBatch(s.sftp.port, u.username, u.password, ['pwd'])).code).toBe(0)
+    expect((await sftpBatch(s.sftp.port, u.username, u.password, ['pwd'], { onePrompt: true })).code).toBe(0)
     const set = await call(s, 'PATCH', `/users/${u.id}`, {
       key: s.adminKey,
       body: { require_password_change: true },
     })
     expect(set.status).toBe(200)
 
-    const sftp = await sftpBatch(s.sftp.port, u.username, u.password, ['pwd'])
+    const sftp = await sftpBatch(s.sftp.port, u.username, u.password, ['pwd'], { onePrompt: true })
     expect(sftp.code).not.toBe(0)
     expect(sftp.stderr).toMatch(/Permission denied/)
     const ftp = await lftp(u)
@@ -118,12 +118,16 @@ describe.each(dialects)('password change required on the transfer protocols (%s)
       .set({ password_set_at: Date.now() - 8 * 86_400_000 })
       .where('id', '=', u.id)
       .execute()
-    expect((await sftpBatch(s.sftp.port, u.username, u.password, ['pwd'])).code).not.toBe(0)
+    expect(
+      (await sftpBatch(s.sftp.port, u.username, u.password, ['pwd'], { onePrompt: true })).code,
+    ).not.toBe(0)
     expect((await lftp(u)).code).not.toBe(0)
     const recorded = await failures(u)
+    // What was recorded, in the failure's message when one is not as expected.
+    const told = JSON.stringify(recorded)
     expect(recorded.map((a) => a.interface)).toEqual(expect.arrayContaining(['sftp', 'ftp']))
     for (const a of recorded) {
-      expect(a.failure_type).toBe('expired_access')
+      expect(a.failure_type, told).toBe('expired_access')
       expect(a.display).toBe(`Failed login for ${u.username} (expired_access: password expired)`)
     }
     // A wrong password is still a wrong password.

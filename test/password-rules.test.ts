@@ -65,8 +65,11 @@ describe.each(dialects)('password rules (%s)', (dialect) => {
       expect(site.password_require_mixed).toEqual({ '#text': 'false', '@_type': 'boolean' })
     })
 
-    it('refuses users who are not site admins', async () => {
-      expectError(await call(s, 'GET', '/site', { key: userKey }), 403, 'not-authorized/site-admin-required')
+    it('shows the rules to every user, and changes them only for site admins', async () => {
+      const shown = await call(s, 'GET', '/site', { key: userKey })
+      expect(shown.status, shown.text).toBe(200)
+      expect(shown.body).toMatchObject({ password_min_length: 8 })
+      expect(shown.body).not.toHaveProperty('allowed_ips')
       const r = await call(s, 'PATCH', '/site', { key: userKey, body: { password_min_length: 12 } })
       expectError(r, 403, 'not-authorized/site-admin-required')
       expect((await call(s, 'GET', '/site', { key: s.adminKey })).body.password_min_length).toBe(8)
@@ -309,7 +312,9 @@ describe.each(dialects)('password rules (%s)', (dialect) => {
       const other = await makeUser(s)
       const r = await call(s, 'PATCH', `/users/${other.id}`, { session, body: { name: 'x' } })
       expectError(r, 403, 'not-authorized/password-change-required')
-      expectError(await call(s, 'GET', '/site', { session }), 403, 'not-authorized/password-change-required')
+      expectError(await call(s, 'GET', '/users', { session }), 403, 'not-authorized/password-change-required')
+      // The rules the new password must meet stay readable.
+      expect((await call(s, 'GET', '/site', { session })).body.password_min_length).toBe(8)
     })
 
     it('is an admin’s field: set on create, refused to the user themselves', async () => {

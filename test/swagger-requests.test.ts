@@ -132,6 +132,15 @@ const STATE_ANSWERS: [ops: string | string[], status: number, type: string, mess
   ],
   // A folder with files in it is deleted only with recursive=true.
   ['DELETE /resource/{id}', 422, 'processing-failure/folder-not-empty'],
+  // "If both are given they must agree" (the description of bundle_permission).
+  [
+    ['POST /users', 'PATCH /users/{id}'],
+    422,
+    'processing-failure/model-save-error',
+    /^Bundle permission must equal attachments_permission/,
+  ],
+  // A drawn otp is not the code the fixture's authenticator shows.
+  ['PATCH /two_factor_authentication_methods/{id}', 401, 'not-authenticated/one-time-password-incorrect'],
 ]
 
 /** Rules between fields that the document states in their descriptions only. */
@@ -228,6 +237,11 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       .where('group_id', '=', group.id)
       .where('user_id', '=', user.id)
       .executeTakeFirst()
+    // An authenticator being enrolled by the administrator, whose key the requests send.
+    const method = await call(s, 'POST', '/two_factor_authentication_methods', {
+      key: admin.key,
+      body: { method_type: 'totp' },
+    })
     const upload = `${folder}/up.txt`
     const ids: Record<string, number | string> = {
       api_keys: key.id,
@@ -244,6 +258,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       behaviors: behavior.id,
       groups: group.id,
       group_users: membership?.id ?? 1,
+      two_factor_authentication_methods: method.body.id,
     }
     const first = op.path.split('/')[1]!
     const refs: Refs = {
@@ -396,7 +411,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     expect(failures).toEqual([])
     // The state answers did occur (which ones depends on the values drawn).
     expect(seen.size).toBeGreaterThanOrEqual(5)
-    expect(ops.length).toBe(112)
+    expect(ops.length).toBe(117)
     expect(sent).toBeGreaterThan(ops.length * VARIANTS)
   })
 })

@@ -69,6 +69,7 @@ describe.each(dialects)('users (%s)', (dialect) => {
           'password_set_at',
           'password_set_time',
           'password_validity_days',
+          'require_2fa',
           'require_password_change',
           'self_managed',
           'site_admin',

@@ -1,4 +1,5 @@
 import { ERRORS } from '../api/error-factories.js'
+import { ApiError } from '../api/errors.js'
 import type { Principal } from '../identity/principal.js'
 import type { ProtocolLogin } from '../modules/auth/protocol-login.js'
 import { RememberedLogins } from '../modules/auth/remembered-logins.js'
@@ -21,7 +22,16 @@ export class DavAuthenticator {
       throw ERRORS.authenticationRequired(
         'Authentication required: send a user name and password (HTTP Basic)',
       )
-    return this.logins.principal(creds, ip)
+    return this.logins.principal(creds, ip).catch((err) => {
+      // One password per request leaves no room for a code: such users send an API key instead,
+      // and the client is asked for other credentials (401), as for a wrong password.
+      if (err instanceof ApiError && err.type === 'not-authorized/two-factor-authentication-required') {
+        throw ERRORS.authenticationRequired(
+          'This user signs in with two-factor authentication: use an API key of the user as the WebDAV password',
+        )
+      }
+      throw err
+    })
   }
 
   /** Ends the sessions this process holds (the server is stopping). */

@@ -21,6 +21,10 @@ export interface SitesTable {
   password_validity_days: Generated<number | null>
   /** Addresses and CIDRs, one a line, every login must come from; null: any. */
   allowed_ips: Generated<string | null>
+  /** 1: two-factor sign-in is required (of everyone, or of site admins: require_2fa_user_type). */
+  require_2fa: Generated<number>
+  /** `all` or `site_admins`. */
+  require_2fa_user_type: Generated<string>
 }
 
 export interface UsersTable {
@@ -56,6 +60,8 @@ export interface UsersTable {
   authenticate_until: Generated<number | null>
   /** Stored and shown (the Files.com field); billing stays with site admins. */
   billing_permission: Generated<number>
+  /** `use_system_setting` (the site's rule), `always_require` or `never_require`. */
+  require_2fa: Generated<string>
 }
 
 /** The hashes of users' earlier passwords, for the site's `max_prior_passwords`. */
@@ -129,6 +135,32 @@ export interface SessionsTable {
   reauth_failures: number
   reauth_window_start: number
   reauth_window_count: number
+  /** 1: the user must enrol a two-factor method; the session can do nothing else until then. */
+  two_factor_setup: Generated<number>
+}
+
+/** A user's TOTP authenticator (migration 021); the secret is encrypted. */
+export interface TwoFactorMethodsTable {
+  id: Generated<number>
+  site_id: number
+  user_id: number
+  method_type: string
+  name: string
+  secret: string
+  confirmed_at: number | null
+  setup_expires_at: number
+  last_counter: number | null
+  created_at: number
+}
+
+/** One-time recovery codes of a user with two-factor sign-in, as sha256 hashes. */
+export interface TwoFactorRecoveryCodesTable {
+  id: Generated<number>
+  site_id: number
+  user_id: number
+  code_hash: string
+  used_at: number | null
+  created_at: number
 }
 
 export interface ActionsTable {
@@ -367,6 +399,8 @@ export interface Database {
   checksum_jobs: ChecksumJobsTable
   login_failures: LoginFailuresTable
   banned_addresses: BannedAddressesTable
+  two_factor_methods: TwoFactorMethodsTable
+  two_factor_recovery_codes: TwoFactorRecoveryCodesTable
   mail_outbox: MailOutboxTable
   bundles: BundlesTable
   bundle_paths: BundlePathsTable

@@ -23,6 +23,8 @@ declare module 'fastify' {
      * is the session's own user.
      */
     passwordChange?: 'any' | 'own-user'
+    /** true for the routes a session that must first enrol a two-factor method may reach. */
+    twoFactorSetup?: boolean
     /** XML root element: the singular root of a record, or [plural, item] for a list. */
     xml?: string | [string, string]
     /** Number fields the spec types as double: typed float in XML even when whole (`amount` 2010). */

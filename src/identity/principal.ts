@@ -26,6 +26,11 @@ export interface Principal {
   permissionSet: PermissionSet
   ip: string
   interface: Interface
+  /**
+   * A session of a user who must use two-factor sign-in and has not enrolled yet: it reaches
+   * only the enrolment routes (modules/two-factor).
+   */
+  twoFactorSetup?: boolean
 }
 
 /** Site admins, site-wide keys (no user) and the operator's CLI may administer the whole site. */

@@ -21,6 +21,7 @@ import { PublicKeyRepository } from './public-keys/public-key-repository.js'
 import { ServerKeyRepository } from './server-keys/server-key-repository.js'
 import { SessionRepository } from './sessions/session-repository.js'
 import { SiteRepository } from './sites/site-repository.js'
+import { TwoFactorRepository } from './two-factor/two-factor-repository.js'
 import { UserRepository } from './users/user-repository.js'
 import { WebhookSettingsRepository } from './webhooks/webhook-settings-repository.js'
 
@@ -45,6 +46,7 @@ export interface Repositories {
   webhookSettings: WebhookSettingsRepository
   loginDefender: LoginDefenderRepository
   passwords: PasswordRepository
+  twoFactor: TwoFactorRepository
   files: FileRepository
   folders: FolderRepository
   uploads: UploadRepository
@@ -72,6 +74,7 @@ export function createRepositories(db: Kysely<Database>, dialect: SqlDialect): R
     webhookSettings: new WebhookSettingsRepository(db, dialect),
     loginDefender: new LoginDefenderRepository(db, dialect),
     passwords: new PasswordRepository(db, dialect),
+    twoFactor: new TwoFactorRepository(db, dialect),
     files,
     folders: new FolderRepository(db, dialect),
     uploads: new UploadRepository(db, dialect),

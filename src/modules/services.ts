@@ -29,6 +29,7 @@ import type { SessionService } from './sessions/session-service.js'
 import type { SiteRow } from './sites/site-service.js'
 import type { SiteSettingsService } from './sites/site-settings-service.js'
 import type { HostKeyService } from './ssh/host-key-service.js'
+import type { TwoFactorService } from './two-factor/two-factor-service.js'
 import type { UserService } from './users/user-service.js'
 import type { WebhookService } from './webhooks/webhook-service.js'
 import type { WebhookSettingsService } from './webhooks/webhook-settings.js'
@@ -95,6 +96,8 @@ export interface Services {
   passwords: PasswordPolicy
   /** GET/PATCH /site: the site's settings (its password rules). */
   site: SiteSettingsService
+  /** Two-factor sign-in: TOTP methods, recovery codes and who must use them. */
+  twoFactor: TwoFactorService
 }
 
 /**

@@ -4,6 +4,7 @@ import { isLoginRefusal, type ProtocolSession } from '../modules/auth/protocol-l
 import { bannedMessage } from '../modules/login-defender/login-defender.js'
 import type { FrontEndContext } from '../modules/services.js'
 import { describeBlob } from '../modules/ssh/ssh-keys.js'
+import { isCodeRequired } from '../modules/two-factor/two-factor-service.js'
 
 /** Failed password or key tries one connection gets before it is closed. */
 export const MAX_AUTH_TRIES = 6
@@ -22,6 +23,11 @@ export interface SftpAuthState {
   /** The user name the last refused key was offered for. */
   keyUsername: string
   passwordTried: boolean
+  /**
+   * A right password of a user with two-factor sign-in: keyboard-interactive asks for the code
+   * next (the login is then made with both).
+   */
+  awaitingCode?: { username: string; password: string } | undefined
 }
 
 /** A connection's state, its ban read at once (an unreadable ban is no ban: logins decide). */
@@ -76,14 +82,45 @@ export async function authenticate(
   try {
     if (ctx.method === 'password') {
       state.passwordTried = true
-      const session = await c.services.protocolLogin.password(siteId, {
-        username: ctx.username,
-        password: ctx.password,
-        ip,
-        interface: 'sftp',
-        addressChecked: !state.failed,
-      })
-      return session
+      state.awaitingCode = undefined
+      try {
+        return await c.services.protocolLogin.password(siteId, {
+          username: ctx.username,
+          password: ctx.password,
+          ip,
+          interface: 'sftp',
+          addressChecked: !state.failed,
+        })
+      } catch (err) {
+        if (!isCodeRequired(err)) throw err
+        // The password was right: a partial success, and the code comes by keyboard-interactive.
+        state.awaitingCode = { username: ctx.username, password: ctx.password }
+        ctx.reject(['keyboard-interactive'], true)
+        return null
+      }
+    }
+    if (ctx.method === 'keyboard-interactive' && state.awaitingCode?.username === ctx.username) {
+      const { password } = state.awaitingCode
+      const answers = await new Promise<string[]>((resolve) =>
+        ctx.prompt([{ prompt: 'Verification code: ', echo: false }], 'Two-factor sign-in', resolve),
+      )
+      try {
+        return await c.services.protocolLogin.password(siteId, {
+          username: ctx.username,
+          password,
+          otp: answers[0] ?? '',
+          ip,
+          interface: 'sftp',
+          addressChecked: !state.failed,
+        })
+      } catch (err) {
+        if (!isLoginRefusal(err) || err.status === 429) throw err
+        // A wrong code: another try at the code (the connection's tries are counted as ever).
+        state.failed = true
+        logger.info({ username: ctx.username, type: err.type }, 'SFTP login refused')
+        ctx.reject(['keyboard-interactive'])
+        return null
+      }
     }
     if (ctx.method === 'publickey') {
       const described = describeBlob(ctx.key.data)

@@ -52,7 +52,10 @@ declare module 'files.com/lib/models/Session.js' {
     readonly id: string
     readonly attributes: Record<string, unknown>
     getId(): string
-    static create(params: { username: string; password: string }, options?: RequestOptions): Promise<Session>
+    static create(
+      params: { username: string; password: string; otp?: string },
+      options?: RequestOptions,
+    ): Promise<Session>
     static delete(options?: RequestOptions): Promise<void>
     static destroy(params?: Record<string, unknown>, options?: RequestOptions): Promise<void>
   }

@@ -2,7 +2,15 @@ import Files from 'files.com/lib/Files.js'
 import ApiKey from 'files.com/lib/models/ApiKey.js'
 import Session from 'files.com/lib/models/Session.js'
 import { describe, expect, it } from 'vitest'
-import { ADMIN_PASSWORD, ADMIN_USERNAME, dialects, makeUser, type TestServer } from '../helpers/server.js'
+import {
+  ADMIN_PASSWORD,
+  ADMIN_USERNAME,
+  dialects,
+  login,
+  makeUser,
+  type TestServer,
+} from '../helpers/server.js'
+import { codeAt } from '../helpers/totp.js'
 import { describeError, type Recorder, sdkError, sdkServer } from './sdk.js'
 
 describe.each(dialects)('files.com SDK: sessions (%s)', (dialect) => {
@@ -109,5 +117,44 @@ describe.each(dialects)('files.com SDK: sessions (%s)', (dialect) => {
       type: 'not-authorized/must-authenticate-with-api-key',
       httpCode: 403,
     })
+  })
+
+  it('signs in a user with two-factor sign-in: Session.create with otp', async () => {
+    const u = await makeUser(s)
+    const session = await login(s, u.username, u.password)
+    const headers = { 'X-ServiceAPI-Auth': session, 'Content-Type': 'application/json' }
+    const api = `${s.api}/two_factor_authentication_methods`
+    const created = (await (
+      await fetch(api, { method: 'POST', headers, body: JSON.stringify({ method_type: 'totp' }) })
+    ).json()) as { id: number; otpauth_uri: string }
+    // Confirmed with the previous step's code (still inside the window), so the current one is unused.
+    const confirm = await fetch(`${api}/${created.id}`, {
+      method: 'PATCH',
+      headers,
+      body: JSON.stringify({ otp: codeAt(created.otpauth_uri, Date.now() - 30_000) }),
+    })
+    expect(confirm.status).toBe(200)
+
+    expect(
+      describeError(await sdkError(Session.create({ username: u.username, password: u.password }))),
+    ).toEqual({
+      className: 'NotAuthorized_TwoFactorAuthenticationRequiredError',
+      type: 'not-authorized/two-factor-authentication-required',
+      httpCode: 403,
+    })
+    const code = codeAt(created.otpauth_uri, Date.now())
+    const wrong = code === '123456' ? '654321' : '123456'
+    expect(
+      describeError(
+        await sdkError(Session.create({ username: u.username, password: u.password, otp: wrong })),
+      ),
+    ).toEqual({
+      className: 'NotAuthenticated_OneTimePasswordIncorrectError',
+      type: 'not-authenticated/one-time-password-incorrect',
+      httpCode: 401,
+    })
+    const ok = await Session.create({ username: u.username, password: u.password, otp: code })
+    expect(ok.id).toMatch(/^[0-9a-f]{64}$/)
+    expect(JSON.parse(rec.requests.at(-1)!.body)).toMatchObject({ otp: code })
   })
 })

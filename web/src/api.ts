@@ -113,11 +113,20 @@ export async function request<T>(
     )
     // Only the session the request was sent with has ended: a late answer to the previous
     // user's request must not sign out whoever has signed in since.
-    if (res.status === 401 && sid && sid === sessionId() && path !== '/sessions') setSession(null)
+    // A wrong code while enrolling an authenticator is no ended session (its types are 401 too).
+    const codeRefusal = TWO_FACTOR_REFUSALS.has(err.type)
+    if (res.status === 401 && sid && sid === sessionId() && path !== '/sessions' && !codeRefusal)
+      setSession(null)
     throw err
   }
   return { data: data as T, status: res.status, next: res.headers.get('X-Files-Cursor-Next') }
 }
+
+const TWO_FACTOR_REFUSALS = new Set([
+  'not-authenticated/one-time-password-incorrect',
+  'not-authenticated/two-factor-authentication-error',
+  'not-authenticated/two-factor-authentication-setup-expired',
+])
 
 function safeJson(text: string): unknown {
   try {
@@ -165,12 +174,15 @@ export interface Me {
   password_expired?: boolean
 }
 
-/** Signs in; the session is marked as the web interface's, so its actions record interface `web`. */
-export async function login(username: string, password: string): Promise<void> {
+/**
+ * Signs in; the session is marked as the web interface's, so its actions record interface `web`.
+ * `otp`: the code of the user's authenticator (or a recovery code), once the server asked for it.
+ */
+export async function login(username: string, password: string, otp?: string): Promise<void> {
   const res = await fetch(`${API}/sessions`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json', Accept: 'application/json', 'X-Wharf-Interface': 'web' },
-    body: JSON.stringify({ username, password }),
+    body: JSON.stringify({ username, password, ...(otp === undefined ? {} : { otp }) }),
   }).catch(() => null)
   if (!res)
     throw new ApiError(

@@ -10,6 +10,7 @@ import { HistoryPage } from './pages/history'
 import { mustChangePassword, PasswordChangePage } from './pages/password-change'
 import { SharesPage } from './pages/shares'
 import { SignInPage } from './pages/sign-in'
+import { TwoFactorPage } from './pages/two-factor'
 import { UsersPage } from './pages/users'
 import { WebhookLogsPage } from './pages/webhook-logs'
 import { href, type Route, useRoute } from './router'
@@ -32,6 +33,7 @@ export const PAGES: NavItem[] = [
   { page: 'api-keys', label: 'API keys', render: (p) => <ApiKeysPage {...p} /> },
   { page: 'billing', label: 'Billing', adminOnly: true, render: (p) => <BillingPage {...p} /> },
   { page: 'apps', label: 'Apps', render: (p) => <AppsPage {...p} /> },
+  { page: 'two-factor', label: 'Two-factor sign-in', render: (p) => <TwoFactorPage {...p} /> },
   { page: 'users', label: 'Users', adminOnly: true, render: (p) => <UsersPage {...p} /> },
   {
     page: 'banned-addresses',
@@ -59,16 +61,40 @@ export function App() {
 function Shell() {
   const route = useRoute()
   const [me, setMe] = useState<Me | null>(null)
+  // The session may only enrol a two-factor method until one is confirmed (GET /site says so).
+  const [setupNeeded, setSetupNeeded] = useState<boolean | null>(null)
   const [error, setError] = useState<unknown>(null)
   const [menuOpen, setMenuOpen] = useState(false)
   useEffect(() => {
     get<Me>('/user').then(setMe, setError)
+    get<{ session: { two_factor_setup_needed: boolean } | null }>('/site').then(
+      (site) => setSetupNeeded(site.session?.two_factor_setup_needed === true),
+      setError,
+    )
   }, [])
   useEffect(() => setMenuOpen(false), [route.page, route.rest])
 
   if (error) return <ErrorBox error={error} />
-  if (!me) return <Loading />
+  if (!me || setupNeeded === null) return <Loading />
   if (mustChangePassword(me)) return <PasswordChangePage me={me} onChanged={setMe} />
+  if (setupNeeded) {
+    return (
+      <div class="shell">
+        <header class="top">
+          <span class="brand">Wharf</span>
+          <div class="who">
+            <span>{me.name || me.username}</span>
+            <button type="button" class="secondary" onClick={() => logout()}>
+              Sign out
+            </button>
+          </div>
+        </header>
+        <main id="main" tabIndex={-1}>
+          <TwoFactorPage me={me} required onEnrolled={() => setSetupNeeded(false)} />
+        </main>
+      </div>
+    )
+  }
   const visible = PAGES.filter((p) => !p.adminOnly || me.site_admin)
   const wanted = PAGES.find((p) => p.page === route.page)
   // A site-admin page reached by its address says why it shows nothing; an unknown one shows Files.

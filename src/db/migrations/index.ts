@@ -21,6 +21,7 @@ import * as m019 from './019-behavior-webhooks.js'
 import * as m020 from './020-groups.js'
 import * as m021 from './021-password-rules.js'
 import * as m022 from './022-access.js'
+import * as m023 from './023-two-factor.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -46,4 +47,5 @@ export const migrations: Record<string, Migration> = {
   '020-groups': m020,
   '021-password-rules': m021,
   '022-access': m022,
+  '023-two-factor': m023,
 }

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
 import type { PermissionSet, Principal } from '../../identity/principal.js'
+import { refuseUntilEnrolled } from '../../modules/two-factor/two-factor-service.js'
 import { credentialsFrom } from '../credentials.js'
 import type { HttpContext } from '../http-context.js'
 import type { Access } from '../request-context.js'
@@ -53,6 +54,7 @@ export function registerAuth(app: FastifyInstance, c: HttpContext): void {
     if (route.config?.auth === false) return
     const access: Access = route.config?.access ?? 'general'
     const passwordChange = route.config?.passwordChange
+    const enrolment = route.config?.twoFactorSetup
     const authenticate = async (request: FastifyRequest, reply: FastifyReply) => {
       const principal = await c.services.auth.authenticate(
         credentialsFrom(request.headers),
@@ -65,10 +67,13 @@ export function registerAuth(app: FastifyInstance, c: HttpContext): void {
       )
       reply.raw.once('close', release)
       checkAccess(principal, access)
-      await c.services.passwords.restrictSession(
+      const changing = await c.services.passwords.restrictSession(
         principal,
         passwordChangeAllowed(passwordChange, request, principal),
       )
+      // A session that must change its password and enrol does the change first: while it
+      // must, the change's routes stay open to it.
+      refuseUntilEnrolled(principal, enrolment === true || changing)
     }
     const own = route.onRequest ? [route.onRequest].flat() : []
     route.onRequest = [authenticate, ...own] as typeof route.onRequest

@@ -9,6 +9,13 @@ const LoginBody = Type.Object(
   {
     username: Type.String({ minLength: 1, maxLength: 256 }),
     password: Type.String({ minLength: 1, maxLength: 1024 }),
+    otp: Type.Optional(
+      Type.String({
+        maxLength: 64,
+        description:
+          'For a user with two-factor sign-in: the code of their authenticator, or a recovery code',
+      }),
+    ),
   },
   { additionalProperties: false },
 )
@@ -36,6 +43,7 @@ export function sessionRoutes(c: HttpContext): Routes {
         const session = await c.services.sessions.login(c.site.id, {
           username: request.body.username,
           password: request.body.password,
+          otp: request.body.otp,
           ip: request.ip,
           // The web interface says so on its login; its session's actions are then recorded as `web`.
           interface: request.headers['x-wharf-interface'] === 'web' ? 'web' : 'restapi',

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
+import { USER_REQUIRE_2FA } from '../../modules/two-factor/two-factor-service.js'
 import {
   EMAIL_PATTERN,
   MAX_USERNAME_LENGTH,
@@ -13,7 +14,16 @@ import { checked } from '../field-checks.js'
 import type { HttpContext } from '../http-context.js'
 import { sendPage } from '../pagination.js'
 import type { Routes } from '../route-types.js'
-import { DateTime, EchoId, errorResponses, FreeText, IdParams, listQuery, Nullable } from '../schemas.js'
+import {
+  DateTime,
+  EchoId,
+  errorResponses,
+  FreeText,
+  IdParams,
+  listQuery,
+  Nullable,
+  StringEnum,
+} from '../schemas.js'
 
 export const UserSchema = Type.Object(
   {
@@ -42,6 +52,10 @@ export const UserSchema = Type.Object(
     attachments_permission: Type.Boolean({ description: 'May create share links (bundles)' }),
     bundle_permission: Type.Boolean({ description: 'The same flag as attachments_permission' }),
     ...UserAccessJson,
+    require_2fa: Type.String({
+      description:
+        'Two-factor sign-in: use_system_setting (the site’s rule), always_require or never_require',
+    }),
   },
   { $id: 'User', title: 'User' },
 )
@@ -92,6 +106,9 @@ const fields = {
       description: 'Site admins: days the password stays valid (1 to 3650); null or 0 for none',
     }),
   ),
+  require_2fa: StringEnum(USER_REQUIRE_2FA, {
+    description: 'Two-factor sign-in: use_system_setting (the site’s rule), always_require or never_require',
+  }),
 }
 
 // Everything but the username is optional on create; on update everything is.
@@ -108,6 +125,7 @@ const optional = {
   require_password_change: Type.Optional(fields.require_password_change),
   password_validity_days: Type.Optional(fields.password_validity_days),
   ...UserAccessInput,
+  require_2fa: Type.Optional(fields.require_2fa),
 }
 
 const CreateBody = Type.Object(
@@ -139,7 +157,7 @@ const ListQuery = listQuery({}, USER_LIST)
 
 const tags = ['users']
 const one = { 200: UserSchema, ...errorResponses }
-const reauthHeader = Type.Object({
+export const reauthHeader = Type.Object({
   'x-service-reauthentication': Type.Optional(
     Type.String({
       description: 'password:<your password>; needed through a session to change a password or delete a user',
@@ -148,7 +166,7 @@ const reauthHeader = Type.Object({
 })
 
 /** X-Service-Reauthentication, or its Files.com alias. */
-function reauthentication(request: FastifyRequest): string | undefined {
+export function reauthentication(request: FastifyRequest): string | undefined {
   const h = request.headers['x-service-reauthentication'] ?? request.headers['x-files-reauthentication']
   return Array.isArray(h) ? h[0] : h
 }
@@ -175,7 +193,8 @@ export function userRoutes(c: HttpContext): Routes {
     app.get(
       '/user',
       {
-        config: { xml: 'user', passwordChange: 'any' },
+        // A session that must change its password or enrol a two-factor method still learns whose it is.
+        config: { xml: 'user', passwordChange: 'any', twoFactorSetup: true },
         schema: {
           summary: "Show the caller's own user (the session's, or the API key's owner)",
           tags,

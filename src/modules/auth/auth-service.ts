@@ -107,7 +107,7 @@ export class AuthService {
     const row = await this.sessions.findWithUser(hash)
     if (!row) throw unauthenticated('The session is not valid or has ended')
     const now = this.now()
-    const { session_last_active_at: lastActive, session_interface, ...user } = row
+    const { session_last_active_at: lastActive, session_interface, session_two_factor_setup, ...user } = row
     if (now - lastActive > this.config.sessionIdleMinutes * 60_000) {
       await this.sessions.delete(hash)
       throw unauthenticated('The session has expired')
@@ -130,6 +130,7 @@ export class AuthService {
       permissionSet: 'full',
       ip,
       interface: sessionIface,
+      ...(session_two_factor_setup === 1 ? { twoFactorSetup: true } : {}),
     }
   }
 }

@@ -53,6 +53,8 @@ export class ProtocolLogin {
       interface: ProtocolInterface
       /** The front end has just checked the address with the login defender. */
       addressChecked?: boolean
+      /** The code of a user with two-factor sign-in (SFTP asks for it by keyboard-interactive). */
+      otp?: string
     },
   ): Promise<ProtocolSession> {
     const { ip, interface: iface } = input
@@ -79,8 +81,16 @@ export class ProtocolLogin {
       ip,
       interface: iface,
       addressChecked: true,
+      otp: input.otp,
+      // FTP has no field for a code: a user with two-factor sign-in sends `password:123456`.
+      otpInPassword: iface === 'ftp',
     })
     const principal = await this.auth.authenticate({ sessionId: id }, ip, iface)
+    if (principal.twoFactorSetup) {
+      // Enrolling needs the web interface or the API: the transfer protocols wait until then.
+      await this.sessions.logout(id)
+      throw ERRORS.twoFactorAuthenticationRequired('Set up two-factor sign-in in the web interface first')
+    }
     return {
       principal,
       refresh: () => this.auth.authenticate({ sessionId: id }, ip, iface),

@@ -133,12 +133,14 @@ export class PasswordPolicy {
   /**
    * A session whose user must change the password reaches only what changing it needs (`allowed`
    * routes): anything else is 403 `not-authorized/password-change-required`. API keys are their own
-   * credential and are never held back.
+   * credential and are never held back. True when the session is held back and the route is one
+   * it may use.
    */
-  async restrictSession(p: Principal, allowed: boolean): Promise<void> {
-    if (allowed || !p.sessionHash || !p.user) return
+  async restrictSession(p: Principal, allowed: boolean): Promise<boolean> {
+    if (!p.sessionHash || !p.user) return false
     const reason = this.changeReason(p.user, await this.rules(p.siteId))
-    if (reason === null) return
+    if (reason === null) return false
+    if (allowed) return true
     throw ERRORS.passwordChangeRequired(
       reason === 'password_expired'
         ? 'Your password has expired: set a new one (PATCH /users/{id} with password) before anything else'

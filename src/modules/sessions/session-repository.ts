@@ -21,6 +21,7 @@ export class SessionRepository extends Repository {
       .select([
         'sessions.last_active_at as session_last_active_at',
         'sessions.interface as session_interface',
+        'sessions.two_factor_setup as session_two_factor_setup',
       ])
       .where('sessions.id_hash', '=', hash)
       .executeTakeFirst()

@@ -9,6 +9,7 @@ import { failedLoginTimes } from '../actions/action-repository.js'
 import type { LoginDefender } from '../login-defender/login-defender.js'
 import type { PasswordPolicy } from '../passwords/password-policy.js'
 import type { ModuleSettings } from '../settings.js'
+import { CODE_REQUIRED, type TwoFactorService } from '../two-factor/two-factor-service.js'
 import type { UserRepository } from '../users/user-repository.js'
 import type { SessionRepository } from './session-repository.js'
 
@@ -26,7 +27,18 @@ export interface LoginInput {
    * does so once, before its first try), so the login does not read the ban again.
    */
   addressChecked?: boolean
+  /** The code of the user's authenticator (or a recovery code), for a user with two-factor sign-in. */
+  otp?: string | undefined
+  /** The password may end with `:<code>` (FTP: no field of its own for the code). */
+  otpInPassword?: boolean
 }
+
+/**
+ * The failedlogin Action's failure_type of a wrong one-time code: the spec has none of its own,
+ * and the code is part of the credentials, so it locks the user out and bans the address exactly
+ * as wrong passwords do (docs/decisions.md, "Two-factor sign-in").
+ */
+export const OTP_FAILURE_TYPE = 'password_mismatch'
 
 export class SessionService {
   private readonly windowMs: number
@@ -41,6 +53,7 @@ export class SessionService {
     private readonly passwords?: PasswordPolicy,
     /** Rights, address limits and the end of access (none: every good password logs in). */
     private readonly access?: AccessService,
+    private readonly twoFactor?: TwoFactorService,
   ) {
     this.windowMs = config.login.windowMinutes * 60_000
   }
@@ -78,7 +91,11 @@ export class SessionService {
         retryAfter: Math.ceil((lockedUntil - now) / 1000),
       })
     }
-    const ok = await verifyPassword(input.password, user?.password_hash ?? null)
+    const { password, otp } =
+      user && input.otpInPassword && this.twoFactor
+        ? await this.twoFactor.splitPassword(user, input.password)
+        : input
+    const ok = await verifyPassword(password, user?.password_hash ?? null)
     if (!user || !ok) {
       await this.failed(userCtx, failureType, now)
       throw badLogin()
@@ -102,6 +119,14 @@ export class SessionService {
         throw badLogin()
       }
     }
+    const second = this.twoFactor ? await this.twoFactor.loginStep(user, otp) : 'none'
+    if (second === 'missing') {
+      throw ERRORS.twoFactorAuthenticationRequired(CODE_REQUIRED)
+    }
+    if (second === 'incorrect') {
+      await this.failed(userCtx, OTP_FAILURE_TYPE, now, 'one-time password incorrect')
+      throw ERRORS.oneTimePasswordIncorrect('The one-time password is incorrect or was already used')
+    }
     const id = randomHex(32)
     await this.sessions.transaction(async (tx) => {
       await tx.insert({
@@ -115,6 +140,7 @@ export class SessionService {
         reauth_failures: 0,
         reauth_window_start: now,
         reauth_window_count: 0,
+        two_factor_setup: second === 'setup' ? 1 : 0,
       })
       await this.users.on(tx.db).touchLogin(user.id, now)
       // Sessions nobody came back to would otherwise stay forever: each login clears the site's.

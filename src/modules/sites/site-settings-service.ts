@@ -35,6 +35,11 @@ export class SiteSettingsService {
     return this.load(p.siteId)
   }
 
+  /** What every user of the site may read: its name and the rules a password must meet. */
+  async show(p: Principal): Promise<SiteJson> {
+    return this.load(p.siteId)
+  }
+
   /** Applies the given rules; a change records an `update` Action, and applies at once. */
   async update(p: Principal, input: UpdateSiteInput): Promise<SiteJson> {
     requireSiteAdmin(p)

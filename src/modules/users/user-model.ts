@@ -26,6 +26,8 @@ export interface UserJson extends UserAccessJson {
   /** May create share links (bundles); `bundle_permission` is the same flag under its newer name. */
   attachments_permission: boolean
   bundle_permission: boolean
+  /** Two-factor sign-in: `use_system_setting` (the site's rule), `always_require`, `never_require`. */
+  require_2fa: string
 }
 
 /** The password's age as the site's rules make it (password-policy.ts); none when unknown. */
@@ -62,6 +64,7 @@ export function toUserJson(row: UserRow, age: PasswordAgeFields = NO_EXPIRY): Us
     attachments_permission: row.attachments_permission === 1,
     bundle_permission: row.attachments_permission === 1,
     ...userAccessJson(row),
+    require_2fa: row.require_2fa,
   }
 }
 

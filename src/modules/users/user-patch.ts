@@ -21,6 +21,8 @@ export interface CreateUserInput extends UserAccessInput {
   require_password_change?: boolean | undefined
   /** Site admins: days the user's password stays valid; null or 0 for the site's rule only. */
   password_validity_days?: number | null | undefined
+  /** `use_system_setting`, `always_require` or `never_require` (checked by the route's schema). */
+  require_2fa?: string | undefined
 }
 
 export type UpdateUserInput = Partial<CreateUserInput> & {
@@ -64,6 +66,7 @@ export function refuseSelfServiceLimits(row: UserRow, input: UpdateUserInput): v
     bundle_permission: row.attachments_permission === 1,
     require_password_change: row.require_password_change === 1,
     password_validity_days: row.password_validity_days,
+    require_2fa: row.require_2fa,
   }
   const access = new Set<string>(USER_ACCESS_FIELDS)
   const refused = Object.keys(input).filter((k) => {
@@ -128,6 +131,8 @@ export function userPatch(
     const days = checkValidityDays(input.password_validity_days, errors)
     if (days !== undefined && days !== row.password_validity_days) patch.password_validity_days = days
   }
+  if (input.require_2fa !== undefined && input.require_2fa !== row.require_2fa)
+    patch.require_2fa = input.require_2fa
   if (Object.keys(errors).length) throw ApiError.modelSave(errors)
   return patch
 }

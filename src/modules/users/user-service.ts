@@ -131,6 +131,7 @@ export class UserService {
         require_password_change: bit(input.require_password_change === true),
         password_validity_days: validityDays ?? null,
         ...access,
+        require_2fa: input.require_2fa ?? 'use_system_setting',
         created_at: now,
         updated_at: now,
         last_login_at: null,

@@ -14,6 +14,8 @@ export function signInMessage(err: unknown): string {
       return `This account is locked after too many failed sign-ins.${wait}`
     case 'rate-limited/too-many-login-attempts':
       return `Too many failed sign-ins from this address.${wait}`
+    case 'not-authenticated/one-time-password-incorrect':
+      return 'Wrong code, or a code already used. Enter the code your authenticator app shows now.'
     case 'network-error':
       return err.message
     default:
@@ -29,11 +31,19 @@ function minutes(seconds: number): string {
 export function SignInPage() {
   const [username, setUsername] = useState('')
   const [password, setPassword] = useState('')
+  // Asked for once the password was right and the user signs in with a second factor.
+  const [codeNeeded, setCodeNeeded] = useState(false)
+  const [code, setCode] = useState('')
   const { error, busy, submit } = useSubmit(async () => {
     try {
-      await login(username.trim(), password)
+      await login(username.trim(), password, codeNeeded ? code.trim() : undefined)
     } catch (err) {
-      setPassword('')
+      if (err instanceof ApiError && err.type === 'not-authorized/two-factor-authentication-required') {
+        setCodeNeeded(true)
+        return
+      }
+      setCode('')
+      if (!codeNeeded) setPassword('')
       throw new Error(signInMessage(err))
     }
   })
@@ -42,26 +52,60 @@ export function SignInPage() {
     <main class="sign-in">
       <form onSubmit={submit} aria-labelledby="sign-in-title">
         <h1 id="sign-in-title">Sign in to Wharf</h1>
-        <Field
-          label="Username"
-          name="username"
-          autocomplete="username"
-          required
-          value={username}
-          onValue={setUsername}
-        />
-        <PasswordField
-          label="Password"
-          name="password"
-          current
-          required
-          value={password}
-          onValue={setPassword}
-        />
+        {codeNeeded ? (
+          <>
+            <p id="code-help">
+              Enter the 6-digit code your authenticator app shows for {username.trim()}, or one of your
+              recovery codes.
+            </p>
+            <Field
+              label="Authentication code"
+              name="otp"
+              autocomplete="one-time-code"
+              aria-describedby="code-help"
+              required
+              maxLength={64}
+              value={code}
+              onValue={setCode}
+            />
+          </>
+        ) : (
+          <>
+            <Field
+              label="Username"
+              name="username"
+              autocomplete="username"
+              required
+              value={username}
+              onValue={setUsername}
+            />
+            <PasswordField
+              label="Password"
+              name="password"
+              current
+              required
+              value={password}
+              onValue={setPassword}
+            />
+          </>
+        )}
         <ErrorBox error={error} />
         <button type="submit" disabled={busy}>
-          {busy ? 'Signing in…' : 'Sign in'}
+          {busy ? 'Signing in…' : codeNeeded ? 'Verify' : 'Sign in'}
         </button>
+        {codeNeeded ? (
+          <button
+            type="button"
+            class="secondary"
+            onClick={() => {
+              setCodeNeeded(false)
+              setCode('')
+              setPassword('')
+            }}
+          >
+            Back
+          </button>
+        ) : null}
       </form>
     </main>
   )
