@@ -117,6 +117,44 @@ describe.each(dialects)('wharf users and api-keys (%s)', (dialect) => {
     expect(await verifyPassword('chosen-password-2', await stored())).toBe(false)
   })
 
+  it('resets a password within the site’s password rules', async () => {
+    await site.db.db
+      .updateTable('sites')
+      .set({
+        password_min_length: 30,
+        password_require_mixed: 1,
+        password_require_number: 1,
+        password_require_special: 1,
+      })
+      .execute()
+    try {
+      const generated = await wharf(['users', 'reset-password', '--username', 'alice'])
+      const password = /to:\s+(\S+)\s+It is shown only this once\./.exec(generated.stdout)?.[1]
+      expect(password).toMatch(/^[A-Za-z0-9]{48}Qz7-$/)
+      const weak = await servers
+        .wharf(
+          ['users', 'reset-password', '--username', 'alice'],
+          site.env({ WHARF_PASSWORD: 'chosen-password-3' }),
+        )
+        .catch((err: { code: number; stderr: string }) => ({ code: err.code, stderr: err.stderr }))
+      expect(weak).toEqual({
+        code: 1,
+        stderr:
+          'error: processing-failure/model-save-error: Password is too short (minimum is 30 characters)\n',
+      })
+    } finally {
+      await site.db.db
+        .updateTable('sites')
+        .set({
+          password_min_length: 8,
+          password_require_mixed: 0,
+          password_require_number: 0,
+          password_require_special: 0,
+        })
+        .execute()
+    }
+  })
+
   it('lists keys, all or one user’s, without their secrets, and deletes one', async () => {
     const made = await json(['api-keys', 'create', '--username', 'alice', '--name', 'laptop'])
     const all = await json(['api-keys', 'list'])

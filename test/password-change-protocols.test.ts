@@ -1,3 +1,6 @@
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { run as runClient, startSftpAndFtpServer } from './helpers/ftp.js'
 import {
@@ -10,7 +13,7 @@ import {
   type TestUser,
   useStarted,
 } from './helpers/server.js'
-import { sftpBatch } from './helpers/sftp.js'
+import { run as runSsh, sftpBatch, sftpBatchWithKey } from './helpers/sftp.js'
 
 const REAUTH = 'X-Service-Reauthentication'
 
@@ -95,6 +98,23 @@ describe.each(dialects)('password change required on the transfer protocols (%s)
     const byKey = await lftp({ username: u.username, password: key })
     expect(byKey.stderr).toBe('')
     expect(byKey.code).toBe(0)
+
+    // So is an SSH key registered for the user.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wharf-pw-'))
+    try {
+      const keyFile = path.join(dir, 'id_ed25519')
+      expect((await runSsh('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', keyFile])).code).toBe(0)
+      const added = await call(s, 'POST', '/public_keys', {
+        key,
+        body: { title: 'laptop', public_key: fs.readFileSync(`${keyFile}.pub`, 'utf8') },
+      })
+      expect(added.status).toBe(201)
+      const byPublicKey = await sftpBatchWithKey(s.sftp.port, u.username, keyFile, [`ls /${u.username}`])
+      expect(byPublicKey.stderr).toBe('')
+      expect(byPublicKey.code).toBe(0)
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true })
+    }
 
     // The change, made through the API, frees the protocols.
     const session = await login(s, u.username, u.password)

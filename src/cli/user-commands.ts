@@ -105,7 +105,7 @@ export function registerUserCommands(users: Command, withContainer: WithContaine
       const chosen = process.env['WHARF_PASSWORD'] || undefined
       // A made-up password takes whatever the site's rules ask for.
       const password =
-        chosen ?? completeForRules(generatePassword(), await c.services.passwords.rules(c.site.id))
+        chosen ?? completeForRules(generatePassword, await c.services.passwords.rules(c.site.id))
       const user = await c.services.users.update(operatorPrincipal(c.site.id), await namedUser(c, o), {
         password,
       })

@@ -53,6 +53,33 @@ describe.skipIf(!hasBrowser)('web interface: a password change required', BROWSE
     await page.context().close()
   })
 
+  it('lets a site admin ask for a new password from the user form', async () => {
+    const u = await makeUser(web.s)
+    const admin = await newPage(web.browser, web.s)
+    await signIn(admin, web.s)
+    await admin.goto(`${web.s.url}/#/users`)
+    const row = admin
+      .getByRole('row')
+      .filter({ has: admin.getByRole('rowheader', { name: u.username, exact: true }) })
+    await row.getByRole('button', { name: `Edit ${u.username}` }).click()
+    const edit = admin.getByRole('form', { name: `Edit ${u.username}` })
+    await edit.getByLabel('Must change the password at the next sign-in').check()
+    await edit.getByRole('button', { name: 'Save changes' }).click()
+    await shown(admin.getByRole('status').filter({ hasText: 'saved' }))
+    const flagged = await web.s.container.db
+      .selectFrom('users')
+      .select('require_password_change')
+      .where('id', '=', u.id)
+      .executeTakeFirstOrThrow()
+    expect(flagged.require_password_change).toBe(1)
+    await admin.context().close()
+
+    const page = await newPage(web.browser, web.s)
+    await signIn(page, web.s, u.username, u.password)
+    await shown(page.getByRole('heading', { name: 'Change your password' }))
+    await page.context().close()
+  })
+
   it('says when the password has expired', async () => {
     const u = await makeUser(web.s)
     await call(web.s, 'PATCH', `/users/${u.id}`, { key: web.s.adminKey, body: { password_validity_days: 1 } })

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
-import type { ModelErrors } from '../../api/errors.js'
+import { addModelError, type ModelErrors } from '../../api/errors.js'
 import type { Database } from '../../db/schema.js'
 import type { Principal, UserRow } from '../../identity/principal.js'
 import { verifyPassword } from '../../security/secrets.js'
@@ -82,7 +82,7 @@ export class PasswordPolicy {
           rules.maxPrior > 1
             ? `must not be one of your last ${rules.maxPrior} passwords`
             : 'must not be the current password'
-        errors['password'] = [...(errors['password'] ?? []), message]
+        addModelError(errors, 'password', message)
         return
       }
     }

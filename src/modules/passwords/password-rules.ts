@@ -181,9 +181,13 @@ export function checkAgainstRules(
     addModelError(errors, field, 'must not be the username')
 }
 
-/** Something the rules always take, for a password Wharf makes up (`wharf users reset-password`). */
-export function completeForRules(generated: string, rules: PasswordRules): string {
-  let out = generated
+/**
+ * A password Wharf makes up (`wharf users reset-password`) that the rules take: random text from
+ * `generate`, as long as the rules ask, with a letter pair, a digit and a `-` added when asked for.
+ */
+export function completeForRules(generate: () => string, rules: PasswordRules): string {
+  let out = generate()
+  while (out.length < rules.minLength) out += generate()
   if (rules.requireLetter || rules.requireMixed) out += 'Qz'
   if (rules.requireNumber) out += '7'
   if (rules.requireSpecial) out += '-'

@@ -34,6 +34,11 @@ function NameAndEmail({
   )
 }
 
+/** The site admin's "choose a new password at the next sign-in" (the user's require_password_change). */
+function MustChangePassword(props: { checked: boolean; onChecked: (v: boolean) => void }) {
+  return <Checkbox label="Must change the password at the next sign-in" {...props} />
+}
+
 export function CreateUserForm({ onDone, onCancel }: { onDone: (u: User) => void; onCancel: () => void }) {
   const [username, setUsername] = useState('')
   const [name, setName] = useState('')
@@ -41,9 +46,11 @@ export function CreateUserForm({ onDone, onCancel }: { onDone: (u: User) => void
   const [password, setPassword] = useState('')
   const [siteAdmin, setSiteAdmin] = useState(false)
   const [shared, setShared] = useState(false)
+  const [mustChange, setMustChange] = useState(false)
   const first = useFocusFirst()
   const { error, busy, submit } = useSubmit(async () => {
     const u = await post<User>('/users', {
+      require_password_change: mustChange,
       username: username.trim(),
       name: orNull(name),
       email: orNull(email),
@@ -76,6 +83,7 @@ export function CreateUserForm({ onDone, onCancel }: { onDone: (u: User) => void
         checked={shared}
         onChecked={setShared}
       />
+      <MustChangePassword checked={mustChange} onChecked={setMustChange} />
       <ErrorBox error={error} />
       <SubmitOrCancel busy={busy} label="Create user" busyLabel="Creating…" onCancel={onCancel} />
     </form>
@@ -99,6 +107,7 @@ export function EditUserForm({
   const [siteAdmin, setSiteAdmin] = useState(user.site_admin)
   const [disabled, setDisabled] = useState(user.disabled)
   const [shared, setShared] = useState(!user.self_managed)
+  const [mustChange, setMustChange] = useState(user.require_password_change === true)
   const [password, setPassword] = useState('')
   const [ownPassword, setOwnPassword] = useState('')
   const first = useFocusFirst()
@@ -109,6 +118,7 @@ export function EditUserForm({
       site_admin: siteAdmin,
       disabled,
       self_managed: !shared,
+      require_password_change: mustChange,
       ...(password ? { password } : {}),
     }
     // A new password needs the administrator's own password again; other changes do not.
@@ -156,6 +166,7 @@ export function EditUserForm({
         onChecked={setDisabled}
       />
       <Checkbox label="Shared/Bot user" checked={shared} onChecked={setShared} />
+      <MustChangePassword checked={mustChange} onChecked={setMustChange} />
       <ErrorBox error={error} />
       <SubmitOrCancel busy={busy} label="Save changes" busyLabel="Saving…" onCancel={onCancel} />
     </form>

@@ -9,6 +9,8 @@ export interface User {
   disabled: boolean
   created_at: string
   last_login_at: string | null
+  /** The next sign-in can only change the password. */
+  require_password_change?: boolean
 }
 
 /** A folder permission as GET /permissions gives it. */
