@@ -4,6 +4,7 @@ import { withReauthentication } from '../../components/accounts-reauth'
 import { useFocusWhen } from '../../components/focus'
 import { Checkbox, Field, PasswordField, SubmitOrCancel, useSubmit } from '../../components/forms'
 import { ErrorBox } from '../../ui'
+import { useAccessFields } from './access-fields'
 import type { User } from './user-types'
 
 /** Text fields sent as null when left empty, so clearing a name really clears it. */
@@ -41,9 +42,11 @@ export function CreateUserForm({ onDone, onCancel }: { onDone: (u: User) => void
   const [password, setPassword] = useState('')
   const [siteAdmin, setSiteAdmin] = useState(false)
   const [shared, setShared] = useState(false)
+  const access = useAccessFields(null)
   const first = useFocusFirst()
   const { error, busy, submit } = useSubmit(async () => {
     const u = await post<User>('/users', {
+      ...access.body,
       username: username.trim(),
       name: orNull(name),
       email: orNull(email),
@@ -76,6 +79,7 @@ export function CreateUserForm({ onDone, onCancel }: { onDone: (u: User) => void
         checked={shared}
         onChecked={setShared}
       />
+      {access.fields}
       <ErrorBox error={error} />
       <SubmitOrCancel busy={busy} label="Create user" busyLabel="Creating…" onCancel={onCancel} />
     </form>
@@ -101,9 +105,11 @@ export function EditUserForm({
   const [shared, setShared] = useState(!user.self_managed)
   const [password, setPassword] = useState('')
   const [ownPassword, setOwnPassword] = useState('')
+  const access = useAccessFields(user, self)
   const first = useFocusFirst()
   const { error, busy, submit } = useSubmit(async () => {
     const body = {
+      ...access.body,
       name: orNull(name),
       email: orNull(email),
       site_admin: siteAdmin,
@@ -156,6 +162,7 @@ export function EditUserForm({
         onChecked={setDisabled}
       />
       <Checkbox label="Shared/Bot user" checked={shared} onChecked={setShared} />
+      {access.fields}
       <ErrorBox error={error} />
       <SubmitOrCancel busy={busy} label="Save changes" busyLabel="Saving…" onCancel={onCancel} />
     </form>

@@ -9,6 +9,12 @@ export interface User {
   disabled: boolean
   created_at: string
   last_login_at: string | null
+  ftp_permission: boolean
+  sftp_permission: boolean
+  dav_permission: boolean
+  restapi_permission: boolean
+  allowed_ips: string | null
+  authenticate_until: string | null
 }
 
 /** A folder permission as GET /permissions gives it. */
