@@ -172,12 +172,26 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', BROW
     expect(await textOf(form.getByRole('alert'))).toContain("can't be blank")
 
     await form.getByLabel('Group name').fill('designers')
+    // The group's rights and addresses limit its members.
+    await form.getByLabel('FTP', { exact: true }).uncheck()
+    await form.getByLabel('WebDAV', { exact: true }).uncheck()
+    await form.getByLabel('Allowed addresses').fill('192.0.2.0/24')
     await form.getByRole('button', { name: 'Create group' }).click()
     expect(await textOf(page.getByRole('status').filter({ hasText: 'created' }))).toBe(
       'Group designers created.',
     )
     const groups = (await call(web.s, 'GET', '/groups', { key: web.s.adminKey })).body
-    expect(groups).toMatchObject([{ name: 'designers', user_ids: String(dana.id) }])
+    expect(groups).toMatchObject([
+      {
+        name: 'designers',
+        user_ids: String(dana.id),
+        ftp_permission: false,
+        sftp_permission: true,
+        dav_permission: false,
+        restapi_permission: true,
+        allowed_ips: '192.0.2.0/24',
+      },
+    ])
     const row = page.getByRole('row').filter({ hasText: 'designers' })
     expect(await textOf(row)).toContain('dana')
 

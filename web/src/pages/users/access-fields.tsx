@@ -16,8 +16,9 @@ export interface AccessBody {
  * The rights and address limits of a user, the same on the create and the edit form: a box per
  * way in, the addresses logins may come from, and the day access ends. `self`: the signed-in
  * user's own record, whose web and API right cannot be removed (the server refuses it too).
+ * `forGroup`: a group's form, which has no end of access.
  */
-export function useAccessFields(user: User | null, self = false) {
+export function useAccessFields(user: User | null, self = false, forGroup = false) {
   const [ftp, setFtp] = useState(user?.ftp_permission ?? true)
   const [sftp, setSftp] = useState(user?.sftp_permission ?? true)
   const [dav, setDav] = useState(user?.dav_permission ?? true)
@@ -33,7 +34,9 @@ export function useAccessFields(user: User | null, self = false) {
     restapi_permission: restapi,
     allowed_ips: ips.trim() === '' ? null : ips,
     // An end the form did not change is not sent: its time of day (set through the API) stays.
-    ...(user && until === shownUntil ? {} : { authenticate_until: until === '' ? null : until }),
+    ...((user && until === shownUntil) || forGroup
+      ? {}
+      : { authenticate_until: until === '' ? null : until }),
   }
   const fields = (
     <fieldset class="access-fields">
@@ -58,10 +61,12 @@ export function useAccessFields(user: User | null, self = false) {
         />
       </label>
       <p id="allowed-ips-hint" class="muted">
-        IPv4 or IPv6 addresses or ranges such as 203.0.113.0/24, one a line; empty for any address. Groups and
-        the site may limit addresses further.
+        IPv4 or IPv6 addresses or ranges such as 203.0.113.0/24, one a line; empty for any address.{' '}
+        {forGroup
+          ? 'Members need the group’s rights and addresses as well as their own.'
+          : 'Groups and the site may limit addresses further.'}
       </p>
-      <Field label="Access ends on (UTC)" type="date" value={until} onValue={setUntil} />
+      {forGroup ? null : <Field label="Access ends on (UTC)" type="date" value={until} onValue={setUntil} />}
     </fieldset>
   )
   return { body, fields }
