@@ -172,12 +172,26 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', BROW
     expect(await textOf(form.getByRole('alert'))).toContain("can't be blank")
 
     await form.getByLabel('Group name').fill('designers')
+    // The group's rights and addresses limit its members.
+    await form.getByLabel('FTP', { exact: true }).uncheck()
+    await form.getByLabel('WebDAV', { exact: true }).uncheck()
+    await form.getByLabel('Allowed addresses').fill('192.0.2.0/24')
     await form.getByRole('button', { name: 'Create group' }).click()
     expect(await textOf(page.getByRole('status').filter({ hasText: 'created' }))).toBe(
       'Group designers created.',
     )
     const groups = (await call(web.s, 'GET', '/groups', { key: web.s.adminKey })).body
-    expect(groups).toMatchObject([{ name: 'designers', user_ids: String(dana.id) }])
+    expect(groups).toMatchObject([
+      {
+        name: 'designers',
+        user_ids: String(dana.id),
+        ftp_permission: false,
+        sftp_permission: true,
+        dav_permission: false,
+        restapi_permission: true,
+        allowed_ips: '192.0.2.0/24',
+      },
+    ])
     const row = page.getByRole('row').filter({ hasText: 'designers' })
     expect(await textOf(row)).toContain('dana')
 
@@ -241,6 +255,63 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', BROW
     // The navigation has no Users page for them, so the interface shows their first page instead.
     await shown(page.getByRole('heading', { level: 1 }))
     expect(await page.getByRole('button', { name: 'New user' }).count()).toBe(0)
+    await page.context().close()
+  })
+
+  it('sets a user’s rights, allowed addresses and end of access on the user forms', async () => {
+    const page = await newPage(web.browser, web.s)
+    await signIn(page, web.s)
+    await page.goto(`${web.s.url}/#/users`)
+    await page.getByRole('button', { name: 'New user' }).click()
+    const form = page.getByRole('form', { name: 'New user' })
+    await form.getByLabel('Username', { exact: true }).fill('partner')
+    await form.getByLabel('Password', { exact: true }).fill('partner-password-1')
+    await form.getByLabel('FTP', { exact: true }).uncheck()
+    await form.getByLabel('WebDAV', { exact: true }).uncheck()
+    await form.getByLabel('Allowed addresses').fill('office')
+    await form.getByRole('button', { name: 'Create user' }).click()
+    // The server's refusal names the field; nothing is created.
+    expect(await textOf(form.getByRole('alert'))).toContain('Allowed ips must hold IPv4 or IPv6 addresses')
+    expect(await userRow('partner')).toBeUndefined()
+    await form.getByLabel('Allowed addresses').fill('127.0.0.2/32\n2001:db8::/32')
+    await form.getByLabel('Access ends on (UTC)').fill('2099-03-04')
+    await form.getByRole('button', { name: 'Create user' }).click()
+    expect(await textOf(page.getByRole('status').filter({ hasText: 'created' }))).toBe(
+      'User partner created.',
+    )
+    expect(await userRow('partner')).toMatchObject({
+      ftp_permission: 0,
+      sftp_permission: 1,
+      dav_permission: 0,
+      restapi_permission: 1,
+      allowed_ips: '127.0.0.2/32\n2001:db8::/32',
+      authenticate_until: Date.UTC(2099, 2, 4),
+    })
+
+    // The edit form shows what is set; clearing the list and taking the web right away is saved.
+    await rowOf(page, 'partner').getByRole('button', { name: 'Edit partner' }).click()
+    const edit = page.getByRole('form', { name: 'Edit partner' })
+    expect(await edit.getByLabel('FTP', { exact: true }).isChecked()).toBe(false)
+    expect(await edit.getByLabel('SFTP', { exact: true }).isChecked()).toBe(true)
+    expect(await edit.getByLabel('Allowed addresses').inputValue()).toBe('127.0.0.2/32\n2001:db8::/32')
+    expect(await edit.getByLabel('Access ends on (UTC)').inputValue()).toBe('2099-03-04')
+    await edit.getByLabel('Allowed addresses').fill('')
+    await edit.getByLabel(/^Web interface and REST API/).uncheck()
+    await edit.getByRole('button', { name: 'Save changes' }).click()
+    await shown(page.getByRole('status').filter({ hasText: 'saved' }))
+    expect(await userRow('partner')).toMatchObject({
+      restapi_permission: 0,
+      allowed_ips: null,
+      authenticate_until: Date.UTC(2099, 2, 4),
+    })
+    // The site admin's own web right cannot be taken away from the form.
+    await rowOf(page, 'admin').getByRole('button', { name: 'Edit admin' }).click()
+    expect(
+      await page
+        .getByRole('form', { name: 'Edit admin' })
+        .getByLabel(/^Web interface and REST API/)
+        .isDisabled(),
+    ).toBe(true)
     await page.context().close()
   })
 

@@ -4,6 +4,7 @@ import { PagedTable, useCursorPages } from '../../components/accounts-paging'
 import { Field, useSubmit } from '../../components/forms'
 import { href } from '../../router'
 import { ColumnHeads, ErrorBox, Notice, useAsync } from '../../ui'
+import { useAccessFields } from './access-fields'
 import type { User } from './user-types'
 
 const PER_PAGE = 50
@@ -133,8 +134,9 @@ export function GroupsTab() {
 function CreateForm({ users, onCreated }: { users: User[]; onCreated: (g: Group) => void }) {
   const [name, setName] = useState('')
   const [members, setMembers] = useState<string[]>([])
+  const access = useAccessFields(null, false, true)
   const { error, busy, submit } = useSubmit(async () => {
-    const g = await post<Group>('/groups', { name: name.trim(), user_ids: members.join(',') })
+    const g = await post<Group>('/groups', { ...access.body, name: name.trim(), user_ids: members.join(',') })
     setName('')
     setMembers([])
     onCreated(g)
@@ -161,6 +163,7 @@ function CreateForm({ users, onCreated }: { users: User[]; onCreated: (g: Group)
           {busy ? 'Creating…' : 'Create group'}
         </button>
       </div>
+      {access.fields}
       <ErrorBox error={error} />
     </form>
   )

@@ -4,6 +4,7 @@ import { withReauthentication } from '../../components/accounts-reauth'
 import { useFocusWhen } from '../../components/focus'
 import { Checkbox, Field, PasswordField, SubmitOrCancel, useSubmit } from '../../components/forms'
 import { ErrorBox } from '../../ui'
+import { useAccessFields } from './access-fields'
 import type { User } from './user-types'
 
 /** Text fields sent as null when left empty, so clearing a name really clears it. */
@@ -47,9 +48,11 @@ export function CreateUserForm({ onDone, onCancel }: { onDone: (u: User) => void
   const [siteAdmin, setSiteAdmin] = useState(false)
   const [shared, setShared] = useState(false)
   const [mustChange, setMustChange] = useState(false)
+  const access = useAccessFields(null)
   const first = useFocusFirst()
   const { error, busy, submit } = useSubmit(async () => {
     const u = await post<User>('/users', {
+      ...access.body,
       require_password_change: mustChange,
       username: username.trim(),
       name: orNull(name),
@@ -84,6 +87,7 @@ export function CreateUserForm({ onDone, onCancel }: { onDone: (u: User) => void
         onChecked={setShared}
       />
       <MustChangePassword checked={mustChange} onChecked={setMustChange} />
+      {access.fields}
       <ErrorBox error={error} />
       <SubmitOrCancel busy={busy} label="Create user" busyLabel="Creating…" onCancel={onCancel} />
     </form>
@@ -110,9 +114,11 @@ export function EditUserForm({
   const [mustChange, setMustChange] = useState(user.require_password_change === true)
   const [password, setPassword] = useState('')
   const [ownPassword, setOwnPassword] = useState('')
+  const access = useAccessFields(user, self)
   const first = useFocusFirst()
   const { error, busy, submit } = useSubmit(async () => {
     const body = {
+      ...access.body,
       name: orNull(name),
       email: orNull(email),
       site_admin: siteAdmin,
@@ -167,6 +173,7 @@ export function EditUserForm({
       />
       <Checkbox label="Shared/Bot user" checked={shared} onChecked={setShared} />
       <MustChangePassword checked={mustChange} onChecked={setMustChange} />
+      {access.fields}
       <ErrorBox error={error} />
       <SubmitOrCancel busy={busy} label="Save changes" busyLabel="Saving…" onCancel={onCancel} />
     </form>

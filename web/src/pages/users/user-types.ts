@@ -11,6 +11,12 @@ export interface User {
   last_login_at: string | null
   /** The next sign-in can only change the password. */
   require_password_change?: boolean
+  ftp_permission: boolean
+  sftp_permission: boolean
+  dav_permission: boolean
+  restapi_permission: boolean
+  allowed_ips: string | null
+  authenticate_until: string | null
 }
 
 /** A folder permission as GET /permissions gives it. */
