@@ -367,8 +367,10 @@ function createWorkers(
     logger: opts.logger,
   }
   const endpointHealth = new EndpointHealth(db, hooks.disableAfterDays * 86_400_000, endpointAlerts)
+  const linkSecrets = new SiteSecrets(repos.sites)
   const dispatcher = new WebhookDispatcher(db, sender, retryPolicy, now, {
     health: endpointHealth,
+    fileLinks: { secret: (siteId) => linkSecrets.signingSecret(siteId), baseUrl: () => config.baseUrl },
     concurrency: hooks.concurrency,
     leaseMs,
     // One process owns a SQLite file: claims left by a crash are void at once.

@@ -30,7 +30,7 @@ describe.each(dialects)('webhook endpoints (%s)', (dialect) => {
     dialect,
     () => ({
       WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
-      WEBHOOK_RETRY_SCHEDULE: '0.1',
+      WEBHOOK_RETRY_SCHEDULE: '0.1,0.1',
       SMTP_URL: smtp.url,
       MAIL_FROM: 'Wharf <wharf@files.example>',
       WEBHOOK_ALERT_URL: alerts.url,
@@ -229,7 +229,7 @@ describe.each(dialects)('webhook endpoints (%s)', (dialect) => {
     await vi.waitFor(async () => expect(await stateOf('outage/1.txt')).toEqual(['failed']), WAIT)
     expect(await get(e.id)).toMatchObject({
       state: 'failing',
-      consecutive_failures: 2,
+      consecutive_failures: 3,
       last_failure_reason: 'HTTP 500 Internal Server Error',
     })
     // Six days later it still fails: disabled.
@@ -384,5 +384,78 @@ describe.each(dialects)('webhook endpoints (%s)', (dialect) => {
     await Promise.all(files.map((f) => uploaded(s, f.replace('.txt', 'b.txt'), 'x')))
     await l.waitFor(6)
     expect(most).toBeGreaterThan(1)
+  })
+
+  it('gives a file-aware endpoint the version that fired the event, with a fresh link at each attempt', async () => {
+    let uploadedAgain!: () => void
+    const replaced = new Promise<void>((r) => {
+      uploadedAgain = r
+    })
+    const fetched: string[] = []
+    const fetchLink = async (r: Received) => {
+      const link = new URL(r.json.file_download_url)
+      const res = await fetch(`${s.url}${link.pathname}`)
+      fetched.push(`${res.status} ${await res.text()}`)
+    }
+    // The first upload's event fails twice, then succeeds; the listener fetches its link on
+    // attempts 1 and 3. The new version's own event is taken at once.
+    let firstId: unknown
+    const l = await listener(async (r) => {
+      firstId ??= r.headers['webhook-id']
+      if (r.headers['webhook-id'] !== firstId) return 200
+      if (r.json.attempt === 1) await fetchLink(r)
+      if (r.json.attempt === 2) await replaced
+      if (r.json.attempt === 3) {
+        await fetchLink(r)
+        return 200
+      }
+      return 500
+    })
+    await hook('aware', [l.url])
+    const plain = await listener()
+    await hook('aware', [plain.url])
+    const e = await endpointOf(l.url)
+    expect((await patch(e.id, { file_aware: true })).file_aware).toBe(true)
+    await uploaded(s, 'aware/report.csv', 'version one')
+    await l.waitFor(2)
+    await uploaded(s, 'aware/report.csv', 'version two, longer')
+    uploadedAgain()
+    await l.waitFor(4)
+    const mine = l.received.filter((r) => r.headers['webhook-id'] === firstId)
+    const [first, , third] = mine
+    await vi.waitFor(() => expect(fetched).toHaveLength(2), WAIT)
+    // Attempt 3 came after the new version: it still links to the bytes that fired it.
+    expect(fetched).toEqual(['200 version one', '200 version one'])
+    for (const [r, attempt] of [
+      [first!, 1],
+      [third!, 3],
+    ] as const) {
+      expect(r.json).toEqual({
+        accountname: expect.any(String),
+        username: '',
+        operation: 'Upload',
+        protocol: 'restapi',
+        path: 'aware/report.csv',
+        sourcepath: '',
+        attempt,
+        file_size: 11,
+        file_sha256: null,
+        file_version_id: expect.stringMatching(/^ver_/),
+        file_download_url: expect.stringContaining('/api/rest/v1/downloads/'),
+        file_download_expires_at: expect.any(String),
+      })
+    }
+    expect(third!.json.file_version_id).toBe(first!.json.file_version_id)
+    // An endpoint without the option gets the body exactly as before.
+    await plain.waitFor(2)
+    expect(Object.keys(plain.received[0]!.json)).toEqual([
+      'accountname',
+      'username',
+      'operation',
+      'protocol',
+      'path',
+      'sourcepath',
+      'attempt',
+    ])
   })
 })

@@ -209,6 +209,10 @@ export interface WebhookNotificationsTable {
   behavior_id: number | null
   /** The behavior's URL it goes to (one notification per URL); null for the site's listener. */
   url: string | null
+  /** File-aware endpoints: the file and version (its bytes' key and size) the event is about. */
+  file_id: Generated<number | null>
+  file_blob_key: Generated<string | null>
+  file_size: Generated<number | null>
   created_at: number
   updated_at: number
 }

@@ -18,6 +18,7 @@ import type { EndpointHealth } from './endpoints/endpoint-health.js'
 import { EndpointLimits } from './endpoints/endpoint-limits.js'
 import { holdClaimed } from './endpoints/endpoint-queue.js'
 import type { EndpointRow } from './endpoints/endpoint-rows.js'
+import { type FileLinks, fileFields } from './endpoints/file-fields.js'
 import { findWebhookSettings, type WebhookSettings } from './listener-settings.js'
 import { type ClaimedRow, claimNotifications, KIND, type NotificationRow, PENDING } from './outbox-claims.js'
 import type { RetryPolicy } from './retry-policy.js'
@@ -47,6 +48,8 @@ export interface DispatcherOptions {
   prepared?: PreparedArrays | undefined
   /** Keeps each endpoint's health from the outcomes (and disables one that keeps failing). */
   health?: EndpointHealth | undefined
+  /** What a file-aware endpoint's download links are made with. */
+  fileLinks?: FileLinks | undefined
 }
 
 /** After this many failures in a row a site's listener gets one request at a time. */
@@ -358,6 +361,7 @@ export class WebhookDispatcher extends JobLoop {
         path: row.path,
         sourcepath: row.sourcepath,
         attempt,
+        extra: await this.fileFieldsFor(row, endpoint),
       },
       row.message_id,
       settings,
@@ -409,6 +413,7 @@ export class WebhookDispatcher extends JobLoop {
         path: row.path,
         sourcepath: row.sourcepath,
         attempt,
+        extra: await this.fileFieldsFor(row, endpoint),
       },
       row.message_id,
       sentAt,
@@ -428,6 +433,12 @@ export class WebhookDispatcher extends JobLoop {
     })
     await this.noteHealth(endpoint, outcome)
     return log
+  }
+
+  /** A file-aware endpoint's fields (endpoints/file-fields.ts); none otherwise. */
+  private async fileFieldsFor(row: ClaimedRow, endpoint: EndpointRow | undefined) {
+    if (endpoint?.file_aware !== 1 || this.opts.fileLinks === undefined) return undefined
+    return fileFields(this.db, this.opts.fileLinks, row, this.now())
   }
 
   /** The endpoint's health after an attempt; a failure to write it costs no delivery. */

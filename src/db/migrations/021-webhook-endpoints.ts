@@ -1,4 +1,4 @@
-import { type Kysely, PostgresAdapter } from 'kysely'
+import { type Kysely, PostgresAdapter, sql } from 'kysely'
 
 /**
  * Webhook endpoints: the site's listener and each URL of each webhook behavior, with the health
@@ -38,6 +38,17 @@ export async function up(db: Kysely<any>): Promise<void> {
     .columns(['site_id', 'endpoint_key'])
     .unique()
     .execute()
+  // File-aware endpoints: the version of the file that fired the event, fixed at the first
+  // attempt, so that every attempt links to those bytes (the janitor keeps them meanwhile).
+  await db.schema.alterTable('webhook_notifications').addColumn('file_id', 'bigint').execute()
+  await db.schema.alterTable('webhook_notifications').addColumn('file_blob_key', 'text').execute()
+  await db.schema.alterTable('webhook_notifications').addColumn('file_size', 'bigint').execute()
+  await db.schema
+    .createIndex('webhook_notifications_file_blob')
+    .on('webhook_notifications')
+    .column('file_blob_key')
+    .where(sql.ref('file_blob_key'), 'is not', null)
+    .execute()
   // The notifications of one endpoint: held ones released, queued ones counted, recoveries.
   await db.schema
     .createIndex('webhook_notifications_site_behavior')
@@ -47,6 +58,9 @@ export async function up(db: Kysely<any>): Promise<void> {
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropIndex('webhook_notifications_file_blob').execute()
+  for (const c of ['file_size', 'file_blob_key', 'file_id'])
+    await db.schema.alterTable('webhook_notifications').dropColumn(c).execute()
   await db.schema.dropIndex('webhook_notifications_site_behavior').execute()
   await db.schema.dropTable('webhook_endpoints').execute()
 }
