@@ -364,7 +364,7 @@ export function loadConfig(env: Env = process.env): Config {
       concurrency: s.WEBHOOK_CONCURRENCY,
       logRetentionDays: s.WEBHOOK_LOG_RETENTION_DAYS,
       disableAfterDays: s.WEBHOOK_DISABLE_AFTER_DAYS,
-      alertUrl: s.WEBHOOK_ALERT_URL === '' ? undefined : s.WEBHOOK_ALERT_URL,
+      alertUrl: parseAlertUrl(s.WEBHOOK_ALERT_URL, problems),
     },
     dav: {
       enabled: isTrue(s.DAV_ENABLED),
@@ -559,4 +559,17 @@ function isCidr(text: string): boolean {
   } catch {
     return false
   }
+}
+
+/** WEBHOOK_ALERT_URL: an http(s) URL, or nothing. */
+function parseAlertUrl(value: string | undefined, problems: string[]): string | undefined {
+  if (value === undefined || value.trim() === '') return undefined
+  const url = URL.canParse(value) ? new URL(value) : null
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    problems.push(
+      'WEBHOOK_ALERT_URL must be an http:// or https:// URL, e.g. https://ops.example.com/wharf-alerts',
+    )
+    return undefined
+  }
+  return value.trim()
 }
