@@ -68,6 +68,8 @@ interface Waiting {
   behavior?: BehaviorWebhook | undefined
   /** Its endpoint as the claim found it (absent: none kept, e.g. a behavior's test). */
   endpoint?: EndpointRow | undefined
+  /** When it was claimed (one held back by its endpoint's limits goes back before its lease ends). */
+  claimedAt?: number
 }
 
 /**
@@ -192,7 +194,13 @@ export class WebhookDispatcher extends JobLoop {
       )
         continue
       const behavior = row.behavior_id === null ? undefined : behaviors.get(row.behavior_id)
-      this.waiting.push({ row, settings: settings.get(row.site_id), behavior, endpoint })
+      this.waiting.push({
+        row,
+        settings: settings.get(row.site_id),
+        behavior,
+        endpoint,
+        claimedAt: this.now(),
+      })
     }
     this.launchWaiting()
     // Only once the due rows ran out does the next due time matter; while slots are all busy,
@@ -219,6 +227,15 @@ export class WebhookDispatcher extends JobLoop {
       // Its endpoint is at its concurrency cap or out of its rate: it waits, in its order, and
       // the others go by.
       if (!this.limits.tryStart(endpoint)) {
+        // Held back past half its lease: back to the outbox, so no other process sends it while
+        // this one still holds it.
+        if (this.now() - (this.waiting[i]!.claimedAt ?? 0) > this.opts.leaseMs / 2) {
+          this.waiting.splice(i, 1)
+          void this.jobs.release(row.id).catch((err: unknown) => {
+            this.opts.logger?.error({ err, notification: row.id }, 'webhook claim could not be released')
+          })
+          continue
+        }
         const wait = this.limits.retryIn(endpoint)
         if (wait > 0 && (limitedFor === 0 || wait < limitedFor)) limitedFor = wait
         i++
