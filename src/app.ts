@@ -40,6 +40,7 @@ import { transferRoutes } from './http/routes/transfers.js'
 import { twoFactorRoutes } from './http/routes/two-factor.js'
 import { userRoutes } from './http/routes/users.js'
 import { webhookDeliveryRoutes } from './http/routes/webhook-delivery.js'
+import { webhookEndpointRoutes } from './http/routes/webhook-endpoints.js'
 import { webhookSettingsRoutes } from './http/routes/webhook-settings.js'
 import { zipDownloadRoutes } from './http/routes/zip-downloads.js'
 import { FilePathParams } from './http/schemas.js'
@@ -293,6 +294,7 @@ async function registerApi(app: FastifyInstance, container: Container): Promise<
       await api.register(historyRoutes(container))
       await api.register(webhookSettingsRoutes(container))
       await api.register(webhookDeliveryRoutes(container))
+      await api.register(webhookEndpointRoutes(container))
       await api.register(actionNotificationExportRoutes(container))
       await api.register(historyExportRoutes(container))
       await api.register(exportFileRoutes(container))

@@ -46,6 +46,10 @@ export interface Config extends ModuleSettings {
     concurrency: number
     /** How long delivery-log records (and finished notifications) are kept. */
     logRetentionDays: number
+    /** An endpoint failing continuously this long is disabled (docs/decisions.md, "Webhook endpoints"). */
+    disableAfterDays: number
+    /** The operational webhook: told when an endpoint is disabled or enabled again. */
+    alertUrl: string | undefined
   }
   /** WebDAV under the HTTP server (decisions.md, "WebDAV"). */
   dav: DavSettings
@@ -186,6 +190,8 @@ const SETTINGS = Type.Object({
   WEBHOOK_TIMEOUT_MS: int(15_000, 10, 120_000),
   WEBHOOK_CONCURRENCY: int(64, 1, 1024),
   WEBHOOK_LOG_RETENTION_DAYS: int(90, 1, 36500),
+  WEBHOOK_DISABLE_AFTER_DAYS: int(5, 1, 36500),
+  WEBHOOK_ALERT_URL: Type.Optional(text()),
   DAV_ENABLED: bool(true),
   DAV_PREFIX: Type.Optional(text()),
   DAV_AUTH_CACHE_SECONDS: int(300, 0, 3600),
@@ -357,6 +363,8 @@ export function loadConfig(env: Env = process.env): Config {
       totalTimeoutMs: s.WEBHOOK_TIMEOUT_MS,
       concurrency: s.WEBHOOK_CONCURRENCY,
       logRetentionDays: s.WEBHOOK_LOG_RETENTION_DAYS,
+      disableAfterDays: s.WEBHOOK_DISABLE_AFTER_DAYS,
+      alertUrl: parseAlertUrl(s.WEBHOOK_ALERT_URL, problems),
     },
     dav: {
       enabled: isTrue(s.DAV_ENABLED),
@@ -551,4 +559,17 @@ function isCidr(text: string): boolean {
   } catch {
     return false
   }
+}
+
+/** WEBHOOK_ALERT_URL: an http(s) URL, or nothing. */
+function parseAlertUrl(value: string | undefined, problems: string[]): string | undefined {
+  if (value === undefined || value.trim() === '') return undefined
+  const url = URL.canParse(value) ? new URL(value) : null
+  if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    problems.push(
+      'WEBHOOK_ALERT_URL must be an http:// or https:// URL, e.g. https://ops.example.com/wharf-alerts',
+    )
+    return undefined
+  }
+  return value.trim()
 }

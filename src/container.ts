@@ -68,10 +68,12 @@ import { HostKeyService } from './modules/ssh/host-key-service.js'
 import { HostKeys } from './modules/ssh/host-keys.js'
 import { TwoFactorService } from './modules/two-factor/two-factor-service.js'
 import { UserService } from './modules/users/user-service.js'
+import { WebhookEndpointService } from './modules/webhooks/webhook-endpoint-service.js'
 import { WebhookService } from './modules/webhooks/webhook-service.js'
 import { WebhookSettingsService } from './modules/webhooks/webhook-settings.js'
 import { SiteSecrets } from './security/site-secrets.js'
 import { AddressGuard, type Resolver } from './webhooks/address-guard.js'
+import { type EndpointAlerts, EndpointHealth } from './webhooks/endpoints/endpoint-health.js'
 import { RetryPolicy } from './webhooks/retry-policy.js'
 import { WebhookDispatcher } from './webhooks/webhook-dispatcher.js'
 import { WebhookLogRetention } from './webhooks/webhook-log-retention.js'
@@ -381,7 +383,20 @@ function createWorkers(
   // is out (45 s with the default timeouts).
   const leaseMs = 2 * (hooks.connectTimeoutMs + hooks.totalTimeoutMs) + 5000
   const listen = database.listen
+  // Who hears of an endpoint disabled or enabled again: the site's admins by mail (when the
+  // server sends mail) and the operational webhook.
+  const endpointAlerts: EndpointAlerts = {
+    mail: config.smtpUrl !== undefined,
+    mailDomain: config.mail.domain,
+    url: hooks.alertUrl,
+    send: (req) => sender.send(req),
+    logger: opts.logger,
+  }
+  const endpointHealth = new EndpointHealth(db, hooks.disableAfterDays * 86_400_000, endpointAlerts)
+  const linkSecrets = new SiteSecrets(repos.sites)
   const dispatcher = new WebhookDispatcher(db, sender, retryPolicy, now, {
+    health: endpointHealth,
+    fileLinks: { secret: (siteId) => linkSecrets.signingSecret(siteId), baseUrl: () => config.baseUrl },
     concurrency: hooks.concurrency,
     leaseMs,
     // One process owns a SQLite file: claims left by a crash are void at once.
@@ -456,6 +471,7 @@ function createWorkers(
     retryPolicy,
     leaseMs,
     dispatcher,
+    endpointAlerts,
     retention,
     exportWorker,
     exportRetention,
@@ -534,7 +550,7 @@ function createServices(p: ServiceParts): Services {
     hostKeys,
     access,
   } = p
-  const { dispatcher, retryPolicy, leaseMs } = p.workers
+  const { dispatcher, retryPolicy, leaseMs, endpointAlerts } = p.workers
   const { db } = p
   const fileAccess = new FileAccess(repos.permissions)
   const folderRules = new FolderRules(repos.behaviors)
@@ -639,6 +655,14 @@ function createServices(p: ServiceParts): Services {
     history: new HistoryService(repos.history, fileAccess, secrets, now),
     webhookSettings,
     webhooks: new WebhookService(db, webhookSettings, dispatcher, retryPolicy, leaseMs, now),
+    webhookEndpoints: new WebhookEndpointService(
+      db,
+      secrets,
+      repos.permissions,
+      retryPolicy,
+      endpointAlerts,
+      now,
+    ),
     billing: new BillingService(repos.billing, config, secrets, now),
     billingLedger: new BillingLedger(repos.billing, now),
     apps: new AppService(apps, secrets, () => config.baseUrl),

@@ -14,6 +14,19 @@ function problemsOf(env: Record<string, string>): string[] {
 }
 
 describe('loadConfig', () => {
+  it('takes the webhook endpoints settings, refusing an alert URL that is no http(s) URL', () => {
+    const c = loadConfig({})
+    expect([c.webhooks.disableAfterDays, c.webhooks.alertUrl]).toEqual([5, undefined])
+    const set = loadConfig({
+      WEBHOOK_DISABLE_AFTER_DAYS: '2',
+      WEBHOOK_ALERT_URL: 'https://ops.example.com/a',
+    })
+    expect([set.webhooks.disableAfterDays, set.webhooks.alertUrl]).toEqual([2, 'https://ops.example.com/a'])
+    expect(problemsOf({ WEBHOOK_ALERT_URL: 'ftp://ops.example.com/a' })).toEqual([
+      'WEBHOOK_ALERT_URL must be an http:// or https:// URL, e.g. https://ops.example.com/wharf-alerts',
+    ])
+  })
+
   it('has the documented defaults', () => {
     const c = loadConfig({})
     expect(c.host).toBe('127.0.0.1')

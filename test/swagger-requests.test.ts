@@ -411,7 +411,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     expect(failures).toEqual([])
     // The state answers did occur (which ones depends on the values drawn).
     expect(seen.size).toBeGreaterThanOrEqual(5)
-    expect(ops.length).toBe(117)
+    expect(ops.length).toBe(123)
     expect(sent).toBeGreaterThan(ops.length * VARIANTS)
   })
 })

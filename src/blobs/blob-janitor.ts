@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { Logger } from 'pino'
 import type { Database } from '../db/schema.js'
+import { FILE_LINK_MS } from '../webhooks/endpoints/file-fields.js'
 import type { BlobStore } from './blob-store.js'
 
 /** What one run removed, for tests and the debug log line. */
@@ -133,6 +134,7 @@ export class BlobJanitor {
 
   /** The blob first, then its row: a crash between them leaves a row whose blob is gone, which the next run clears. */
   private async collectGarbage(cutoff: number, report: JanitorReport, held: () => boolean): Promise<void> {
+    const linksFrom = this.now() - FILE_LINK_MS
     let afterId = 0
     for (;;) {
       const rows = await this.db
@@ -150,6 +152,21 @@ export class BlobJanitor {
             )
             .as('in_use'),
         )
+        // The bytes a file-aware webhook notification links to stay while it is being sent,
+        // kept, or its last link may still be fetched (webhooks/endpoints/file-fields.ts).
+        .select((eb) =>
+          eb
+            .exists(
+              eb
+                .selectFrom('webhook_notifications as n')
+                .select('n.id')
+                .whereRef('n.file_blob_key', '=', 'blob_garbage.blob_key')
+                .where((w) =>
+                  w.or([w('n.state', 'in', ['pending', 'held']), w('n.updated_at', '>=', linksFrom)]),
+                ),
+            )
+            .as('linked'),
+        )
         .where('created_at', '<', cutoff)
         .where('id', '>', afterId)
         .orderBy('id')
@@ -157,6 +174,7 @@ export class BlobJanitor {
         .execute()
       const done: number[] = []
       for (const row of rows) {
+        if (row.linked) continue
         if (row.in_use) {
           this.logger?.warn({ blobKey: row.blob_key }, 'janitor kept a queued blob that a file still uses')
           done.push(row.id)

@@ -250,7 +250,8 @@ export interface WebhookSettingsTable {
   updated_at: number
 }
 
-export type NotificationState = 'pending' | 'delivered' | 'failed' | 'dropped'
+/** `held`: kept, not attempted, while its endpoint is paused or disabled (webhook_endpoints). */
+export type NotificationState = 'pending' | 'delivered' | 'failed' | 'dropped' | 'held'
 
 export interface WebhookNotificationsTable {
   id: Generated<number>
@@ -275,6 +276,10 @@ export interface WebhookNotificationsTable {
   behavior_id: number | null
   /** The behavior's URL it goes to (one notification per URL); null for the site's listener. */
   url: string | null
+  /** File-aware endpoints: the file and version (its bytes' key and size) the event is about. */
+  file_id: Generated<number | null>
+  file_blob_key: Generated<string | null>
+  file_size: Generated<number | null>
   created_at: number
   updated_at: number
 }
@@ -301,6 +306,34 @@ export interface WebhookAttemptsTable {
   duration_ms: number
   /** The webhook behavior the request was for, or null for the site's listener. */
   behavior_id: number | null
+}
+
+export type EndpointState = 'enabled' | 'failing' | 'disabled' | 'paused'
+
+/** A webhook endpoint: the site's listener or one URL of a webhook behavior (migration 021). */
+export interface WebhookEndpointsTable {
+  id: Generated<number>
+  site_id: number
+  /** `site`, or `<behavior id> <url>`: unique within the site. */
+  endpoint_key: string
+  behavior_id: number | null
+  url: string
+  state: EndpointState
+  consecutive_failures: number
+  /** When the current run of failures began (null while it succeeds). */
+  failing_since: number | null
+  last_success_at: number | null
+  last_failure_at: number | null
+  last_failure_reason: string | null
+  disabled_at: number | null
+  disabled_reason: string | null
+  /** Requests per second at most (null: no limit). */
+  rate_limit: number | null
+  /** Requests in flight at once at most, per process (null: no cap). */
+  concurrency: number | null
+  file_aware: number
+  created_at: number
+  updated_at: number
 }
 
 export type AccountLineItemType = 'invoice' | 'payment'
@@ -388,6 +421,7 @@ export interface Database {
   webhook_settings: WebhookSettingsTable
   webhook_notifications: WebhookNotificationsTable
   webhook_attempts: WebhookAttemptsTable
+  webhook_endpoints: WebhookEndpointsTable
   account_line_items: AccountLineItemsTable
   invoice_line_items: InvoiceLineItemsTable
   payment_line_items: PaymentLineItemsTable

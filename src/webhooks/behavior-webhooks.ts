@@ -168,17 +168,24 @@ export const HIDDEN_HEADER = '[hidden]'
 const xml = new XMLBuilder({ format: false, suppressEmptyNode: false })
 
 /** The fields sent: the spec's payload, then the behavior's own (which cannot replace one of those). */
-function fieldsOf(payload: WebhookPayload, extra: Record<string, string>): Record<string, string | number> {
-  const out: Record<string, string | number> = { ...payload }
+function fieldsOf(payload: WebhookPayload, extra: Record<string, string>): Record<string, Field> {
+  const { extra: fileFields, ...spec } = payload
+  const out: Record<string, Field> = { ...spec, ...fileFields }
   for (const [k, v] of Object.entries(extra)) if (!(k in out)) out[k] = v
   return out
 }
 
-function encode(fields: Record<string, string | number>, encoding: WebhookEncoding): [string, string] {
+/** A field's value: null (a file-aware field not known) is JSON's null, and empty in XML or a form. */
+type Field = string | number | null
+
+const texts = (fields: Record<string, Field>) =>
+  Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v ?? '']))
+
+function encode(fields: Record<string, Field>, encoding: WebhookEncoding): [string, string] {
   switch (encoding) {
     case 'XML':
       return [
-        `<?xml version="1.0" encoding="UTF-8"?>${xml.build({ webhook: fields }) as string}`,
+        `<?xml version="1.0" encoding="UTF-8"?>${xml.build({ webhook: texts(fields) }) as string}`,
         'application/xml',
       ]
     case 'RAW':
@@ -188,8 +195,10 @@ function encode(fields: Record<string, string | number>, encoding: WebhookEncodi
   }
 }
 
-const formOf = (fields: Record<string, string | number>) =>
-  new URLSearchParams(Object.entries(fields).map(([k, v]): [string, string] => [k, String(v)])).toString()
+const formOf = (fields: Record<string, Field>) =>
+  new URLSearchParams(
+    Object.entries(fields).map(([k, v]): [string, string] => [k, String(v ?? '')]),
+  ).toString()
 
 /**
  * The request of one attempt to one URL of a behavior. POST sends the fields in the body in its

@@ -172,7 +172,8 @@ export async function pruneDeliveryLog(db: Kysely<Database>, cutoff: number, bat
       .selectFrom('webhook_notifications')
       .select('id')
       .where('created_at', '<', cutoff)
-      .where('state', 'in', ['delivered', 'failed', 'dropped'])
+      // Held ones too: a paused or disabled endpoint's notifications are kept as long as the log.
+      .where('state', 'in', ['delivered', 'failed', 'dropped', 'held'])
       .where('updated_at', '<', cutoff)
       .limit(batch)
     const res = await db.deleteFrom('webhook_notifications').where('id', 'in', old).executeTakeFirst()

@@ -13,6 +13,12 @@ import {
   loadBehaviorWebhooks,
 } from './behavior-webhooks.js'
 import { type DeliveryLog, DeliveryLogWriter } from './delivery-log.js'
+import { endpointsForBatch, holding } from './endpoints/endpoint-gate.js'
+import type { EndpointHealth } from './endpoints/endpoint-health.js'
+import { EndpointLimits } from './endpoints/endpoint-limits.js'
+import { holdClaimed } from './endpoints/endpoint-queue.js'
+import type { EndpointRow } from './endpoints/endpoint-rows.js'
+import { type FileLinks, fileFields } from './endpoints/file-fields.js'
 import { findWebhookSettings, type WebhookSettings } from './listener-settings.js'
 import { type ClaimedRow, claimNotifications, KIND, type NotificationRow, PENDING } from './outbox-claims.js'
 import type { RetryPolicy } from './retry-policy.js'
@@ -40,6 +46,10 @@ export interface DispatcherOptions {
   sqlite?: RawSqlite | undefined
   /** PostgreSQL: prepared statements with rows as arrays, for the same (and the settings with the claim). */
   prepared?: PreparedArrays | undefined
+  /** Keeps each endpoint's health from the outcomes (and disables one that keeps failing). */
+  health?: EndpointHealth | undefined
+  /** What a file-aware endpoint's download links are made with. */
+  fileLinks?: FileLinks | undefined
 }
 
 /** After this many failures in a row a site's listener gets one request at a time. */
@@ -56,6 +66,10 @@ interface Waiting {
   settings: WebhookSettings | undefined
   /** A behavior's notification: its webhook behavior as the claim found it (absent: deleted). */
   behavior?: BehaviorWebhook | undefined
+  /** Its endpoint as the claim found it (absent: none kept, e.g. a behavior's test). */
+  endpoint?: EndpointRow | undefined
+  /** When it was claimed (one held back by its endpoint's limits goes back before its lease ends). */
+  claimedAt?: number
 }
 
 /**
@@ -83,6 +97,9 @@ export class WebhookDispatcher extends JobLoop {
   private kickQueued = false
   private unlisten: (() => Promise<void>) | null = null
   private readonly log: DeliveryLogWriter
+  /** Each endpoint's concurrency cap and rate limit. */
+  private readonly limits = new EndpointLimits()
+  private limitTimer: NodeJS.Timeout | null = null
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -121,6 +138,8 @@ export class WebhookDispatcher extends JobLoop {
   async stop(): Promise<void> {
     if (this.stopped) return
     outboxSignal.off('enqueued', this.kick)
+    if (this.limitTimer !== null) clearTimeout(this.limitTimer)
+    this.limitTimer = null
     await this.halt(async () => {
       await this.unlisten?.()
       this.unlisten = null
@@ -150,6 +169,9 @@ export class WebhookDispatcher extends JobLoop {
   protected override async look(): Promise<boolean> {
     const room = this.room
     const rows = await this.claimBatch(room)
+    // Oldest first within a batch, retries among them: an endpoint taking one request at a time
+    // gets what it kept while paused or disabled in the order it was made.
+    rows.sort((a, b) => a.id - b.id)
     // Settings are read once per batch: a change applies to every claim made after it. Where
     // the claim read them itself (PostgreSQL), that is the same statement.
     const settings = new Map<number, WebhookSettings | undefined>()
@@ -162,9 +184,23 @@ export class WebhookDispatcher extends JobLoop {
     // Behaviors too: one statement for every behavior of the batch.
     const behaviorIds = rows.flatMap((r) => (r.behavior_id === null ? [] : [r.behavior_id]))
     const behaviors = await loadBehaviorWebhooks(this.db, behaviorIds)
-    for (const row of rows) {
+    const endpoints = await endpointsForBatch(this.db, rows, this.now())
+    for (const [i, row] of rows.entries()) {
+      const endpoint = endpoints[i]
+      // A paused or disabled endpoint's notifications are kept, not sent (endpoints/).
+      if (
+        holding(endpoint, row) &&
+        (await holdClaimed(this.db, row.id, this.owner, endpoint!.id, this.now()))
+      )
+        continue
       const behavior = row.behavior_id === null ? undefined : behaviors.get(row.behavior_id)
-      this.waiting.push({ row, settings: settings.get(row.site_id), behavior })
+      this.waiting.push({
+        row,
+        settings: settings.get(row.site_id),
+        behavior,
+        endpoint,
+        claimedAt: this.now(),
+      })
     }
     this.launchWaiting()
     // Only once the due rows ran out does the next due time matter; while slots are all busy,
@@ -174,18 +210,46 @@ export class WebhookDispatcher extends JobLoop {
 
   /** Starts claimed notifications while slots are free, the oldest claim first. */
   private launchWaiting(): void {
-    while (!this.stopped && this.inflight < this.opts.concurrency && this.waiting.length > 0) {
-      const { row, settings, behavior } = this.waiting.shift()!
+    let i = 0
+    let limitedFor = 0
+    while (!this.stopped && this.inflight < this.opts.concurrency && i < this.waiting.length) {
+      const { row, settings, behavior, endpoint } = this.waiting[i]!
       const site = this.siteState(row.site_id)
       // The site's listener began failing since the claim: one request at a time, so this one
       // goes back to the outbox (its own claim takes it when the site has nothing in flight).
       if (site.failures >= FAILING_AFTER && site.inflight > 0) {
+        this.waiting.splice(i, 1)
         void this.jobs.release(row.id).catch((err: unknown) => {
           this.opts.logger?.error({ err, notification: row.id }, 'webhook claim could not be released')
         })
         continue
       }
-      this.launch(row, settings, behavior)
+      // Its endpoint is at its concurrency cap or out of its rate: it waits, in its order, and
+      // the others go by.
+      if (!this.limits.tryStart(endpoint)) {
+        // Held back past half its lease: back to the outbox, so no other process sends it while
+        // this one still holds it.
+        if (this.now() - (this.waiting[i]!.claimedAt ?? 0) > this.opts.leaseMs / 2) {
+          this.waiting.splice(i, 1)
+          void this.jobs.release(row.id).catch((err: unknown) => {
+            this.opts.logger?.error({ err, notification: row.id }, 'webhook claim could not be released')
+          })
+          continue
+        }
+        const wait = this.limits.retryIn(endpoint)
+        if (wait > 0 && (limitedFor === 0 || wait < limitedFor)) limitedFor = wait
+        i++
+        continue
+      }
+      this.waiting.splice(i, 1)
+      this.launch(row, settings, behavior, endpoint)
+    }
+    if (limitedFor > 0 && this.limitTimer === null && !this.stopped) {
+      this.limitTimer = setTimeout(() => {
+        this.limitTimer = null
+        this.launchWaiting()
+      }, limitedFor)
+      this.limitTimer.unref()
     }
   }
 
@@ -256,6 +320,7 @@ export class WebhookDispatcher extends JobLoop {
     row: ClaimedRow,
     settings: WebhookSettings | undefined,
     behavior: BehaviorWebhook | undefined,
+    endpoint: EndpointRow | undefined,
   ): void {
     const retry = row.attempts > 0
     const site = this.siteState(row.site_id)
@@ -271,6 +336,7 @@ export class WebhookDispatcher extends JobLoop {
       this.inflight--
       site.inflight--
       if (retry) this.inflightRetries--
+      this.limits.ended(endpoint)
       this.slotFreed()
     }
     const ended = () => {
@@ -279,7 +345,9 @@ export class WebhookDispatcher extends JobLoop {
     }
     // One reaction for either ending (catch + finally would chain three promises per delivery).
     const delivery =
-      row.url === null ? this.deliver(row, settings, release) : this.deliverToBehavior(row, behavior, release)
+      row.url === null
+        ? this.deliver(row, settings, release, endpoint)
+        : this.deliverToBehavior(row, behavior, release, endpoint)
     const p: Promise<void> = delivery.then(ended, (err) => {
       this.opts.logger?.error({ err, notification: row.id }, 'webhook delivery failed')
       ended()
@@ -291,6 +359,7 @@ export class WebhookDispatcher extends JobLoop {
     row: ClaimedRow,
     settings: WebhookSettings | undefined,
     sent: () => void = () => {},
+    endpoint?: EndpointRow,
   ): Promise<DeliveryLog | null> {
     const wanted =
       row.forced === 1 || (settings?.enabled === true && settings.triggers.some((t) => t === row.operation))
@@ -309,6 +378,7 @@ export class WebhookDispatcher extends JobLoop {
         path: row.path,
         sourcepath: row.sourcepath,
         attempt,
+        extra: await this.fileFieldsFor(row, endpoint),
       },
       row.message_id,
       settings,
@@ -318,7 +388,7 @@ export class WebhookDispatcher extends JobLoop {
     this.noteOutcome(row.site_id, outcome)
     metrics.webhookDeliveries.inc({ endpoint: 'site', result: outcome.success ? 'success' : 'failure' })
     sent()
-    return await this.log.record(row, {
+    const log = await this.log.record(row, {
       attempt,
       sentAt,
       url: settings.url,
@@ -327,6 +397,8 @@ export class WebhookDispatcher extends JobLoop {
       outcome,
       now: this.now(),
     })
+    await this.noteHealth(endpoint, outcome)
+    return log
   }
 
   /**
@@ -338,6 +410,7 @@ export class WebhookDispatcher extends JobLoop {
     row: ClaimedRow,
     behavior: BehaviorSending | undefined,
     sent: () => void = () => {},
+    endpoint?: EndpointRow,
   ): Promise<DeliveryLog | null> {
     const url = row.url
     if (url === null || behavior === undefined || !behavior.urls.includes(url)) {
@@ -357,6 +430,7 @@ export class WebhookDispatcher extends JobLoop {
         path: row.path,
         sourcepath: row.sourcepath,
         attempt,
+        extra: await this.fileFieldsFor(row, endpoint),
       },
       row.message_id,
       sentAt,
@@ -364,7 +438,7 @@ export class WebhookDispatcher extends JobLoop {
     const outcome = await this.sender.send(req)
     metrics.webhookDeliveries.inc({ endpoint: 'behavior', result: outcome.success ? 'success' : 'failure' })
     sent()
-    return await this.log.record(row, {
+    const log = await this.log.record(row, {
       attempt,
       sentAt,
       url: req.url,
@@ -374,6 +448,24 @@ export class WebhookDispatcher extends JobLoop {
       outcome,
       now: this.now(),
     })
+    await this.noteHealth(endpoint, outcome)
+    return log
+  }
+
+  /** A file-aware endpoint's fields (endpoints/file-fields.ts); none otherwise. */
+  private async fileFieldsFor(row: ClaimedRow, endpoint: EndpointRow | undefined) {
+    if (endpoint?.file_aware !== 1 || this.opts.fileLinks === undefined) return undefined
+    return fileFields(this.db, this.opts.fileLinks, row, this.now())
+  }
+
+  /** The endpoint's health after an attempt; a failure to write it costs no delivery. */
+  private async noteHealth(endpoint: EndpointRow | undefined, outcome: WebhookOutcome): Promise<void> {
+    if (endpoint === undefined || this.opts.health === undefined) return
+    try {
+      await this.opts.health.note(endpoint, outcome, this.now())
+    } catch (err) {
+      this.opts.logger?.error({ err, endpoint: endpoint.id }, 'webhook endpoint health could not be written')
+    }
   }
 
   /** The site turned webhooks (or this trigger) off before the notification went out. */

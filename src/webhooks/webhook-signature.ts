@@ -9,6 +9,8 @@ export interface WebhookPayload {
   path: string
   sourcepath: string
   attempt: number
+  /** Fields beside the spec's (a file-aware endpoint's file fields), after them. */
+  extra?: Record<string, string | number | null> | undefined
 }
 
 export interface SignedWebhook {
@@ -70,6 +72,7 @@ export function signWebhook(
     path: payload.path,
     sourcepath: payload.sourcepath,
     attempt: payload.attempt,
+    ...payload.extra,
   })
   const timestamp = Math.floor(now / 1000)
   return {

@@ -22,6 +22,7 @@ import * as m020 from './020-groups.js'
 import * as m021 from './021-password-rules.js'
 import * as m022 from './022-access.js'
 import * as m023 from './023-two-factor.js'
+import * as m024 from './024-webhook-endpoints.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -48,4 +49,5 @@ export const migrations: Record<string, Migration> = {
   '021-password-rules': m021,
   '022-access': m022,
   '023-two-factor': m023,
+  '024-webhook-endpoints': m024,
 }

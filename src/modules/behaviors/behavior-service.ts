@@ -10,6 +10,7 @@ import { isSiteAdmin, type Principal } from '../../identity/principal.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import type { AddressGuard } from '../../webhooks/address-guard.js'
 import type { WebhookTestRequest } from '../../webhooks/behavior-webhooks.js'
+import { syncEndpoints } from '../../webhooks/endpoints/endpoint-rows.js'
 import { WEBHOOK_OPERATIONS } from '../../webhooks/webhook-operations.js'
 import { readListRequest } from '../list-request.js'
 import type { PermissionRepository } from '../permissions/permission-repository.js'
@@ -180,6 +181,8 @@ export class BehaviorService {
         created_at: now,
         updated_at: now,
       })
+      // A webhook behavior's URLs are endpoints (webhook_endpoints), kept in step with it.
+      if (type === 'webhook') await syncEndpoints(tx.db, p.siteId, now)
       const v = JSON.parse(value) as Record<string, unknown>
       if (type === 'create_user_folders' && v['existing_users'] === true) {
         await this.userFolders?.forExistingUsers(tx.db, p, path, v, now)
@@ -211,12 +214,17 @@ export class BehaviorService {
     await this.behaviors.transaction(async (tx) => {
       await this.requireGroup(tx.db, p, row.behavior, next.value)
       await tx.update(row.id, changes)
+      if (row.behavior === 'webhook') await syncEndpoints(tx.db, p.siteId, next.updated_at)
     })
     return toBehaviorJson(next)
   }
 
   async remove(p: Principal, id: number): Promise<void> {
-    await this.behaviors.remove((await this.managed(p, id)).id)
+    const row = await this.managed(p, id)
+    await this.behaviors.transaction(async (tx) => {
+      await tx.remove(row.id)
+      if (row.behavior === 'webhook') await syncEndpoints(tx.db, p.siteId, this.now())
+    })
   }
 
   /**

@@ -117,6 +117,17 @@ export class DownloadService {
     verifyDownloadToken(await this.secrets.signingSecret(t.claims.s), t, this.now())
     const { claims } = t
     const row = await this.files.findById(claims.s, claims.f)
+    if (claims.w !== undefined && row?.type === 'file') {
+      // A file-aware webhook's link: the version its notification names, even if replaced since.
+      const version = await notifiedVersion(this.files, claims.s, claims.w)
+      if (version?.blobKey === claims.b) {
+        const same = row.blob_key === claims.b
+        return {
+          row: same ? row : { ...row, blob_key: claims.b, size: version.size, md5: null, crc32: null },
+          reader: { siteId: claims.s, userId: claims.u, interface: claims.i },
+        }
+      }
+    }
     if (row?.type !== 'file' || row.blob_key !== claims.b) {
       throw fileNotFound('The file has changed or been deleted since this link was made')
     }
@@ -222,4 +233,20 @@ export class DownloadService {
     })
     return `${this.config.baseUrl}/api/rest/v1/downloads/${token}/${encodeURIComponent(row.name)}`
   }
+}
+
+/** The file version a webhook notification was fixed to (file-aware endpoints), if any. */
+async function notifiedVersion(
+  files: FileRepository,
+  siteId: number,
+  notificationId: number,
+): Promise<{ blobKey: string; size: number } | undefined> {
+  const n = await files.db
+    .selectFrom('webhook_notifications')
+    .select(['file_blob_key', 'file_size'])
+    .where('site_id', '=', siteId)
+    .where('id', '=', notificationId)
+    .executeTakeFirst()
+  if (!n?.file_blob_key) return undefined
+  return { blobKey: n.file_blob_key, size: Number(n.file_size ?? 0) }
 }

@@ -94,6 +94,11 @@ export interface DownloadClaims {
   i: string
   /** expiry, epoch seconds */
   e: number
+  /**
+   * A file-aware webhook's link: the notification whose file version `b` is (the link serves
+   * those bytes even after a newer version replaced them).
+   */
+  w?: number
 }
 
 /** `<base64url JSON>~<base64url HMAC>`: no dots, so no path or format-suffix rule touches it. */
@@ -142,6 +147,7 @@ function isClaims(v: unknown): v is DownloadClaims {
     optId(c['u']) &&
     optId(c['k']) &&
     typeof c['i'] === 'string' &&
-    Number.isSafeInteger(c['e'])
+    Number.isSafeInteger(c['e']) &&
+    (c['w'] === undefined || id(c['w']))
   )
 }

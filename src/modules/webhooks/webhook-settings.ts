@@ -6,6 +6,7 @@ import { ApiError, addModelError, type ModelErrors } from '../../api/errors.js'
 import { refuseChangedReadOnly } from '../../api/read-only-fields.js'
 import { type Principal, requireSiteAdmin } from '../../identity/principal.js'
 import { type AddressGuard, WHY_REFUSED } from '../../webhooks/address-guard.js'
+import { syncEndpoints } from '../../webhooks/endpoints/endpoint-rows.js'
 import { isWebhookOperation, type WebhookSettings } from '../../webhooks/listener-settings.js'
 import { WEBHOOK_OPERATIONS, type WebhookOperation } from '../../webhooks/webhook-operations.js'
 import { contextOf, recordAction } from '../actions/action-recorder.js'
@@ -100,6 +101,8 @@ export class WebhookSettingsService {
       const changed = changedFields(current, next)
       if (changed.length === 0) return current
       await tx.update(p.siteId, next, now)
+      // The listener's endpoint follows its URL (a new URL starts with fresh health).
+      if (next.url !== current.url) await syncEndpoints(tx.db, p.siteId, now)
       await recordAction(
         tx.db,
         contextOf(p),

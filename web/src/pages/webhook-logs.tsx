@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { get, type Me, page, post } from '../api'
+import { WebhookEndpoints } from '../components/webhook-endpoints'
 import { type LogRecord, WebhookChart } from '../components/webhooks-chart'
 import { WebhookLogTable } from '../components/webhooks-log-table'
 import type { Route } from '../router'
@@ -302,6 +303,7 @@ export function WebhookLogsPage({ route }: { route: Route; me: Me }) {
           ) : null}
         </>
       ) : null}
+      <WebhookEndpoints />
     </section>
   )
 }
