@@ -46,6 +46,11 @@ export interface Config extends ModuleSettings {
     concurrency: number
     /** How long delivery-log records (and finished notifications) are kept. */
     logRetentionDays: number
+    /**
+     * Per-path ordering: a delivery waits while an older one of its path to the same endpoint is
+     * pending with fewer attempts than this; 0 sends unordered (docs/decisions.md).
+     */
+    orderHoldAttempts: number
   }
   /** WebDAV under the HTTP server (decisions.md, "WebDAV"). */
   dav: DavSettings
@@ -186,6 +191,7 @@ const SETTINGS = Type.Object({
   WEBHOOK_TIMEOUT_MS: int(15_000, 10, 120_000),
   WEBHOOK_CONCURRENCY: int(64, 1, 1024),
   WEBHOOK_LOG_RETENTION_DAYS: int(90, 1, 36500),
+  WEBHOOK_ORDER_HOLD_ATTEMPTS: int(4, 0, 101),
   DAV_ENABLED: bool(true),
   DAV_PREFIX: Type.Optional(text()),
   DAV_AUTH_CACHE_SECONDS: int(300, 0, 3600),
@@ -357,6 +363,7 @@ export function loadConfig(env: Env = process.env): Config {
       totalTimeoutMs: s.WEBHOOK_TIMEOUT_MS,
       concurrency: s.WEBHOOK_CONCURRENCY,
       logRetentionDays: s.WEBHOOK_LOG_RETENTION_DAYS,
+      orderHoldAttempts: s.WEBHOOK_ORDER_HOLD_ATTEMPTS,
     },
     dav: {
       enabled: isTrue(s.DAV_ENABLED),

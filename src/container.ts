@@ -358,6 +358,7 @@ function createWorkers(
   const dispatcher = new WebhookDispatcher(db, sender, retryPolicy, now, {
     concurrency: hooks.concurrency,
     leaseMs,
+    orderHold: hooks.orderHoldAttempts,
     // One process owns a SQLite file: claims left by a crash are void at once.
     releaseClaimsOnStart: database.dialect.singleProcess,
     sqlite: database.sqlite,

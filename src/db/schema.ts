@@ -208,7 +208,18 @@ export interface WebhookNotificationsTable {
   behavior_id: number | null
   /** The behavior's URL it goes to (one notification per URL); null for the site's listener. */
   url: string | null
+  /** Endpoint and path (lower case) it is ordered by; null for tests (sent unordered). */
+  order_key: string | null
+  /** Its number among its key's notifications (`Webhook-Sequence`); null with no key. */
+  sequence: number | null
   created_at: number
+  updated_at: number
+}
+
+/** Each ordering key's last sequence number (webhook-ordering.ts). */
+export interface WebhookSequencesTable {
+  order_key: string
+  sequence: number
   updated_at: number
 }
 
@@ -320,6 +331,7 @@ export interface Database {
   webhook_settings: WebhookSettingsTable
   webhook_notifications: WebhookNotificationsTable
   webhook_attempts: WebhookAttemptsTable
+  webhook_sequences: WebhookSequencesTable
   account_line_items: AccountLineItemsTable
   invoice_line_items: InvoiceLineItemsTable
   payment_line_items: PaymentLineItemsTable

@@ -19,6 +19,7 @@ import * as m017 from './017-bundle-visits.js'
 import * as m018 from './018-behaviors.js'
 import * as m019 from './019-behavior-webhooks.js'
 import * as m020 from './020-groups.js'
+import * as m021 from './021-webhook-ordering.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -42,4 +43,5 @@ export const migrations: Record<string, Migration> = {
   '018-behaviors': m018,
   '019-behavior-webhooks': m019,
   '020-groups': m020,
+  '021-webhook-ordering': m021,
 }
