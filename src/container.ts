@@ -63,6 +63,7 @@ import { type BootstrapResult, bootstrapSite, type SiteRow } from './modules/sit
 import { HostKeyService } from './modules/ssh/host-key-service.js'
 import { HostKeys } from './modules/ssh/host-keys.js'
 import { UserService } from './modules/users/user-service.js'
+import { EventFeedService } from './modules/webhooks/event-feed.js'
 import { WebhookService } from './modules/webhooks/webhook-service.js'
 import { WebhookSettingsService } from './modules/webhooks/webhook-settings.js'
 import { SiteSecrets } from './security/site-secrets.js'
@@ -607,6 +608,7 @@ function createServices(p: ServiceParts): Services {
     history: new HistoryService(repos.history, fileAccess, secrets, now),
     webhookSettings,
     webhooks: new WebhookService(db, webhookSettings, dispatcher, retryPolicy, leaseMs, now),
+    events: new EventFeedService(db, secrets),
     billing: new BillingService(repos.billing, config, secrets, now),
     billingLedger: new BillingLedger(repos.billing, now),
     apps: new AppService(apps, secrets, () => config.baseUrl),

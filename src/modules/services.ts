@@ -27,6 +27,7 @@ import type { SessionService } from './sessions/session-service.js'
 import type { SiteRow } from './sites/site-service.js'
 import type { HostKeyService } from './ssh/host-key-service.js'
 import type { UserService } from './users/user-service.js'
+import type { EventFeedService } from './webhooks/event-feed.js'
 import type { WebhookService } from './webhooks/webhook-service.js'
 import type { WebhookSettingsService } from './webhooks/webhook-settings.js'
 
@@ -76,6 +77,8 @@ export interface Services {
   webhookSettings: WebhookSettingsService
   /** POST /webhook_settings/test and the retry of failed webhook requests. */
   webhooks: WebhookService
+  /** GET /events and /events/{id}/attempts: the webhook events, pulled. */
+  events: EventFeedService
   /** GET /invoices and /payments, and the PDFs behind their links. */
   billing: BillingService
   /** Invoices and payments recorded by operators (`wharf billing`). */
