@@ -166,16 +166,19 @@ describe.each(dialects)('per-path webhook ordering (%s)', (dialect) => {
       // attempts still go out (after it: the bound is where order gives way).
       expect(order.indexOf('2:1')).toBeGreaterThan(order.indexOf('1:2'))
       expect(order.slice(0, 2)).toEqual(['1:1', '1:2'])
-      const states = await s.container.db
-        .selectFrom('webhook_notifications')
-        .select(['sequence', 'state', 'attempts'])
-        .where('path', '=', 'hold/a.txt')
-        .orderBy('sequence')
-        .execute()
-      expect(states).toEqual([
-        { sequence: 1, state: 'failed', attempts: 4 },
-        { sequence: 2, state: 'delivered', attempts: 1 },
-      ])
+      // The last attempt's record commits after the listener answered it.
+      await vi.waitFor(async () => {
+        const states = await s.container.db
+          .selectFrom('webhook_notifications')
+          .select(['sequence', 'state', 'attempts'])
+          .where('path', '=', 'hold/a.txt')
+          .orderBy('sequence')
+          .execute()
+        expect(states).toEqual([
+          { sequence: 1, state: 'failed', attempts: 4 },
+          { sequence: 2, state: 'delivered', attempts: 1 },
+        ])
+      }, WAIT)
     } finally {
       await close()
     }

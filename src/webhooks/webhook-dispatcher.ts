@@ -90,6 +90,8 @@ export class WebhookDispatcher extends JobLoop {
   private unlisten: (() => Promise<void>) | null = null
   private readonly log: DeliveryLogWriter
   private readonly hold: number
+  /** The last claim found fewer due notifications than it had room for (some may be held back). */
+  private lastClaimShort = true
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -112,8 +114,11 @@ export class WebhookDispatcher extends JobLoop {
       this.owner,
       { raw: opts.sqlite, prepared: opts.prepared },
       undefined,
-      // A notification's state written may free the next one of its path: look again.
-      this.hold > 0 ? () => this.kick() : undefined,
+      // A notification's state written may free the next one of its path: look again (as a
+      // freed slot does, so a busy dispatcher still claims a quarter of its pool at a time).
+      // Only after a claim that found less than it had room for: while due rows were left over,
+      // the deliveries ending look again anyway.
+      this.hold > 0 ? () => this.lastClaimShort && this.lookSoon() : undefined,
     )
     this.siteNames = new SiteNames(db)
     this.ahead = Math.ceil(opts.concurrency / 2)
@@ -183,6 +188,7 @@ export class WebhookDispatcher extends JobLoop {
       this.waiting.push({ row, settings: settings.get(row.site_id), behavior })
     }
     this.launchWaiting()
+    this.lastClaimShort = rows.length < room
     // Only once the due rows ran out does the next due time matter; while slots are all busy,
     // deliveries ending look again.
     return rows.length < room
@@ -212,6 +218,11 @@ export class WebhookDispatcher extends JobLoop {
    */
   private slotFreed(): void {
     this.launchWaiting()
+    this.lookSoon()
+  }
+
+  /** Looks at the outbox in the next turn, unless busy: then a delivery ending does it. */
+  private lookSoon(): void {
     if (this.room < Math.max(1, Math.floor(this.opts.concurrency / 4)) && this.inflight > 0) return
     if (this.kickQueued) return
     this.kickQueued = true
