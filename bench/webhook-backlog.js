@@ -8,6 +8,7 @@ import { cpuSeconds, root } from './harness.js'
 
 // The message ids come from the outbox's own function, so they have its form and uniqueness.
 const { newMessageId } = await import(path.join(root, 'dist/webhooks/webhook-outbox.js'))
+const { orderKey } = await import(path.join(root, 'dist/webhooks/webhook-ordering.js'))
 
 /** Open the database of a Wharf from startWharf: `w.dataDir` for SQLite, `url` for PostgreSQL. */
 export function openDatabase(w, url) {
@@ -62,10 +63,19 @@ export function notification(facts, i, now) {
     lease_until: null,
     created_at: now,
     updated_at: now,
+    // Each file its own path: ordered as Wharf orders them, and never held back by another.
+    order_key: orderKey(facts.siteId, null, `${folder}/file-${String(i).padStart(7, '0')}.txt`),
+    sequence: 1,
   }
 }
 const COLUMNS = Object.keys(notification({}, 0, 0))
-const PG_TYPES = { site_id: 'bigint', action_id: 'bigint', user_id: 'bigint', max_attempts: 'integer' }
+const PG_TYPES = {
+  site_id: 'bigint',
+  action_id: 'bigint',
+  user_id: 'bigint',
+  max_attempts: 'integer',
+  sequence: 'bigint',
+}
 for (const c of ['next_attempt_at', 'lease_until', 'created_at', 'updated_at']) PG_TYPES[c] = 'bigint'
 
 /** Writes `n` pending notifications in one transaction; returns the id range they got. */

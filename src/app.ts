@@ -21,6 +21,7 @@ import { bundleMailRoutes } from './http/routes/bundle-mail.js'
 import { bundleRecordRoutes } from './http/routes/bundle-records.js'
 import { bundleRoutes } from './http/routes/bundles.js'
 import { publicBundleRoutes } from './http/routes/bundles-public.js'
+import { eventRoutes } from './http/routes/events.js'
 import { exportFileRoutes } from './http/routes/export-files.js'
 import { fileOperationRoutes } from './http/routes/file-operations.js'
 import { fileRoutes } from './http/routes/files.js'
@@ -295,6 +296,7 @@ async function registerApi(app: FastifyInstance, container: Container): Promise<
       await api.register(webhookSettingsRoutes(container))
       await api.register(webhookDeliveryRoutes(container))
       await api.register(webhookEndpointRoutes(container))
+      await api.register(eventRoutes(container))
       await api.register(actionNotificationExportRoutes(container))
       await api.register(historyExportRoutes(container))
       await api.register(exportFileRoutes(container))

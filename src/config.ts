@@ -50,6 +50,11 @@ export interface Config extends ModuleSettings {
     disableAfterDays: number
     /** The operational webhook: told when an endpoint is disabled or enabled again. */
     alertUrl: string | undefined
+    /**
+     * Per-path ordering: a delivery waits while an older one of its path to the same endpoint is
+     * pending with fewer attempts than this; 0 sends unordered (docs/decisions.md).
+     */
+    orderHoldAttempts: number
   }
   /** WebDAV under the HTTP server (decisions.md, "WebDAV"). */
   dav: DavSettings
@@ -192,6 +197,7 @@ const SETTINGS = Type.Object({
   WEBHOOK_LOG_RETENTION_DAYS: int(90, 1, 36500),
   WEBHOOK_DISABLE_AFTER_DAYS: int(5, 1, 36500),
   WEBHOOK_ALERT_URL: Type.Optional(text()),
+  WEBHOOK_ORDER_HOLD_ATTEMPTS: int(4, 0, 101),
   DAV_ENABLED: bool(true),
   DAV_PREFIX: Type.Optional(text()),
   DAV_AUTH_CACHE_SECONDS: int(300, 0, 3600),
@@ -365,6 +371,7 @@ export function loadConfig(env: Env = process.env): Config {
       logRetentionDays: s.WEBHOOK_LOG_RETENTION_DAYS,
       disableAfterDays: s.WEBHOOK_DISABLE_AFTER_DAYS,
       alertUrl: parseAlertUrl(s.WEBHOOK_ALERT_URL, problems),
+      orderHoldAttempts: s.WEBHOOK_ORDER_HOLD_ATTEMPTS,
     },
     dav: {
       enabled: isTrue(s.DAV_ENABLED),

@@ -68,6 +68,7 @@ import { HostKeyService } from './modules/ssh/host-key-service.js'
 import { HostKeys } from './modules/ssh/host-keys.js'
 import { TwoFactorService } from './modules/two-factor/two-factor-service.js'
 import { UserService } from './modules/users/user-service.js'
+import { EventFeedService } from './modules/webhooks/event-feed.js'
 import { WebhookEndpointService } from './modules/webhooks/webhook-endpoint-service.js'
 import { WebhookService } from './modules/webhooks/webhook-service.js'
 import { WebhookSettingsService } from './modules/webhooks/webhook-settings.js'
@@ -399,6 +400,7 @@ function createWorkers(
     fileLinks: { secret: (siteId) => linkSecrets.signingSecret(siteId), baseUrl: () => config.baseUrl },
     concurrency: hooks.concurrency,
     leaseMs,
+    orderHold: hooks.orderHoldAttempts,
     // One process owns a SQLite file: claims left by a crash are void at once.
     releaseClaimsOnStart: database.dialect.singleProcess,
     sqlite: database.sqlite,
@@ -663,6 +665,7 @@ function createServices(p: ServiceParts): Services {
       endpointAlerts,
       now,
     ),
+    events: new EventFeedService(db, secrets),
     billing: new BillingService(repos.billing, config, secrets, now),
     billingLedger: new BillingLedger(repos.billing, now),
     apps: new AppService(apps, secrets, () => config.baseUrl),

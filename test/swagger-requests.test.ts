@@ -260,6 +260,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
       group_users: membership?.id ?? 1,
       two_factor_authentication_methods: method.body.id,
     }
+    if (op.path.startsWith('/events/')) ids['events'] = await anEvent(s)
     const first = op.path.split('/')[1]!
     const refs: Refs = {
       id: ids[first] ?? 1,
@@ -411,7 +412,7 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     expect(failures).toEqual([])
     // The state answers did occur (which ones depends on the values drawn).
     expect(seen.size).toBeGreaterThanOrEqual(5)
-    expect(ops.length).toBe(123)
+    expect(ops.length).toBe(125)
     expect(sent).toBeGreaterThan(ops.length * VARIANTS)
   })
 })
@@ -460,4 +461,36 @@ function samples(
     if (hit === undefined) throw new Error(`no sample value for the pattern of ${name}: ${pattern}`)
     return hit
   }
+}
+
+/** An event of the feed (a notification of an Action, already delivered), for its routes. */
+async function anEvent(s: TestServer): Promise<number> {
+  const now = Date.now()
+  const row = await s.container.db
+    .insertInto('webhook_notifications')
+    .values({
+      site_id: s.container.site.id,
+      action_id: 1,
+      message_id: `msg_swagger_${now}_${Math.random()}`,
+      operation: 'Upload',
+      user_id: null,
+      username: '',
+      protocol: 'restapi',
+      path: 'swagger/event.txt',
+      sourcepath: '',
+      folder: 'swagger',
+      state: 'delivered',
+      attempts: 1,
+      max_attempts: 0,
+      next_attempt_at: null,
+      lease_owner: null,
+      lease_until: null,
+      behavior_id: null,
+      url: null,
+      created_at: now,
+      updated_at: now,
+    })
+    .returning('id')
+    .executeTakeFirstOrThrow()
+  return Number(row.id)
 }

@@ -89,4 +89,26 @@ export function toPage<R extends Record<string, any>>(
   }
 }
 
+/**
+ * A feed's page (id ascending, forward): as toPage, but the next cursor is there at the end too:
+ * after the page's last record, or the request's own cursor when nothing came after it. A client
+ * polls with it and resumes where it stopped, however long ago.
+ */
+export function toFeedPage<R extends Record<string, any>>(
+  rows: R[],
+  spec: ListSpec,
+  lq: ListQuery,
+  secret: string,
+  /** The cursor as the request gave it, if any. */
+  given: string | null,
+): Page<R> {
+  const page = toPage(rows, spec, lq, secret)
+  if (page.next !== null || lq.cursor?.dir === 'prev') return page
+  const last = page.items[page.items.length - 1]
+  const next = last
+    ? encodeCursor({ b: lq.binding, s: sortTag(lq.sort), d: 'n', k: [last[column(spec.idColumn)]] }, secret)
+    : given
+  return { ...page, next }
+}
+
 const column = (qualified: string) => qualified.slice(qualified.lastIndexOf('.') + 1)

@@ -280,7 +280,18 @@ export interface WebhookNotificationsTable {
   file_id: Generated<number | null>
   file_blob_key: Generated<string | null>
   file_size: Generated<number | null>
+  /** Endpoint and path (lower case) it is ordered by; null for tests (sent unordered). */
+  order_key: string | null
+  /** Its number among its key's notifications (`Webhook-Sequence`); null with no key. */
+  sequence: number | null
   created_at: number
+  updated_at: number
+}
+
+/** Each ordering key's last sequence number (webhook-ordering.ts). */
+export interface WebhookSequencesTable {
+  order_key: string
+  sequence: number
   updated_at: number
 }
 
@@ -422,6 +433,7 @@ export interface Database {
   webhook_notifications: WebhookNotificationsTable
   webhook_attempts: WebhookAttemptsTable
   webhook_endpoints: WebhookEndpointsTable
+  webhook_sequences: WebhookSequencesTable
   account_line_items: AccountLineItemsTable
   invoice_line_items: InvoiceLineItemsTable
   payment_line_items: PaymentLineItemsTable

@@ -31,6 +31,7 @@ import type { SiteSettingsService } from './sites/site-settings-service.js'
 import type { HostKeyService } from './ssh/host-key-service.js'
 import type { TwoFactorService } from './two-factor/two-factor-service.js'
 import type { UserService } from './users/user-service.js'
+import type { EventFeedService } from './webhooks/event-feed.js'
 import type { WebhookEndpointService } from './webhooks/webhook-endpoint-service.js'
 import type { WebhookService } from './webhooks/webhook-service.js'
 import type { WebhookSettingsService } from './webhooks/webhook-settings.js'
@@ -85,6 +86,8 @@ export interface Services {
   webhooks: WebhookService
   /** Webhook endpoints: health, pause and limits, recovery and attempts. */
   webhookEndpoints: WebhookEndpointService
+  /** GET /events and /events/{id}/attempts: the webhook events, pulled. */
+  events: EventFeedService
   /** GET /invoices and /payments, and the PDFs behind their links. */
   billing: BillingService
   /** Invoices and payments recorded by operators (`wharf billing`). */

@@ -4,7 +4,12 @@ import { Minimatch } from 'minimatch'
 import { applyingAt, foldersAbove } from '../api/behavior-matching.js'
 import { nameOf } from '../api/paths.js'
 import type { Database } from '../db/schema.js'
-import { serviceSignature, standardSignature, type WebhookPayload } from './webhook-signature.js'
+import {
+  SEQUENCE_HEADER,
+  serviceSignature,
+  standardSignature,
+  type WebhookPayload,
+} from './webhook-signature.js'
 
 /**
  * Webhook behaviors: a folder's own listeners, beside the site's. Which behaviors an Action
@@ -214,6 +219,8 @@ export function behaviorRequest(
   payload: WebhookPayload,
   messageId: string,
   now: number,
+  /** Its number among the deliveries of its path to this URL (webhook-ordering.ts), if any. */
+  sequence: number | null = null,
 ): BehaviorRequest {
   const fields = fieldsOf(payload, b.body)
   let signed: string
@@ -232,6 +239,7 @@ export function behaviorRequest(
   const timestamp = Math.floor(now / 1000)
   own['webhook-id'] = messageId
   own['webhook-timestamp'] = String(timestamp)
+  if (sequence !== null) own[SEQUENCE_HEADER] = String(sequence)
   if (b.verificationToken !== null) {
     own['X-Service-Signature'] = serviceSignature(b.verificationToken, signed)
     own['webhook-signature'] = standardSignature(

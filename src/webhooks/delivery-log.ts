@@ -71,6 +71,8 @@ export class DeliveryLogWriter {
     /** SQLite: the connection itself, for the log's two statements; PostgreSQL: prepared statements. */
     direct: { raw?: RawSqlite | undefined; prepared?: PreparedArrays | undefined } = {},
     private readonly maxBatch = 256,
+    /** Called after each batch commits (its notifications' new states are visible). */
+    private readonly written?: () => void,
   ) {
     this.target = { db, raw: direct.raw, prepared: direct.prepared }
   }
@@ -95,6 +97,7 @@ export class DeliveryLogWriter {
       try {
         const logs = await this.write(batch)
         for (const [i, q] of batch.entries()) q.resolve(logs[i]!)
+        this.written?.()
       } catch (err) {
         for (const q of batch) q.reject(err)
       }

@@ -2,6 +2,7 @@ import { type RawBuilder, type Selectable, sql } from 'kysely'
 import type { WebhookNotificationsTable } from '../db/schema.js'
 import type { ClaimShape, LeasedJobs, Param } from '../jobs/leased-jobs.js'
 import { settingsFromRow, type WebhookSettings } from './listener-settings.js'
+import { notHeldBack } from './webhook-ordering.js'
 
 export type NotificationRow = Selectable<WebhookNotificationsTable>
 
@@ -22,6 +23,7 @@ const CLAIMED = [
   'forced',
   'behavior_id',
   'url',
+  'sequence',
 ] as const
 export type ClaimedRow = Pick<NotificationRow, (typeof CLAIMED)[number]> & {
   /**
@@ -97,6 +99,7 @@ function claimedFromArray(a: unknown[]): ClaimedRow {
     forced: a[12] as number,
     behavior_id: a[13] === null ? null : Number(a[13]),
     url: a[14] as string | null,
+    sequence: a[15] === null ? null : Number(a[15]),
   }
 }
 
@@ -112,6 +115,11 @@ export type Kind = keyof typeof KIND
 interface By {
   exclude?: number[]
   site?: number
+  /**
+   * Per-path ordering: a notification is left while an older one of its key is pending with
+   * fewer attempts than this (webhook-ordering.ts). 0: no ordering.
+   */
+  hold?: number
 }
 
 /**
@@ -121,10 +129,12 @@ interface By {
 function shapeOf(kind: Kind, by: By): ClaimShape {
   const exclude = by.exclude?.length ?? 0
   const site = by.site !== undefined
+  const ordered = (by.hold ?? 0) > 0
   return {
-    key: `${kind}:${exclude}:${site}`,
+    key: `${kind}:${exclude}:${site}:${ordered}`,
     due: (p: Param) => {
       let due: RawBuilder<unknown> = sql`${KIND[kind]} and next_attempt_at <= ${p('now')}`
+      if (ordered) due = sql`${due} and ${notHeldBack(p('hold'))}`
       if (exclude > 0) {
         const ids = Array.from({ length: exclude }, (_, i) => p(`x${i}`))
         due = sql`${due} and site_id not in (${sql.join(ids)})`
@@ -138,7 +148,12 @@ function shapeOf(kind: Kind, by: By): ClaimShape {
   }
 }
 
-const USUAL = { first: shapeOf('first', {}), retry: shapeOf('retry', {}) }
+const USUAL = {
+  first: shapeOf('first', {}),
+  retry: shapeOf('retry', {}),
+  orderedFirst: shapeOf('first', { hold: 1 }),
+  orderedRetry: shapeOf('retry', { hold: 1 }),
+}
 
 /** Claims up to `limit` due notifications of one kind for this worker. */
 export function claimNotifications(
@@ -147,9 +162,13 @@ export function claimNotifications(
   limit: number,
   by: By = {},
 ): Promise<ClaimedRow[]> {
-  if (by.site === undefined && !by.exclude?.length)
-    return jobs.claim(USUAL[kind], limit, {}, claimedFromArrays())
-  const values: Record<string, unknown> = { site: by.site }
+  const hold = by.hold ?? 0
+  if (by.site === undefined && !by.exclude?.length) {
+    if (hold === 0) return jobs.claim(USUAL[kind], limit, {}, claimedFromArrays())
+    const shape = kind === 'first' ? USUAL.orderedFirst : USUAL.orderedRetry
+    return jobs.claim(shape, limit, { hold }, claimedFromArrays())
+  }
+  const values: Record<string, unknown> = { site: by.site, hold }
   for (const [i, id] of (by.exclude ?? []).entries()) values[`x${i}`] = id
   return jobs.claim(shapeOf(kind, by), limit, values, claimedFromArrays())
 }

@@ -23,6 +23,7 @@ import { findWebhookSettings, type WebhookSettings } from './listener-settings.j
 import { type ClaimedRow, claimNotifications, KIND, type NotificationRow, PENDING } from './outbox-claims.js'
 import type { RetryPolicy } from './retry-policy.js'
 import { SiteNames } from './site-names.js'
+import { notHeldBack } from './webhook-ordering.js'
 import { outboxSignal } from './webhook-outbox.js'
 import type { WebhookOutcome } from './webhook-outcome.js'
 import type { WebhookSender } from './webhook-sender.js'
@@ -50,6 +51,11 @@ export interface DispatcherOptions {
   health?: EndpointHealth | undefined
   /** What a file-aware endpoint's download links are made with. */
   fileLinks?: FileLinks | undefined
+  /**
+   * Per-path ordering (webhook-ordering.ts): a notification waits while an older one of its path
+   * and endpoint is pending with fewer attempts than this. 0 sends every path's unordered.
+   */
+  orderHold?: number
 }
 
 /** After this many failures in a row a site's listener gets one request at a time. */
@@ -100,6 +106,9 @@ export class WebhookDispatcher extends JobLoop {
   /** Each endpoint's concurrency cap and rate limit. */
   private readonly limits = new EndpointLimits()
   private limitTimer: NodeJS.Timeout | null = null
+  private readonly hold: number
+  /** The last claim found fewer due notifications than it had room for (some may be held back). */
+  private lastClaimShort = true
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -115,7 +124,19 @@ export class WebhookDispatcher extends JobLoop {
       sqlite: opts.sqlite,
       prepared: opts.prepared,
     })
-    this.log = new DeliveryLogWriter(db, policy, this.owner, { raw: opts.sqlite, prepared: opts.prepared })
+    this.hold = opts.orderHold ?? 0
+    this.log = new DeliveryLogWriter(
+      db,
+      policy,
+      this.owner,
+      { raw: opts.sqlite, prepared: opts.prepared },
+      undefined,
+      // A notification's state written may free the next one of its path: look again (as a
+      // freed slot does, so a busy dispatcher still claims a quarter of its pool at a time).
+      // Only after a claim that found less than it had room for: while due rows were left over,
+      // the deliveries ending look again anyway.
+      this.hold > 0 ? () => this.lastClaimShort && this.lookSoon() : undefined,
+    )
     this.siteNames = new SiteNames(db)
     this.ahead = Math.ceil(opts.concurrency / 2)
   }
@@ -203,6 +224,7 @@ export class WebhookDispatcher extends JobLoop {
       })
     }
     this.launchWaiting()
+    this.lastClaimShort = rows.length < room
     // Only once the due rows ran out does the next due time matter; while slots are all busy,
     // deliveries ending look again.
     return rows.length < room
@@ -260,6 +282,11 @@ export class WebhookDispatcher extends JobLoop {
    */
   private slotFreed(): void {
     this.launchWaiting()
+    this.lookSoon()
+  }
+
+  /** Looks at the outbox in the next turn, unless busy: then a delivery ending does it. */
+  private lookSoon(): void {
     if (this.room < Math.max(1, Math.floor(this.opts.concurrency / 4)) && this.inflight > 0) return
     if (this.kickQueued) return
     this.kickQueued = true
@@ -272,20 +299,24 @@ export class WebhookDispatcher extends JobLoop {
   private async claimBatch(room: number): Promise<ClaimedRow[]> {
     if (room <= 0) return []
     const failing = [...this.sites].filter(([, s]) => s.failures >= FAILING_AFTER).map(([id]) => id)
-    const rows = await claimNotifications(this.jobs, 'first', room, { exclude: failing })
+    const hold = this.hold
+    const rows = await claimNotifications(this.jobs, 'first', room, { exclude: failing, hold })
     // Retries hold at most half the pool, claimed ahead or in flight.
     // (The claims ahead are at most half the concurrency: counting them costs little.)
     const waitingRetries = this.waiting.filter((w) => w.row.attempts > 0).length
     const retrySlots = Math.ceil(this.opts.concurrency / 2) - this.inflightRetries - waitingRetries
     const left = Math.min(room - rows.length, retrySlots)
-    if (left > 0) rows.push(...(await claimNotifications(this.jobs, 'retry', left, { exclude: failing })))
+    if (left > 0)
+      rows.push(...(await claimNotifications(this.jobs, 'retry', left, { exclude: failing, hold })))
     // A failing listener: one request at a time, first attempts before retries.
     for (const siteId of failing) {
       if (rows.length >= room) break
       if ((this.sites.get(siteId)?.inflight ?? 0) > 0 || this.waiting.some((w) => w.row.site_id === siteId))
         continue
-      const one = await claimNotifications(this.jobs, 'first', 1, { site: siteId })
-      rows.push(...(one.length > 0 ? one : await claimNotifications(this.jobs, 'retry', 1, { site: siteId })))
+      const one = await claimNotifications(this.jobs, 'first', 1, { site: siteId, hold })
+      rows.push(
+        ...(one.length > 0 ? one : await claimNotifications(this.jobs, 'retry', 1, { site: siteId, hold })),
+      )
     }
     return rows
   }
@@ -299,14 +330,14 @@ export class WebhookDispatcher extends JobLoop {
     const now = this.now()
     let due: number | null = null
     for (const kind of ['first', 'retry'] as const) {
-      const row = await this.db
+      let q = this.db
         .selectFrom('webhook_notifications')
         .select('next_attempt_at')
         .where(KIND[kind])
         .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
-        .orderBy('next_attempt_at')
-        .limit(1)
-        .executeTakeFirst()
+      // A notification held back by an older one of its path is due once that one is written.
+      if (this.hold > 0) q = q.where(notHeldBack(this.hold))
+      const row = await q.orderBy('next_attempt_at').limit(1).executeTakeFirst()
       const at = row?.next_attempt_at
       if (at !== null && at !== undefined && (due === null || at < due)) due = at
     }
@@ -383,6 +414,7 @@ export class WebhookDispatcher extends JobLoop {
       row.message_id,
       settings,
       sentAt,
+      row.sequence ?? null,
     )
     const outcome = await this.sender.send({ url: settings.url, headers: signed.headers, body: signed.body })
     this.noteOutcome(row.site_id, outcome)
@@ -434,6 +466,7 @@ export class WebhookDispatcher extends JobLoop {
       },
       row.message_id,
       sentAt,
+      row.sequence ?? null,
     )
     const outcome = await this.sender.send(req)
     metrics.webhookDeliveries.inc({ endpoint: 'behavior', result: outcome.success ? 'success' : 'failure' })

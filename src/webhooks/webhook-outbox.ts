@@ -7,6 +7,7 @@ import type { Database, WebhookNotificationsTable } from '../db/schema.js'
 import { behaviorTargets } from './behavior-webhooks.js'
 import { findWebhookSettings } from './listener-settings.js'
 import type { WebhookOperation } from './webhook-operations.js'
+import { nextSequences, orderKey } from './webhook-ordering.js'
 
 /** What the outbox needs to know of an Action (a subset of recordAction's input). */
 export interface ActionFacts {
@@ -124,6 +125,15 @@ export async function enqueueNotification(
   if (site) rows.push({ ...base, message_id: newMessageId(), behavior_id: null, url: null })
   for (const t of targets)
     rows.push({ ...base, message_id: newMessageId(), behavior_id: t.behaviorId, url: t.url })
+  // Each endpoint orders its deliveries per path (webhook-ordering.ts): the key and its next number.
+  for (const r of rows)
+    r.order_key = orderKey(actor.siteId, r.url ? { behaviorId: r.behavior_id!, url: r.url } : null, path)
+  const sequences = await nextSequences(
+    db,
+    rows.map((r) => r.order_key!),
+    now,
+  )
+  for (const r of rows) r.sequence = sequences.get(r.order_key!)!
   await db.insertInto('webhook_notifications').values(rows).execute()
   await signalOutbox(db, actor.siteId)
   return rows.length

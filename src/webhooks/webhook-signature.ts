@@ -56,13 +56,16 @@ export function standardSignature(secret: string, id: string, timestamp: number,
 
 /**
  * The request of one attempt: compact JSON with exactly the spec's fields, and both signatures.
- * The body changes with `attempt`, so each attempt is signed anew; `webhook-id` stays the same.
+ * The body changes with `attempt`, so each attempt is signed anew; `webhook-id` stays the same,
+ * and so does `Webhook-Sequence` when the notification has one.
  */
 export function signWebhook(
   payload: WebhookPayload,
   messageId: string,
   keys: SigningKeys,
   now: number,
+  /** Its number among the deliveries of its path to this endpoint (webhook-ordering.ts), if any. */
+  sequence: number | null = null,
 ): SignedWebhook {
   const body = JSON.stringify({
     accountname: payload.accountname,
@@ -75,15 +78,17 @@ export function signWebhook(
     ...payload.extra,
   })
   const timestamp = Math.floor(now / 1000)
-  return {
-    body,
-    headers: {
-      'Content-Type': 'application/json',
-      'User-Agent': 'Wharf-Webhook',
-      'X-Service-Signature': serviceSignature(keys.verificationToken, body),
-      'webhook-id': messageId,
-      'webhook-timestamp': String(timestamp),
-      'webhook-signature': standardSignature(keys.signingSecret, messageId, timestamp, body),
-    },
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/json',
+    'User-Agent': 'Wharf-Webhook',
+    'X-Service-Signature': serviceSignature(keys.verificationToken, body),
+    'webhook-id': messageId,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': standardSignature(keys.signingSecret, messageId, timestamp, body),
   }
+  if (sequence !== null) headers[SEQUENCE_HEADER] = String(sequence)
+  return { body, headers }
 }
+
+/** The header of a delivery's number among its path's deliveries to one endpoint (not signed). */
+export const SEQUENCE_HEADER = 'Webhook-Sequence'

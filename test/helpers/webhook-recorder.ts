@@ -1,10 +1,11 @@
 import { type Answer, startListener } from './listener.js'
 
-/** One webhook request as received: its `webhook-id`, the payload's path and attempt. */
+/** One webhook request as received: its `webhook-id`, the payload's path and attempt, its `Webhook-Sequence`. */
 export interface Delivery {
   id: string
   path: string
   attempt: number
+  sequence: number | undefined
 }
 
 /** How to answer a delivery; may wait on async work, e.g. a read of the outbox. */
@@ -29,7 +30,13 @@ export async function startWebhookRecorder(responder: AsyncResponder): Promise<W
   const deliveries: Delivery[] = []
   const listener = await startListener((r) => {
     // A body that is not JSON is recorded with no path: the test's expectations on paths fail.
-    const d: Delivery = { id: String(r.headers['webhook-id']), path: r.json?.path, attempt: r.json?.attempt }
+    const seq = r.headers['webhook-sequence']
+    const d: Delivery = {
+      id: String(r.headers['webhook-id']),
+      path: r.json?.path,
+      attempt: r.json?.attempt,
+      sequence: seq === undefined ? undefined : Number(seq),
+    }
     deliveries.push(d)
     return respond(d)
   })

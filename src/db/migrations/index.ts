@@ -23,6 +23,7 @@ import * as m021 from './021-password-rules.js'
 import * as m022 from './022-access.js'
 import * as m023 from './023-two-factor.js'
 import * as m024 from './024-webhook-endpoints.js'
+import * as m025 from './025-webhook-ordering.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -50,4 +51,5 @@ export const migrations: Record<string, Migration> = {
   '022-access': m022,
   '023-two-factor': m023,
   '024-webhook-endpoints': m024,
+  '025-webhook-ordering': m025,
 }

@@ -81,6 +81,7 @@ const RESERVED_HEADERS = new Set([
   'webhook-id',
   'webhook-timestamp',
   'webhook-signature',
+  'webhook-sequence',
 ])
 /** The fields every notification has: a behavior's `body` adds others, never replaces these. */
 const PAYLOAD_FIELDS = ['accountname', 'username', 'operation', 'protocol', 'path', 'sourcepath', 'attempt']
