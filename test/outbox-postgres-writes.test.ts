@@ -131,11 +131,15 @@ describe.skipIf(!url)('the outbox’s writes on PostgreSQL', () => {
       ['webhook_notifications_created', 'brin'],
       ['webhook_notifications_due_first', 'btree'],
       ['webhook_notifications_due_retry', 'btree'],
+      // File-aware notifications' versions, for the janitor: only the rows that name one.
+      ['webhook_notifications_file_blob', 'btree'],
       // Per-path ordering's look-up of older pending notifications: pending rows only too.
       ['webhook_notifications_order', 'btree'],
       ['webhook_notifications_pkey', 'btree'],
+      // An endpoint's waiting (pending or held) notifications.
+      ['webhook_notifications_site_behavior', 'btree'],
     ])
-    for (const r of indexes.rows.filter((r) => /_due_|_order/.test(r.name)))
+    for (const r of indexes.rows.filter((r) => /_due_|_order|_file_blob|_site_behavior/.test(r.name)))
       expect(r.definition).toMatch(/WHERE/)
     // Retention still finds old rows through the summary, not by reading the whole table.
     // (A table this small is read whole by choice; with that choice taken away, the index serves.)

@@ -49,11 +49,14 @@ export async function up(db: Kysely<any>): Promise<void> {
     .column('file_blob_key')
     .where(sql.ref('file_blob_key'), 'is not', null)
     .execute()
-  // The notifications of one endpoint: held ones released, queued ones counted, recoveries.
+  // The waiting notifications of one endpoint: held ones released, queued ones counted. Waiting
+  // rows only: the update that ends a delivery adds no entry to it (recoveries, which read
+  // finished rows, find them by age through the created_at summary).
   await db.schema
     .createIndex('webhook_notifications_site_behavior')
     .on('webhook_notifications')
     .columns(['site_id', 'behavior_id', 'id'])
+    .where(sql.ref('state'), 'in', ['pending', 'held'])
     .execute()
 }
 
