@@ -152,7 +152,7 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', BROW
     await page.context().close()
   })
 
-  it('creates a group with members, edits its members and administrators, grants it a folder, and deletes it', async () => {
+  it('creates a group with members and rights, edits its members, administrators and rights, grants it a folder, and deletes it', async () => {
     const dana = await makeUser(web.s, { username: 'dana' })
     const page = await newPage(web.browser, web.s)
     await signIn(page, web.s)
@@ -204,6 +204,11 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', BROW
     await edit.getByLabel('Members').selectOption([String(dana.id), String(erin.id)])
     await edit.getByRole('group', { name: 'Group administrators' }).getByLabel('dana').check()
     await edit.getByLabel('Notes').fill('Design team')
+    // The form shows the group's rights as they are; WebDAV given back, the addresses changed.
+    expect(await edit.getByLabel('FTP', { exact: true }).isChecked()).toBe(false)
+    expect(await edit.getByLabel('Allowed addresses').inputValue()).toBe('192.0.2.0/24')
+    await edit.getByLabel('WebDAV', { exact: true }).check()
+    await edit.getByLabel('Allowed addresses').fill('198.51.100.0/24')
     await edit.getByLabel('Group name').fill(' ')
     await edit.getByRole('button', { name: 'Save group' }).click()
     expect(await textOf(edit.getByRole('alert'))).toContain("can't be blank")
@@ -216,6 +221,9 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', BROW
       notes: 'Design team',
       user_ids: `${dana.id},${erin.id}`,
       admin_ids: String(dana.id),
+      ftp_permission: false,
+      dav_permission: true,
+      allowed_ips: '198.51.100.0/24',
     })
     await expect.poll(() => textOf(row)).toContain('erin')
 

@@ -12,13 +12,19 @@ export interface AccessBody {
   authenticate_until: string | null
 }
 
+/** The rights and limits a user or a group has now, as GET /users and GET /groups show them. */
+export type AccessShown = Pick<
+  User,
+  'ftp_permission' | 'sftp_permission' | 'dav_permission' | 'restapi_permission' | 'allowed_ips'
+> & { authenticate_until?: string | null }
+
 /**
  * The rights and address limits of a user, the same on the create and the edit form: a box per
  * way in, the addresses logins may come from, and the day access ends. `self`: the signed-in
  * user's own record, whose web and API right cannot be removed (the server refuses it too).
  * `forGroup`: a group's form, which has no end of access.
  */
-export function useAccessFields(user: User | null, self = false, forGroup = false) {
+export function useAccessFields(user: AccessShown | null, self = false, forGroup = false) {
   const [ftp, setFtp] = useState(user?.ftp_permission ?? true)
   const [sftp, setSftp] = useState(user?.sftp_permission ?? true)
   const [dav, setDav] = useState(user?.dav_permission ?? true)

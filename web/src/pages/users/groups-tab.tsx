@@ -17,6 +17,11 @@ interface Group {
   usernames: string
   user_ids: string
   admin_ids: string
+  ftp_permission: boolean
+  sftp_permission: boolean
+  dav_permission: boolean
+  restapi_permission: boolean
+  allowed_ips: string | null
 }
 
 const idsOf = (list: string) => list.split(',').filter(Boolean)
@@ -185,8 +190,10 @@ function EditForm({
   const [notes, setNotes] = useState(group.notes ?? '')
   const [members, setMembers] = useState<string[]>(idsOf(group.user_ids))
   const [admins, setAdmins] = useState<string[]>(idsOf(group.admin_ids))
+  const access = useAccessFields(group, false, true)
   const { error, busy, submit } = useSubmit(async () => {
     const saved = await patch<Group>(`/groups/${group.id}`, {
+      ...access.body,
       name: name.trim(),
       notes,
       user_ids: members.join(','),
@@ -237,6 +244,7 @@ function EditForm({
           ))}
         </fieldset>
       </div>
+      {access.fields}
       <div class="row-actions">
         <button type="submit" disabled={busy}>
           {busy ? 'Saving…' : 'Save group'}
