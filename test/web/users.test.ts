@@ -266,7 +266,7 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', BROW
     await page.context().close()
   })
 
-  it('sets a user’s rights, allowed addresses and end of access on the user forms', async () => {
+  it('sets a user’s rights, allowed addresses, end of access and two-factor rule on the user forms', async () => {
     const page = await newPage(web.browser, web.s)
     await signIn(page, web.s)
     await page.goto(`${web.s.url}/#/users`)
@@ -283,6 +283,7 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', BROW
     expect(await userRow('partner')).toBeUndefined()
     await form.getByLabel('Allowed addresses').fill('127.0.0.2/32\n2001:db8::/32')
     await form.getByLabel('Access ends on (UTC)').fill('2099-03-04')
+    await form.getByLabel('Two-factor sign-in').selectOption('always_require')
     await form.getByRole('button', { name: 'Create user' }).click()
     expect(await textOf(page.getByRole('status').filter({ hasText: 'created' }))).toBe(
       'User partner created.',
@@ -294,6 +295,7 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', BROW
       restapi_permission: 1,
       allowed_ips: '127.0.0.2/32\n2001:db8::/32',
       authenticate_until: Date.UTC(2099, 2, 4),
+      require_2fa: 'always_require',
     })
 
     // The edit form shows what is set; clearing the list and taking the web right away is saved.
@@ -303,6 +305,8 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', BROW
     expect(await edit.getByLabel('SFTP', { exact: true }).isChecked()).toBe(true)
     expect(await edit.getByLabel('Allowed addresses').inputValue()).toBe('127.0.0.2/32\n2001:db8::/32')
     expect(await edit.getByLabel('Access ends on (UTC)').inputValue()).toBe('2099-03-04')
+    expect(await edit.getByLabel('Two-factor sign-in').inputValue()).toBe('always_require')
+    await edit.getByLabel('Two-factor sign-in').selectOption('never_require')
     await edit.getByLabel('Allowed addresses').fill('')
     await edit.getByLabel(/^Web interface and REST API/).uncheck()
     await edit.getByRole('button', { name: 'Save changes' }).click()
@@ -311,6 +315,7 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', BROW
       restapi_permission: 0,
       allowed_ips: null,
       authenticate_until: Date.UTC(2099, 2, 4),
+      require_2fa: 'never_require',
     })
     // The site admin's own web right cannot be taken away from the form.
     await rowOf(page, 'admin').getByRole('button', { name: 'Edit admin' }).click()

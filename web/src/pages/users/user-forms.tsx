@@ -40,6 +40,20 @@ function MustChangePassword(props: { checked: boolean; onChecked: (v: boolean) =
   return <Checkbox label="Must change the password at the next sign-in" {...props} />
 }
 
+/** Whether the user must sign in with a code as well (`require_2fa`). */
+function RequireTwoFactor({ value, onValue }: { value: string; onValue: (v: string) => void }) {
+  return (
+    <label>
+      Two-factor sign-in
+      <select name="require_2fa" value={value} onChange={(e) => onValue(e.currentTarget.value)}>
+        <option value="use_system_setting">As the site requires</option>
+        <option value="always_require">Always required</option>
+        <option value="never_require">Never required</option>
+      </select>
+    </label>
+  )
+}
+
 export function CreateUserForm({ onDone, onCancel }: { onDone: (u: User) => void; onCancel: () => void }) {
   const [username, setUsername] = useState('')
   const [name, setName] = useState('')
@@ -48,12 +62,14 @@ export function CreateUserForm({ onDone, onCancel }: { onDone: (u: User) => void
   const [siteAdmin, setSiteAdmin] = useState(false)
   const [shared, setShared] = useState(false)
   const [mustChange, setMustChange] = useState(false)
+  const [twoFactor, setTwoFactor] = useState('use_system_setting')
   const access = useAccessFields(null)
   const first = useFocusFirst()
   const { error, busy, submit } = useSubmit(async () => {
     const u = await post<User>('/users', {
       ...access.body,
       require_password_change: mustChange,
+      require_2fa: twoFactor,
       username: username.trim(),
       name: orNull(name),
       email: orNull(email),
@@ -87,6 +103,7 @@ export function CreateUserForm({ onDone, onCancel }: { onDone: (u: User) => void
         onChecked={setShared}
       />
       <MustChangePassword checked={mustChange} onChecked={setMustChange} />
+      <RequireTwoFactor value={twoFactor} onValue={setTwoFactor} />
       {access.fields}
       <ErrorBox error={error} />
       <SubmitOrCancel busy={busy} label="Create user" busyLabel="Creating…" onCancel={onCancel} />
@@ -112,6 +129,7 @@ export function EditUserForm({
   const [disabled, setDisabled] = useState(user.disabled)
   const [shared, setShared] = useState(!user.self_managed)
   const [mustChange, setMustChange] = useState(user.require_password_change === true)
+  const [twoFactor, setTwoFactor] = useState(user.require_2fa ?? 'use_system_setting')
   const [password, setPassword] = useState('')
   const [ownPassword, setOwnPassword] = useState('')
   const access = useAccessFields(user, self)
@@ -125,6 +143,7 @@ export function EditUserForm({
       disabled,
       self_managed: !shared,
       require_password_change: mustChange,
+      require_2fa: twoFactor,
       ...(password ? { password } : {}),
     }
     // A new password needs the administrator's own password again; other changes do not.
@@ -173,6 +192,7 @@ export function EditUserForm({
       />
       <Checkbox label="Shared/Bot user" checked={shared} onChecked={setShared} />
       <MustChangePassword checked={mustChange} onChecked={setMustChange} />
+      <RequireTwoFactor value={twoFactor} onValue={setTwoFactor} />
       {access.fields}
       <ErrorBox error={error} />
       <SubmitOrCancel busy={busy} label="Save changes" busyLabel="Saving…" onCancel={onCancel} />

@@ -11,6 +11,8 @@ export interface User {
   last_login_at: string | null
   /** The next sign-in can only change the password. */
   require_password_change?: boolean
+  /** `use_system_setting`, `always_require` or `never_require`. */
+  require_2fa?: string
   ftp_permission: boolean
   sftp_permission: boolean
   dav_permission: boolean
