@@ -1,27 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import type { EventJson } from '../src/modules/webhooks/event-feed.js'
 import { uploaded } from './helpers/files.js'
 import { type Received, startListener, type TestListener } from './helpers/listener.js'
 import { call, dialects, expectError, makeKey, makeUser, useServer } from './helpers/server.js'
 
 const WAIT = { timeout: 20_000, interval: 20 }
 
-interface Event {
-  id: number
-  webhook_id: string
-  sequence: number | null
-  behavior_id: number | null
-  url: string | null
-  accountname: string
-  username: string
-  operation: string
-  protocol: string
-  path: string
-  sourcepath: string
-  state: string
-  attempts: number
-  next_attempt_at: string | null
-  created_at: string
-}
+type Event = EventJson
 
 describe.each(dialects)('GET /events and /events/{id}/attempts (%s)', (dialect) => {
   let site: TestListener
