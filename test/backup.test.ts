@@ -349,6 +349,8 @@ describe.each(dialects)('backup, restore and verify (%s)', (dialect) => {
       expect(broken.code).toBe(1)
       expect(broken.stdout).toMatch(/^missing {2}[0-9a-f]{32} {2}a\.txt$/m)
     },
+    // A process per command, one after another, each loading Wharf.
+    90_000,
   )
 
   it('on S3 lists the objects the database names, and the restore reports those the bucket lacks', async () => {

@@ -164,6 +164,8 @@ describe('wharf command line and server process (sqlite)', () => {
     expect(await s.exited).toBe(0)
   })
 
+  // Five processes one after another (four commands and a server), each loading Wharf: more than
+  // the usual time limit on a loaded machine.
   it('creates users and keys from the command line, and the keys work against the server', async () => {
     const env = baseEnv(await tempDir(), { ADMIN_PASSWORD: 'admin-password-1' })
     const u = await wharf(['users', 'create', '--username', 'alice', '--password', 'alice-password-1'], env)
@@ -191,7 +193,7 @@ describe('wharf command line and server process (sqlite)', () => {
     expect(((await r.json()) as { name: string }).name).toBe('ci')
     s.child.kill('SIGTERM')
     expect(await s.exited).toBe(0)
-  })
+  }, 90_000)
 
   it('finishes an in-flight request on SIGTERM before it exits', async () => {
     const env = baseEnv(await tempDir(), { ADMIN_PASSWORD: 'admin-password-1' })
