@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { Logger } from 'pino'
 import type { Database } from '../db/schema.js'
-import { FILE_LINK_MS } from '../webhooks/endpoints/file-fields.js'
+import { FILE_LINK_MS } from '../security/signed-link.js'
 import type { BlobStore } from './blob-store.js'
 
 /** What one run removed, for tests and the debug log line. */

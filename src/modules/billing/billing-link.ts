@@ -1,4 +1,4 @@
-import { recordLink } from '../files/signed-link.js'
+import { recordLink } from '../../security/signed-link.js'
 
 /**
  * `download_uri` of an invoice or payment: a signed, expiring link to its PDF, usable without

@@ -1,4 +1,4 @@
-import { recordLink } from '../files/signed-link.js'
+import { recordLink } from '../../security/signed-link.js'
 
 /**
  * `results_url` of a ready export: a signed, expiring link to its CSV, usable without

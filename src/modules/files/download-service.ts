@@ -11,6 +11,7 @@ import {
 import type { Database } from '../../db/schema.js'
 import type { Principal } from '../../identity/principal.js'
 import { metrics } from '../../metrics/metrics.js'
+import { readDownloadToken, signDownloadToken, verifyDownloadToken } from '../../security/signed-link.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import { type ActionContext, contextOf, recordAction } from '../actions/action-recorder.js'
 import { HeldActions } from '../actions/held-actions.js'
@@ -20,7 +21,6 @@ import type { AccessView, FileAccess } from './file-access.js'
 import { describeFileAction } from './file-display.js'
 import { type FileJson, toFileJson } from './file-json.js'
 import { type FileRepository, type FileRow, fileTargets } from './file-repository.js'
-import { readDownloadToken, signDownloadToken, verifyDownloadToken } from './signed-link.js'
 
 /** A file whose bytes are about to be served, and whom to record the read for. */
 export interface Download {

@@ -3,13 +3,13 @@ import { ERRORS } from '../../api/error-factories.js'
 import { normalizePath } from '../../api/paths.js'
 import type { Interface, Principal } from '../../identity/principal.js'
 import { hmac, safeEqual } from '../../security/secrets.js'
+import { invalidLink } from '../../security/signed-link.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import type { ModuleSettings } from '../settings.js'
 import type { UserRepository } from '../users/user-repository.js'
 import type { Download, DownloadService } from './download-service.js'
 import type { AccessView, FileAccess } from './file-access.js'
 import type { FileRepository, FileRow } from './file-repository.js'
-import { invalidLink } from './signed-link.js'
 
 /** How many files and folders one ZIP may name (folders count once, whatever they hold). */
 export const MAX_ZIP_PATHS = 100

@@ -1,11 +1,8 @@
 import crypto from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Database } from '../../db/schema.js'
-import { signDownloadToken } from '../../modules/files/signed-link.js'
+import { FILE_LINK_MS, signDownloadToken } from '../../security/signed-link.js'
 import type { ClaimedRow } from '../outbox-claims.js'
-
-/** How long a file-aware notification's download link works: made afresh at each attempt. */
-export const FILE_LINK_MS = 15 * 60_000
 
 /** Operations whose `path` is a file that exists after the action. */
 const WITH_FILE = new Set(['Upload', 'Download', 'Copy', 'Move', 'Rename'])

@@ -1,11 +1,17 @@
-import { ERRORS } from '../../api/error-factories.js'
-import { hmac, safeEqual } from '../../security/secrets.js'
+import { ERRORS } from '../api/error-factories.js'
+import { hmac, safeEqual } from './secrets.js'
 
 /**
  * The two kinds of unauthenticated transfer URL: part uploads (`upload_uri`) and downloads
  * (`download_uri`). Both are signed with the site's secret and expire; whoever holds one may use
  * it until then, exactly like a Files.com link.
  */
+
+/**
+ * How long a file-aware webhook notification's download link works (made afresh at each attempt;
+ * the blob janitor keeps the bytes it names at least that long after the last one).
+ */
+export const FILE_LINK_MS = 15 * 60_000
 
 /** The one refusal of every signed link, whatever is wrong with it: nothing to probe. */
 export const invalidLink = () => ERRORS.invalidOrExpiredCode('This link is invalid or has expired')
