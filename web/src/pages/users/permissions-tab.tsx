@@ -172,7 +172,7 @@ function FilterForm({
   const [p, setP] = useState(path)
   return (
     <form
-      class="form-row toolbar"
+      class="form-row toolbar fit-row"
       aria-label="Filter permissions"
       onSubmit={(e) => {
         e.preventDefault()
