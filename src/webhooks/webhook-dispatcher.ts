@@ -240,10 +240,7 @@ export class WebhookDispatcher extends JobLoop {
       // The site's listener began failing since the claim: one request at a time, so this one
       // goes back to the outbox (its own claim takes it when the site has nothing in flight).
       if (site.failures >= FAILING_AFTER && site.inflight > 0) {
-        this.waiting.splice(i, 1)
-        void this.jobs.release(row.id).catch((err: unknown) => {
-          this.opts.logger?.error({ err, notification: row.id }, 'webhook claim could not be released')
-        })
+        this.giveBack(i)
         continue
       }
       // Its endpoint is at its concurrency cap or out of its rate: it waits, in its order, and
@@ -252,10 +249,7 @@ export class WebhookDispatcher extends JobLoop {
         // Held back past half its lease: back to the outbox, so no other process sends it while
         // this one still holds it.
         if (this.now() - (this.waiting[i]!.claimedAt ?? 0) > this.opts.leaseMs / 2) {
-          this.waiting.splice(i, 1)
-          void this.jobs.release(row.id).catch((err: unknown) => {
-            this.opts.logger?.error({ err, notification: row.id }, 'webhook claim could not be released')
-          })
+          this.giveBack(i)
           continue
         }
         const wait = this.limits.retryIn(endpoint)
@@ -283,6 +277,14 @@ export class WebhookDispatcher extends JobLoop {
   private slotFreed(): void {
     this.launchWaiting()
     this.lookSoon()
+  }
+
+  /** Takes the i-th waiting notification off the queue and gives its claim back to the outbox. */
+  private giveBack(i: number): void {
+    const [{ row }] = this.waiting.splice(i, 1) as [Waiting]
+    void this.jobs.release(row.id).catch((err: unknown) => {
+      this.opts.logger?.error({ err, notification: row.id }, 'webhook claim could not be released')
+    })
   }
 
   /** Looks at the outbox in the next turn, unless busy: then a delivery ending does it. */
