@@ -151,19 +151,7 @@ function CreateForm({ users, onCreated }: { users: User[]; onCreated: (g: Group)
       <h2 id="new-group-title">New group</h2>
       <div class="form-row fit-row">
         <Field label="Group name" required value={name} onValue={setName} />
-        <label>
-          Members
-          <select
-            multiple
-            onChange={(e) => setMembers([...e.currentTarget.selectedOptions].map((o) => o.value))}
-          >
-            {users.map((u) => (
-              <option key={u.id} value={String(u.id)} selected={members.includes(String(u.id))}>
-                {u.username}
-              </option>
-            ))}
-          </select>
-        </label>
+        <MembersSelect users={users} members={members} onMembers={setMembers} />
         <button type="submit" disabled={busy}>
           {busy ? 'Creating…' : 'Create group'}
         </button>
@@ -210,19 +198,7 @@ function EditForm({
         <Field label="Notes" value={notes} onValue={setNotes} />
       </div>
       <div class="form-row fit-row">
-        <label>
-          Members
-          <select
-            multiple
-            onChange={(e) => setMembers([...e.currentTarget.selectedOptions].map((o) => o.value))}
-          >
-            {users.map((u) => (
-              <option key={u.id} value={String(u.id)} selected={members.includes(String(u.id))}>
-                {u.username}
-              </option>
-            ))}
-          </select>
-        </label>
+        <MembersSelect users={users} members={members} onMembers={setMembers} />
         <fieldset>
           <legend>Group administrators</legend>
           {memberUsers.length === 0 ? <p class="muted">No members yet.</p> : null}
@@ -255,5 +231,29 @@ function EditForm({
       </div>
       <ErrorBox error={error} />
     </form>
+  )
+}
+
+/** The users of a group, chosen from every user of the site (their ids, as strings). */
+function MembersSelect({
+  users,
+  members,
+  onMembers,
+}: {
+  users: User[]
+  members: string[]
+  onMembers: (ids: string[]) => void
+}) {
+  return (
+    <label>
+      Members
+      <select multiple onChange={(e) => onMembers([...e.currentTarget.selectedOptions].map((o) => o.value))}>
+        {users.map((u) => (
+          <option key={u.id} value={String(u.id)} selected={members.includes(String(u.id))}>
+            {u.username}
+          </option>
+        ))}
+      </select>
+    </label>
   )
 }
