@@ -1,53 +1,22 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { req, type Target } from './helpers/files.js'
 import { dialects } from './helpers/server.js'
-import {
-  type ProcessSite,
-  processSite,
-  type ServerProcesses,
-  serverProcesses,
-} from './helpers/server-process.js'
-import { startWebhookRecorder, type WebhookRecorder } from './helpers/webhook-recorder.js'
+import { pollWithin, webhookCrashServers } from './helpers/webhook-crash.js'
 
 /**
  * Webhook behaviors' notifications across a SIGKILL, with Wharf as `npm start` runs it: those in
  * flight or still queued arrive after a restart on the same data, each under the webhook-id it
  * was first sent with, each URL its own.
  */
-const IN_FLIGHT = 4
-
-let servers: ServerProcesses
-const sites: ProcessSite[] = []
-const recorders: WebhookRecorder[] = []
-
-beforeAll(async () => {
-  servers = serverProcesses()
-}, 120_000)
-
-afterAll(async () => {
-  await servers?.killAll()
-  for (const r of recorders) await r.close()
-  for (const s of sites) await s.remove()
-})
-
-const pollWithin = (ms = 20_000) => ({ timeout: ms + 1_000, interval: 50 })
+const crash = webhookCrashServers()
 
 describe.each(dialects)('webhook behaviors across a killed server process (%s)', (dialect) => {
   it('sends again, under the same webhook-id, each URL’s notifications in flight or queued at the kill', async () => {
+    const { servers } = crash
     const { step } = servers
-    const site = await processSite(servers, dialect, {
-      RATE_LIMIT_PER_SECOND: '100000',
-      RATE_LIMIT_BURST: '100000',
-      WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
-      WEBHOOK_RETRY_SCHEDULE: Array(20).fill('0.2').join(','),
-      WEBHOOK_CONNECT_TIMEOUT_MS: '500',
-      WEBHOOK_TIMEOUT_MS: '1000',
-      WEBHOOK_CONCURRENCY: String(IN_FLIGHT),
-    })
-    sites.push(site)
-    const one = await startWebhookRecorder(() => 'hang')
-    const two = await startWebhookRecorder(() => 'hang')
-    recorders.push(one, two)
+    const site = await crash.site(dialect)
+    const one = await crash.recorder(() => 'hang')
+    const two = await crash.recorder(() => 'hang')
     const first = await servers.serve(site.env())
     const t: Target = { api: first.api, key: site.key }
     const made = await req(t, 'POST', '/behaviors', {

@@ -1,13 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { req, type Target } from './helpers/files.js'
 import { dialects } from './helpers/server.js'
-import {
-  type ProcessSite,
-  processSite,
-  type ServerProcesses,
-  serverProcesses,
-} from './helpers/server-process.js'
-import { startWebhookRecorder, type WebhookRecorder } from './helpers/webhook-recorder.js'
+import { IN_FLIGHT, pollWithin, webhookCrashServers } from './helpers/webhook-crash.js'
 
 /**
  * Per-path order across a SIGKILL, with Wharf as `npm start` runs it: three folders made and
@@ -15,41 +9,17 @@ import { startWebhookRecorder, type WebhookRecorder } from './helpers/webhook-re
  * held back; after a restart every path's events arrive in their order, each under its number
  * and the webhook-id it was first sent with.
  */
-const IN_FLIGHT = 4
-
-let servers: ServerProcesses
-const sites: ProcessSite[] = []
-const recorders: WebhookRecorder[] = []
-
-beforeAll(async () => {
-  servers = serverProcesses()
-}, 120_000)
-
-afterAll(async () => {
-  await servers?.killAll()
-  for (const r of recorders) await r.close()
-  for (const s of sites) await s.remove()
-})
-
-const pollWithin = (ms = 20_000) => ({ timeout: ms + 1_000, interval: 50 })
+const crash = webhookCrashServers()
 
 describe.each(dialects)('per-path webhook order across a killed server process (%s)', (dialect) => {
   it('keeps each path’s order when the server is killed in the middle of delivery', async () => {
+    const { servers } = crash
     const { step } = servers
-    const site = await processSite(servers, dialect, {
-      RATE_LIMIT_PER_SECOND: '100000',
-      RATE_LIMIT_BURST: '100000',
-      WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
-      WEBHOOK_RETRY_SCHEDULE: Array(20).fill('0.2').join(','),
+    const site = await crash.site(dialect, {
       // Every attempt holds: order must survive the kill, not the bound.
       WEBHOOK_ORDER_HOLD_ATTEMPTS: '21',
-      WEBHOOK_CONNECT_TIMEOUT_MS: '500',
-      WEBHOOK_TIMEOUT_MS: '1000',
-      WEBHOOK_CONCURRENCY: String(IN_FLIGHT),
     })
-    sites.push(site)
-    const rec = await startWebhookRecorder(() => 'hang')
-    recorders.push(rec)
+    const rec = await crash.recorder(() => 'hang')
     const first = await servers.serve(site.env())
     const t: Target = { api: first.api, key: site.key }
     const set = await req(t, 'PATCH', '/webhook_settings', {
