@@ -62,6 +62,7 @@ import { createRepositories, type Repositories } from './modules/repositories.js
 import { ServerKeys } from './modules/server-keys/server-keys.js'
 import type { Services } from './modules/services.js'
 import { SessionService } from './modules/sessions/session-service.js'
+import { BillingContactService } from './modules/sites/billing-contact.js'
 import { type BootstrapResult, bootstrapSite, type SiteRow } from './modules/sites/site-service.js'
 import { SiteSettingsService } from './modules/sites/site-settings-service.js'
 import { HostKeyService } from './modules/ssh/host-key-service.js'
@@ -673,6 +674,7 @@ function createServices(p: ServiceParts): Services {
     loginDefender,
     passwords,
     site: new SiteSettingsService(repos.sites, passwords, now),
+    billingContact: new BillingContactService(repos.sites, now),
     twoFactor,
   }
 }

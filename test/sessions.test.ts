@@ -47,7 +47,8 @@ describe.each(dialects)('sessions (%s)', (dialect) => {
     const before = Date.now()
     const r = await attempt(s, u.username, u.password)
     expect(r.status).toBe(201)
-    expect(Object.keys(r.body)).toEqual(['id'])
+    expect(Object.keys(r.body)).toEqual(['id', 'read_only'])
+    expect(r.body.read_only).toBe(false)
     expect(typeof r.body.id).toBe('string')
     expect(r.body.id.length).toBeGreaterThanOrEqual(32)
     const session: string = r.body.id

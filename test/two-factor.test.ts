@@ -368,9 +368,12 @@ describe.each(dialects)('two-factor sign-in (%s)', (dialect) => {
       403,
       'not-authorized/two-factor-authentication-required',
     )
-    expect((await call(s, 'GET', '/user', { session })).status).toBe(200)
+    const before = await call(s, 'GET', '/user', { session })
+    expect(before.status).toBe(200)
+    expect(before.body).toMatchObject({ active_2fa: false, type_of_2fa: null })
     expect((await call(s, 'GET', '/site', { session })).body.session).toEqual({
       two_factor_setup_needed: true,
+      read_only: false,
     })
     // The user may not lift the requirement themselves.
     expectError(
@@ -395,7 +398,27 @@ describe.each(dialects)('two-factor sign-in (%s)', (dialect) => {
     expect((await call(s, 'GET', '/public_keys', { session })).status).toBe(200)
     expect((await call(s, 'GET', '/site', { session })).body.session).toEqual({
       two_factor_setup_needed: false,
+      read_only: false,
     })
+    // The user's record says so, computed from the confirmed method (a sent value changes nothing).
+    const after = await call(s, 'GET', `/users/${u.id}`, { key: s.adminKey })
+    expect(after.body).toMatchObject({ active_2fa: true, type_of_2fa: 'totp' })
+    const listed = await call(s, 'GET', '/users?per_page=1000', { key: s.adminKey })
+    expect(listed.body.find((x: { id: number }) => x.id === u.id)).toMatchObject({ active_2fa: true })
+    expect(listed.body.find((x: { id: number }) => x.id !== u.id)).toMatchObject({
+      active_2fa: false,
+      type_of_2fa: null,
+    })
+    const echo = await call(s, 'PATCH', `/users/${u.id}`, {
+      key: s.adminKey,
+      body: { active_2fa: true, type_of_2fa: 'totp', name: 'Enrolled' },
+    })
+    expect(echo.status, echo.text).toBe(200)
+    expectError(
+      await call(s, 'PATCH', `/users/${u.id}`, { key: s.adminKey, body: { active_2fa: false } }),
+      400,
+      'bad-request/request-params-invalid',
+    )
     expect((await call(s, 'GET', '/site', { key: s.adminKey })).body.session).toBeNull()
     // An API key of such a user is not restricted.
     const other = await makeUser(s)

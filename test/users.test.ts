@@ -48,6 +48,7 @@ describe.each(dialects)('users (%s)', (dialect) => {
       expect(r.status).toBe(201)
       expect(Object.keys(r.body).sort()).toEqual(
         [
+          'active_2fa',
           'allowed_ips',
           'attachments_permission',
           'authenticate_until',
@@ -69,10 +70,12 @@ describe.each(dialects)('users (%s)', (dialect) => {
           'password_set_at',
           'password_set_time',
           'password_validity_days',
+          'readonly_site_admin',
           'require_2fa',
           'require_password_change',
           'self_managed',
           'site_admin',
+          'type_of_2fa',
           'username',
         ].sort(),
       )

@@ -25,6 +25,10 @@ export interface SitesTable {
   require_2fa: Generated<number>
   /** `all` or `site_admins`. */
   require_2fa_user_type: Generated<string>
+  /** The account's billing contact (the Files.com Site fields); null: not given. */
+  contact_name: Generated<string | null>
+  phone: Generated<string | null>
+  email: Generated<string | null>
 }
 
 export interface UsersTable {
@@ -58,8 +62,10 @@ export interface UsersTable {
   allowed_ips: Generated<string | null>
   /** When the user's access ends (ms); null: never. */
   authenticate_until: Generated<number | null>
-  /** Stored and shown (the Files.com field); billing stays with site admins. */
+  /** 1: may read and change the site's billing contact (GET/PATCH /site). */
   billing_permission: Generated<number>
+  /** 1: reads what a site admin reads, through sessions and keys that change nothing. */
+  readonly_site_admin: Generated<number>
   /** `use_system_setting` (the site's rule), `always_require` or `never_require`. */
   require_2fa: Generated<string>
 }

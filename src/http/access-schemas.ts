@@ -27,7 +27,14 @@ export const UserAccessJson = {
   restapi_permission: Type.Boolean({ description: RIGHT('the REST API and the web interface') }),
   allowed_ips: Nullable(Type.String({ description: ALLOWED_IPS })),
   authenticate_until: DateTime('When the user’s access ends; null for never'),
-  billing_permission: Type.Boolean({ description: 'Stored and shown; billing stays with site admins' }),
+  billing_permission: Type.Boolean({
+    description:
+      "May read and change the site's billing contact (contact_name, phone, email of GET/PATCH /site)",
+  }),
+  readonly_site_admin: Type.Boolean({
+    description:
+      'Reads everything a site admin reads except billing; every session and API key of the user is read-only (site_admin wins)',
+  }),
 }
 
 /** The same fields as a create or update takes them, each optional. */
@@ -41,4 +48,5 @@ export const UserAccessInput = {
     Nullable(DateTimeText('When the user’s access ends; empty or null for never', { blank: true })),
   ),
   billing_permission: Type.Optional(UserAccessJson.billing_permission),
+  readonly_site_admin: Type.Optional(UserAccessJson.readonly_site_admin),
 }

@@ -23,6 +23,14 @@ declare module 'fastify' {
      * is the session's own user.
      */
     passwordChange?: 'any' | 'own-user'
+    /**
+     * What a read-only site admin's request may do here besides GET and HEAD (anything else is
+     * 403 `not-authorized/read-only-session`): `reads`, a POST that changes nothing (a download);
+     * `own`, their own two-factor methods; `own-password`, their own password (`PATCH` of their
+     * own user with `password` and `password_confirmation` only). `own` and `own-password` act with
+     * the user's own rights, not a site admin's.
+     */
+    readOnlySession?: 'reads' | 'own' | 'own-password'
     /** true for the routes a session that must first enrol a two-factor method may reach. */
     twoFactorSetup?: boolean
     /** XML root element: the singular root of a record, or [plural, item] for a list. */

@@ -31,11 +31,30 @@ export interface Principal {
    * only the enrolment routes (modules/two-factor).
    */
   twoFactorSetup?: boolean
+  /**
+   * The few changes a read-only site admin may make (their own password, their own two-factor
+   * methods) are made with their own user's rights, not a site admin's (http/plugins/auth.ts).
+   */
+  ownRightsOnly?: boolean
 }
 
-/** Site admins, site-wide keys (no user) and the operator's CLI may administer the whole site. */
+/**
+ * A read-only site admin (`readonly_site_admin`, and not `site_admin`, which wins): reads what a
+ * site admin reads, and every session and API key of theirs is read-only. Where that is enforced:
+ * the REST API's authentication hook (every change but the few it lets through) and the file core
+ * (`FileAccess`: every protocol's writes).
+ */
+export function isReadOnlyAdmin(user: UserRow | null): boolean {
+  return user !== null && user.readonly_site_admin === 1 && user.site_admin !== 1
+}
+
+/**
+ * Site admins, site-wide keys (no user) and the operator's CLI may administer the whole site;
+ * read-only site admins pass too, since nothing they send can change anything.
+ */
 export function isSiteAdmin(p: Principal): boolean {
-  return p.user === null || p.user.site_admin === 1
+  if (p.user === null || p.user.site_admin === 1) return true
+  return p.ownRightsOnly !== true && isReadOnlyAdmin(p.user)
 }
 
 /** The operator at the `wharf` command line: acts as a site-wide key, recorded as interface robot. */

@@ -26,6 +26,7 @@ import type { PasswordPolicy } from './passwords/password-policy.js'
 import type { PermissionService } from './permissions/permission-service.js'
 import type { PublicKeyService } from './public-keys/public-key-service.js'
 import type { SessionService } from './sessions/session-service.js'
+import type { BillingContactService } from './sites/billing-contact.js'
 import type { SiteRow } from './sites/site-service.js'
 import type { SiteSettingsService } from './sites/site-settings-service.js'
 import type { HostKeyService } from './ssh/host-key-service.js'
@@ -102,6 +103,8 @@ export interface Services {
   passwords: PasswordPolicy
   /** GET/PATCH /site: the site's settings (its password rules). */
   site: SiteSettingsService
+  /** GET/PATCH /site: the site's billing contact (billing_permission). */
+  billingContact: BillingContactService
   /** Two-factor sign-in: TOTP methods, recovery codes and who must use them. */
   twoFactor: TwoFactorService
 }

@@ -50,6 +50,7 @@ declare module 'files.com/lib/models/Session.js' {
   }
   export default class Session {
     readonly id: string
+    readonly read_only: boolean
     readonly attributes: Record<string, unknown>
     getId(): string
     static create(
@@ -126,6 +127,9 @@ declare module 'files.com/lib/models/User.js' {
     readonly allowed_ips: string | null
     readonly authenticate_until: string | null
     readonly billing_permission: boolean
+    readonly readonly_site_admin: boolean
+    readonly active_2fa: boolean
+    readonly type_of_2fa: string | null
     readonly attributes: Record<string, unknown>
     getId(): number
     update(params: Record<string, unknown>): Promise<User>

@@ -274,6 +274,51 @@ describe.each(dialects)('files.com SDK: users (%s)', (dialect) => {
     expect(describeError(err).className).toBe('ProcessingFailure_ModelSaveErrorError')
   })
 
+  it('shows readonly_site_admin, active_2fa and type_of_2fa on User, and read_only on the Session of a read-only admin', async () => {
+    Files.setApiKey(s.adminKey)
+    const username = unique('auditor')
+    const created = await User.create({ username, password: 'auditor-password-1', readonly_site_admin: true })
+    expect([
+      created.readonly_site_admin,
+      created.site_admin,
+      created.active_2fa,
+      created.type_of_2fa,
+    ]).toEqual([true, false, false, null])
+    const plain = await makeUser(s)
+    const found = await User.find(plain.id)
+    expect([found.readonly_site_admin, found.active_2fa, found.type_of_2fa]).toEqual([false, false, null])
+
+    resetSdk(rec.url)
+    const session = await Session.create({ username, password: 'auditor-password-1' })
+    expect(session.read_only).toBe(true)
+    expect(JSON.parse(rec.requests.at(-1)!.body)).toEqual({ username, password: 'auditor-password-1' })
+    Files.setSessionId(session.id)
+    // Reads as a site admin does; changes nothing.
+    expect((await User.find(plain.id)).id).toBe(plain.id)
+    expect(describeError(await sdkError(User.create({ username: unique('eve') })))).toEqual({
+      className: 'NotAuthorized_ReadOnlySessionError',
+      type: 'not-authorized/read-only-session',
+      httpCode: 403,
+    })
+    expect(describeError(await sdkError(found.update({ name: 'Renamed' })))).toEqual({
+      className: 'NotAuthorized_ReadOnlySessionError',
+      type: 'not-authorized/read-only-session',
+      httpCode: 403,
+    })
+    // Their own password is theirs to change (user.update sends the id back too).
+    const me = await User.find(
+      created.id,
+      {},
+      { headers: { 'X-Files-Reauthentication': 'password:auditor-password-1' } },
+    )
+    expect((await me.update({ password: 'auditor-password-2' })).id).toBe(created.id)
+    expect(JSON.parse(rec.requests.at(-1)!.body)).toEqual({ id: created.id, password: 'auditor-password-2' })
+
+    resetSdk(rec.url)
+    const other = await Session.create({ username: plain.username, password: plain.password })
+    expect(other.read_only).toBe(false)
+  })
+
   it("throws NotAuthorized_SiteAdminRequiredError when a regular user's key creates or reads another user", async () => {
     const alice = await makeUser(s)
     const bob = await makeUser(s)

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
-import type { PermissionSet, Principal } from '../../identity/principal.js'
+import { isReadOnlyAdmin, type PermissionSet, type Principal } from '../../identity/principal.js'
 import { refuseUntilEnrolled } from '../../modules/two-factor/two-factor-service.js'
 import { credentialsFrom } from '../credentials.js'
 import type { HttpContext } from '../http-context.js'
@@ -45,6 +45,40 @@ function passwordChangeAllowed(
   return id !== undefined && p.user !== null && Number(id) === p.user.id
 }
 
+/** The methods that change nothing: a read-only site admin's sessions and keys may use them everywhere. */
+const READS = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+/** The fields of a password change (and the id the SDKs send back): all a read-only site admin may send to `PATCH /users/{own id}`. */
+const PASSWORD_FIELDS = new Set(['id', 'password', 'password_confirmation'])
+
+const readOnly = () =>
+  ERRORS.readOnlySession('This session is read-only: a read-only site administrator changes nothing')
+
+/**
+ * The one place the REST API and the web interface keep read-only site admins from changing
+ * anything: every request of theirs that is not a read (GET, HEAD, or a route marked `reads`) is
+ * refused, except on the routes marked `own` (their two-factor methods) and `own-password` (their
+ * own user, whose body is checked once parsed), which they reach with their own user's rights.
+ * Signing out (DELETE /sessions) takes no credentials and is never refused. Returns the principal
+ * the route acts as.
+ */
+function readOnlyPrincipal(p: Principal, request: FastifyRequest, open: string | undefined): Principal {
+  if (!isReadOnlyAdmin(p.user) || READS.has(request.method) || open === 'reads') return p
+  if (open === 'own') return { ...p, ownRightsOnly: true }
+  if (open === 'own-password' && passwordChangeAllowed('own-user', request, p)) {
+    return { ...p, ownRightsOnly: true }
+  }
+  throw readOnly()
+}
+
+/** `own-password`: once the body is parsed, anything but the password fields is refused. */
+async function onlyPasswordFields(request: FastifyRequest): Promise<void> {
+  if (request.principal.ownRightsOnly !== true) return
+  const body = (request.body ?? {}) as Record<string, unknown>
+  if (!Object.keys(body).some((k) => body[k] !== undefined && !PASSWORD_FIELDS.has(k))) return
+  throw readOnly()
+}
+
 /**
  * Authentication, request limits and permission-set checks for every route of the API. Each route
  * gets its own hook, built once from its config, so no request pays for reading route options.
@@ -55,6 +89,7 @@ export function registerAuth(app: FastifyInstance, c: HttpContext): void {
     const access: Access = route.config?.access ?? 'general'
     const passwordChange = route.config?.passwordChange
     const enrolment = route.config?.twoFactorSetup
+    const readOnlyOpen = route.config?.readOnlySession
     const authenticate = async (request: FastifyRequest, reply: FastifyReply) => {
       const principal = await c.services.auth.authenticate(
         credentialsFrom(request.headers),
@@ -74,8 +109,13 @@ export function registerAuth(app: FastifyInstance, c: HttpContext): void {
       // A session that must change its password and enrol does the change first: while it
       // must, the change's routes stay open to it.
       refuseUntilEnrolled(principal, enrolment === true || changing)
+      request.principal = readOnlyPrincipal(principal, request, readOnlyOpen)
     }
     const own = route.onRequest ? [route.onRequest].flat() : []
     route.onRequest = [authenticate, ...own] as typeof route.onRequest
+    if (readOnlyOpen === 'own-password') {
+      const before = route.preHandler ? [route.preHandler].flat() : []
+      route.preHandler = [onlyPasswordFields, ...before] as typeof route.preHandler
+    }
   })
 }

@@ -221,7 +221,7 @@ export function fileRoutes(c: HttpContext): Routes {
     app.post(
       '/resources/download',
       {
-        config: { access: 'files' },
+        config: { access: 'files', readOnlySession: 'reads' },
         schema: {
           summary: 'Download a file by path or id: the bytes themselves, with Range support',
           tags,

@@ -20,7 +20,14 @@ const LoginBody = Type.Object(
   { additionalProperties: false },
 )
 
-const SessionJson = Type.Object({ id: Type.String({ description: 'Session id, sent in X-ServiceAPI-Auth' }) })
+const SessionJson = Type.Object({
+  id: Type.String({ description: 'Session id, sent in X-ServiceAPI-Auth' }),
+  read_only: Type.Optional(
+    Type.Boolean({
+      description: 'The session can change nothing (a read-only site administrator’s): see decisions.md',
+    }),
+  ),
+})
 
 export function sessionRoutes(c: HttpContext): Routes {
   return async (app) => {

@@ -1,17 +1,19 @@
 import { Type } from '@sinclair/typebox'
-import { isSiteAdmin } from '../../identity/principal.js'
+import { isReadOnlyAdmin, isSiteAdmin, type Principal } from '../../identity/principal.js'
 import {
   MAX_PRIOR_CEILING,
   MIN_LENGTH_CEILING,
   MIN_LENGTH_FLOOR,
   VALIDITY_DAYS_CEILING,
 } from '../../modules/passwords/password-rules.js'
+import type { ContactInput } from '../../modules/sites/billing-contact.js'
 import { SITE_REQUIRE_2FA_USER_TYPES } from '../../modules/two-factor/two-factor-service.js'
+import { EMAIL_PATTERN } from '../../modules/users/user-model.js'
 import { ALLOWED_IPS, AllowedIpsText } from '../access-schemas.js'
 import { checked } from '../field-checks.js'
 import type { HttpContext } from '../http-context.js'
 import type { Routes } from '../route-types.js'
-import { errorResponses, Nullable, StringEnum } from '../schemas.js'
+import { errorResponses, FreeText, Nullable, StringEnum } from '../schemas.js'
 
 const rules = {
   password_min_length: Type.Integer({
@@ -42,6 +44,22 @@ const rules = {
   ),
 }
 
+const BILLING = 'billing information: site admins and users with billing_permission see it'
+
+/** The site's billing contact as PATCH /site takes it (billing_permission). */
+const contact = {
+  contact_name: Nullable(FreeText(255, 'line', `Site main contact name (${BILLING})`)),
+  phone: Nullable(FreeText(64, 'line', `Site phone number (${BILLING})`)),
+  email: Nullable(
+    Type.String({
+      maxLength: 255,
+      pattern: EMAIL_PATTERN,
+      description: `Main e-mail address of the site's account (${BILLING}); blank or null for none`,
+      ...checked('email'),
+    }),
+  ),
+}
+
 export const SiteSchema = Type.Object(
   {
     id: Type.Integer(),
@@ -51,10 +69,20 @@ export const SiteSchema = Type.Object(
     require_2fa: Type.Boolean({ description: 'Require two-factor sign-in (of require_2fa_user_type)' }),
     require_2fa_user_type: Type.String({ description: 'all or site_admins' }),
     allowed_ips: Type.Optional(Nullable(Type.String({ description: `${ALLOWED_IPS} (site admins only)` }))),
+    contact_name: Type.Optional(
+      Nullable(Type.String({ description: `Site main contact name (${BILLING})` })),
+    ),
+    phone: Type.Optional(Nullable(Type.String({ description: `Site phone number (${BILLING})` }))),
+    email: Type.Optional(
+      Nullable(Type.String({ description: `Main e-mail address of the site's account (${BILLING})` })),
+    ),
     session: Nullable(
       Type.Object({
         two_factor_setup_needed: Type.Boolean({
           description: 'The session can only enrol a two-factor method until one is confirmed',
+        }),
+        read_only: Type.Boolean({
+          description: 'The session can change nothing (a read-only site administrator’s)',
         }),
       }),
     ),
@@ -74,6 +102,9 @@ const UpdateBody = Type.Object(
     allowed_ips: Type.Optional(Nullable(AllowedIpsText('; must include the caller’s own address'))),
     require_2fa: Type.Optional(Type.Boolean({ description: 'Require two-factor sign-in' })),
     require_2fa_user_type: Type.Optional(StringEnum(SITE_REQUIRE_2FA_USER_TYPES)),
+    contact_name: Type.Optional(contact.contact_name),
+    phone: Type.Optional(contact.phone),
+    email: Type.Optional(contact.email),
     session: Echo,
   },
   { additionalProperties: false, title: 'SiteUpdate' },
@@ -86,25 +117,36 @@ export function siteRoutes(c: HttpContext): Routes {
   const svc = c.services.site
   const access = c.services.access
   const twoFactor = c.services.twoFactor
+  const billing = c.services.billingContact
+
+  /** The Site as `p` may see it: the address limits for site admins, the contact for billing. */
+  const siteAnswer = async (p: Principal) => ({
+    ...(await svc.show(p)),
+    ...(await twoFactor.siteRule(p.siteId)),
+    ...(isSiteAdmin(p) ? { allowed_ips: (await access.showSite(p, c.site.name)).allowed_ips } : {}),
+    ...(await billing.show(p)),
+    session: p.sessionHash
+      ? { two_factor_setup_needed: p.twoFactorSetup === true, read_only: isReadOnlyAdmin(p.user) }
+      : null,
+  })
+
   return async (app) => {
     app.get(
       '/site',
       {
         // Every signed-in user reads the rules their password and sign-in must meet, also a
         // session that must first change its password or enrol a two-factor method (the web
-        // interface learns here that it must); the address limits only site admins.
+        // interface learns here that it must); the address limits only site admins, the billing
+        // contact only site admins and users with billing_permission.
         config: { xml: 'site', passwordChange: 'any', twoFactorSetup: true },
-        schema: { summary: "Show the site's settings (allowed_ips: site admins only)", tags, response: one },
+        schema: {
+          summary:
+            "Show the site's settings (allowed_ips: site admins only; contact_name, phone, email: site admins and billing_permission)",
+          tags,
+          response: one,
+        },
       },
-      async (request) => {
-        const p = request.principal
-        return {
-          ...(await svc.show(p)),
-          ...(await twoFactor.siteRule(p.siteId)),
-          ...(isSiteAdmin(p) ? { allowed_ips: (await access.showSite(p, c.site.name)).allowed_ips } : {}),
-          session: p.sessionHash ? { two_factor_setup_needed: p.twoFactorSetup === true } : null,
-        }
-      },
+      async (request) => siteAnswer(request.principal),
     )
 
     app.patch(
@@ -113,7 +155,7 @@ export function siteRoutes(c: HttpContext): Routes {
         config: { xml: 'site' },
         schema: {
           summary:
-            "Change the site's password rules and address limits (site admins); they apply to the next password set or login",
+            "Change the site's password rules and address limits (site admins) and its billing contact (billing_permission); they apply to the next password set or login",
           tags,
           body: UpdateBody,
           response: one,
@@ -126,23 +168,29 @@ export function siteRoutes(c: HttpContext): Routes {
           require_2fa,
           require_2fa_user_type,
           session: _session,
+          contact_name,
+          phone,
+          email,
           ...rules
         } = request.body as Record<string, unknown>
         const input = { allowed_ips: allowed_ips as string | null | undefined }
         // Every field is checked before any is saved: a refused list leaves the rules as they were.
-        access.checkSite(p, c.site.name, input)
-        const site = await svc.update(p, rules)
-        const limits = await access.updateSite(p, c.site.name, input)
-        await twoFactor.setSiteRule(p.siteId, {
-          require_2fa: require_2fa as boolean | undefined,
-          require_2fa_user_type: require_2fa_user_type as string | undefined,
-        })
-        return {
-          ...site,
-          ...(await twoFactor.siteRule(p.siteId)),
-          allowed_ips: limits.allowed_ips,
-          session: p.sessionHash ? { two_factor_setup_needed: p.twoFactorSetup === true } : null,
+        const contact = billing.check(p, { contact_name, phone, email } as ContactInput)
+        // A user with billing_permission alone may send the contact's fields and nothing else.
+        const settings =
+          [allowed_ips, require_2fa, require_2fa_user_type].some((v) => v !== undefined) ||
+          Object.values(rules).some((v) => v !== undefined)
+        if (settings || contact === undefined) {
+          access.checkSite(p, c.site.name, input)
+          await svc.update(p, rules)
+          await access.updateSite(p, c.site.name, input)
+          await twoFactor.setSiteRule(p.siteId, {
+            require_2fa: require_2fa as boolean | undefined,
+            require_2fa_user_type: require_2fa_user_type as string | undefined,
+          })
         }
+        if (contact !== undefined) await billing.update(p, contact)
+        return siteAnswer(p)
       },
     )
   }

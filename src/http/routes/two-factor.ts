@@ -84,7 +84,7 @@ export function twoFactorRoutes(c: HttpContext): Routes {
     app.post(
       '/two_factor_authentication_methods',
       {
-        config: { xml: XML_ONE, twoFactorSetup: true },
+        config: { xml: XML_ONE, twoFactorSetup: true, readOnlySession: 'own' },
         schema: {
           summary: 'Start enrolling a TOTP authenticator: answers its otpauth:// URI, this once',
           tags,
@@ -98,7 +98,7 @@ export function twoFactorRoutes(c: HttpContext): Routes {
     app.patch(
       '/two_factor_authentication_methods/:id',
       {
-        config: { xml: XML_ONE, twoFactorSetup: true },
+        config: { xml: XML_ONE, twoFactorSetup: true, readOnlySession: 'own' },
         schema: {
           summary: 'Confirm an enrolment with a code from the authenticator; answers the recovery codes',
           tags,
@@ -113,7 +113,7 @@ export function twoFactorRoutes(c: HttpContext): Routes {
     app.delete(
       '/two_factor_authentication_methods/:id',
       {
-        config: { twoFactorSetup: true },
+        config: { twoFactorSetup: true, readOnlySession: 'own' },
         schema: {
           summary:
             'Remove a two-factor method (through a session: X-Service-Reauthentication with the password)',

@@ -56,6 +56,10 @@ export const UserSchema = Type.Object(
       description:
         'Two-factor sign-in: use_system_setting (the site’s rule), always_require or never_require',
     }),
+    active_2fa: Type.Boolean({ description: 'The user has a confirmed two-factor method' }),
+    type_of_2fa: Nullable(
+      Type.String({ description: 'totp when the user has a confirmed authenticator; null without one' }),
+    ),
   },
   { $id: 'User', title: 'User' },
 )
@@ -149,6 +153,8 @@ const UpdateBody = Type.Object(
     password_expired: Echo,
     password_expire_at: Echo,
     days_remaining_until_password_expire: Echo,
+    active_2fa: Echo,
+    type_of_2fa: Echo,
   },
   { additionalProperties: false, title: 'UserUpdate' },
 )
@@ -230,7 +236,7 @@ export function userRoutes(c: HttpContext): Routes {
     app.patch(
       '/users/:id',
       {
-        config: { xml: 'user', passwordChange: 'own-user' },
+        config: { xml: 'user', passwordChange: 'own-user', readOnlySession: 'own-password' },
         schema: {
           summary: 'Update a user (site admins: anyone; others: their own name, email and password)',
           tags,

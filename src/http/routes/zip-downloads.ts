@@ -31,7 +31,7 @@ export function zipDownloadRoutes(c: HttpContext): Routes {
     app.post(
       '/file_actions/zip_download',
       {
-        config: { access: 'files', xml: 'zip' },
+        config: { access: 'files', xml: 'zip', readOnlySession: 'reads' },
         schema: {
           summary: 'A download_uri for a ZIP of files and folders, for this address only',
           description:

@@ -14,6 +14,7 @@ export interface UserAccessInput {
   allowed_ips?: string | null | undefined
   authenticate_until?: string | null | undefined
   billing_permission?: boolean | undefined
+  readonly_site_admin?: boolean | undefined
 }
 
 export const USER_ACCESS_FIELDS = [
@@ -21,6 +22,7 @@ export const USER_ACCESS_FIELDS = [
   'allowed_ips',
   'authenticate_until',
   'billing_permission',
+  'readonly_site_admin',
 ] as const
 
 /** The access fields of the User resource. */
@@ -32,6 +34,7 @@ export interface UserAccessJson {
   allowed_ips: string | null
   authenticate_until: string | null
   billing_permission: boolean
+  readonly_site_admin: boolean
 }
 
 export function userAccessJson(row: UserRow): UserAccessJson {
@@ -43,6 +46,7 @@ export function userAccessJson(row: UserRow): UserAccessJson {
     allowed_ips: row.allowed_ips,
     authenticate_until: formatDateTime(row.authenticate_until),
     billing_permission: row.billing_permission === 1,
+    readonly_site_admin: row.readonly_site_admin === 1,
   }
 }
 
@@ -59,6 +63,7 @@ export function newUserAccess(input: UserAccessInput, errors: ModelErrors): Acce
     allowed_ips: checkAllowedIps(input.allowed_ips, 'allowed_ips', errors),
     authenticate_until: until(input.authenticate_until),
     billing_permission: bit(input.billing_permission, 0),
+    readonly_site_admin: bit(input.readonly_site_admin, 0),
   }
 }
 

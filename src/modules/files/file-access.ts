@@ -1,7 +1,7 @@
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
 import { isWithin } from '../../api/paths.js'
-import type { Principal, UserRow } from '../../identity/principal.js'
+import { isReadOnlyAdmin, type Principal, type UserRow } from '../../identity/principal.js'
 import type { PermissionRepository } from '../permissions/permission-repository.js'
 
 /**
@@ -34,6 +34,9 @@ const REFUSAL: Record<Capability, ApiError['type']> = {
   admin: 'not-authorized/folder-admin-permission-required',
 }
 
+/** What a read-only site admin may do anywhere: everything that changes nothing. */
+const READS: readonly Capability[] = ['read', 'list', 'history']
+
 const VERB: Record<Capability, string> = {
   read: 'read',
   list: 'list',
@@ -46,7 +49,9 @@ const VERB: Record<Capability, string> = {
 /**
  * One caller's reach over the file tree, loaded once per request. Site admins and site-wide keys
  * reach everything; other users what their folder permissions grant. A key restricted to a
- * folder reaches nothing outside it, whoever owns it.
+ * folder reaches nothing outside it, whoever owns it. A read-only site admin reads everything and
+ * changes nothing, whatever the protocol: their writes are refused here with
+ * `not-authorized/read-only-session`, which SFTP, FTP and WebDAV answer as their permission error.
  */
 export class AccessView {
   constructor(
@@ -54,15 +59,18 @@ export class AccessView {
     private readonly grants: { path: string; caps: Capability[] }[] | null,
     /** The API key's folder restriction, if any. */
     readonly keyPath: string | null,
+    /** A read-only site admin: every path, but only the capabilities that change nothing. */
+    readonly readOnly = false,
   ) {}
 
   /** True when nothing but the key's folder restriction limits the caller. */
   get unrestricted(): boolean {
-    return this.grants === null
+    return this.grants === null && !this.readOnly
   }
 
   can(path: string, cap: Capability): boolean {
     if (this.keyPath !== null && !isWithin(path, this.keyPath)) return false
+    if (this.readOnly) return READS.includes(cap)
     if (this.grants === null) return true
     return this.grants.some((g) => g.caps.includes(cap) && isWithin(path, g.path))
   }
@@ -71,6 +79,11 @@ export class AccessView {
   require(path: string, cap: Capability): void {
     if (this.keyPath !== null && !isWithin(path, this.keyPath)) {
       throw ERRORS.apiKeyIsPathRestricted(`This API key is restricted to the folder ${this.keyPath}`)
+    }
+    if (this.readOnly && !READS.includes(cap)) {
+      throw ERRORS.readOnlySession(
+        'This session is read-only: a read-only site administrator changes nothing',
+      )
     }
     if (!this.can(path, cap)) {
       throw new ApiError(
@@ -143,6 +156,7 @@ export class FileAccess {
    */
   async ofUser(siteId: number, user: UserRow | null, keyPath: string | null): Promise<AccessView> {
     if (user === null || user.site_admin === 1) return new AccessView(null, keyPath)
+    if (isReadOnlyAdmin(user)) return new AccessView(null, keyPath, true)
     const rows = await this.permissions.grantsOf(siteId, user.id)
     return new AccessView(
       rows.map((r) => ({ path: r.path, caps: GRANTS[r.permission] ?? [] })),

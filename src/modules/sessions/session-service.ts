@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely'
 import { ERRORS } from '../../api/error-factories.js'
 import type { Database } from '../../db/schema.js'
-import type { Interface, Principal } from '../../identity/principal.js'
+import { type Interface, isReadOnlyAdmin, type Principal } from '../../identity/principal.js'
 import { randomHex, tokenHash, verifyPassword } from '../../security/secrets.js'
 import type { AccessService } from '../access/access-service.js'
 import { type ActionContext, recordAction } from '../actions/action-recorder.js'
@@ -62,7 +62,7 @@ export class SessionService {
    * POST /sessions: refuses a banned address (the login defender), then checks the lockout and
    * the password; every failure is a `failedlogin` Action and a failure of the address.
    */
-  async login(siteId: number, input: LoginInput): Promise<{ id: string }> {
+  async login(siteId: number, input: LoginInput): Promise<{ id: string; read_only: boolean }> {
     const now = this.now()
     const ctx: ActionContext = {
       siteId,
@@ -147,7 +147,7 @@ export class SessionService {
       await tx.deleteIdle(siteId, now - this.config.sessionIdleMinutes * 60_000)
       await recordAction(tx.db, userCtx, { action: 'login', display: `${user.username} logged in` }, now)
     })
-    return { id }
+    return { id, read_only: isReadOnlyAdmin(user) }
   }
 
   /** DELETE /sessions: ends the session if there is one; the answer never tells. */

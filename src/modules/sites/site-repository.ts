@@ -27,6 +27,14 @@ export class SiteRepository extends Repository {
     await this.db.updateTable('sites').set({ name }).where('id', '=', id).execute()
   }
 
+  /** The billing contact's fields given (`contact_name`, `phone`, `email`). */
+  async updateContact(
+    id: number,
+    patch: Partial<Pick<SiteRow, 'contact_name' | 'phone' | 'email'>>,
+  ): Promise<void> {
+    await this.db.updateTable('sites').set(patch).where('id', '=', id).execute()
+  }
+
   async signingSecret(id: number): Promise<string> {
     const site = await this.db
       .selectFrom('sites')

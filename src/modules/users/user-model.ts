@@ -28,6 +28,10 @@ export interface UserJson extends UserAccessJson {
   bundle_permission: boolean
   /** Two-factor sign-in: `use_system_setting` (the site's rule), `always_require`, `never_require`. */
   require_2fa: string
+  /** The user has a confirmed two-factor method. */
+  active_2fa: boolean
+  /** The kinds of those methods (`totp`, the only one Wharf has), null without one. */
+  type_of_2fa: string | null
 }
 
 /** The password's age as the site's rules make it (password-policy.ts); none when unknown. */
@@ -43,7 +47,8 @@ const NO_EXPIRY: PasswordAgeFields = {
   days_remaining_until_password_expire: null,
 }
 
-export function toUserJson(row: UserRow, age: PasswordAgeFields = NO_EXPIRY): UserJson {
+/** `twoFactor`: the user has a confirmed two-factor method (computed, never stored on the user). */
+export function toUserJson(row: UserRow, age: PasswordAgeFields = NO_EXPIRY, twoFactor = false): UserJson {
   return {
     id: row.id,
     username: row.username,
@@ -65,6 +70,8 @@ export function toUserJson(row: UserRow, age: PasswordAgeFields = NO_EXPIRY): Us
     bundle_permission: row.attachments_permission === 1,
     ...userAccessJson(row),
     require_2fa: row.require_2fa,
+    active_2fa: twoFactor,
+    type_of_2fa: twoFactor ? 'totp' : null,
   }
 }
 

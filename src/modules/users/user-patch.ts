@@ -34,6 +34,8 @@ export type UpdateUserInput = Partial<CreateUserInput> & {
   password_expired?: unknown
   password_expire_at?: unknown
   days_remaining_until_password_expire?: unknown
+  active_2fa?: unknown
+  type_of_2fa?: unknown
 }
 
 export const READ_ONLY_FIELDS = [
@@ -44,6 +46,8 @@ export const READ_ONLY_FIELDS = [
   'password_expired',
   'password_expire_at',
   'days_remaining_until_password_expire',
+  'active_2fa',
+  'type_of_2fa',
 ] as const
 
 /** What a user who is not a site admin may change on their own record. */

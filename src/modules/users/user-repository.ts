@@ -59,6 +59,19 @@ export class UserRepository extends Repository {
     return q.executeTakeFirst()
   }
 
+  /** Which of these users have a confirmed two-factor method. */
+  async withTwoFactor(userIds: number[]): Promise<Set<number>> {
+    if (userIds.length === 0) return new Set()
+    const rows = await this.db
+      .selectFrom('two_factor_methods')
+      .select('user_id')
+      .distinct()
+      .where('user_id', 'in', userIds)
+      .where('confirmed_at', 'is not', null)
+      .execute()
+    return new Set(rows.map((r) => r.user_id))
+  }
+
   async usernameExists(siteId: number, username: string): Promise<boolean> {
     const row = await this.db
       .selectFrom('users')

@@ -70,19 +70,24 @@ export class UserService {
     private readonly passwords?: PasswordPolicy,
   ) {}
 
-  /** Rows as the API shows them, with their password's age under the site's rules. */
-  private async shown(siteId: number): Promise<(row: UserRow) => UserJson> {
-    if (!this.passwords) return (row) => toUserJson(row)
+  /**
+   * Rows as the API shows them, with their password's age under the site's rules and whether they
+   * have a confirmed two-factor method (read once for all of `rows`).
+   */
+  private async shown(siteId: number, rows: UserRow[]): Promise<(row: UserRow) => UserJson> {
+    const twoFactor = await this.users.withTwoFactor(rows.map((r) => r.id))
+    if (!this.passwords) return (row) => toUserJson(row, undefined, twoFactor.has(row.id))
     const rules = await this.passwords.rules(siteId)
     const policy = this.passwords
-    return (row) => toUserJson(row, policy.age(row, rules))
+    return (row) => toUserJson(row, policy.age(row, rules), twoFactor.has(row.id))
   }
 
   /** GET /users: a site admin sees every user of the site, anyone else only themselves. */
   async list(p: Principal, query: Record<string, unknown>): Promise<Page<UserJson>> {
     const self = isSiteAdmin(p) ? null : p.user!.id
     const list = await readListRequest(this.secrets, p.siteId, USER_LIST, query, { scope: self ?? 'all' })
-    return mapPage(await this.users.page(p.siteId, self, list), await this.shown(p.siteId))
+    const page = await this.users.page(p.siteId, self, list)
+    return mapPage(page, await this.shown(p.siteId, page.items))
   }
 
   /** GET /user: whoever is calling (a session's user or an API key's owner). */
@@ -92,7 +97,8 @@ export class UserService {
   }
 
   async get(p: Principal, id: number): Promise<UserJson> {
-    return (await this.shown(p.siteId))(await this.visible(p, id))
+    const row = await this.visible(p, id)
+    return (await this.shown(p.siteId, [row]))(row)
   }
 
   /** POST /users (site admins) and `wharf users create`. */
@@ -150,7 +156,7 @@ export class UserService {
       await this.userFolders?.forNewUser(tx.db, p, inserted, now)
       return inserted
     })
-    return (await this.shown(p.siteId))(row)
+    return (await this.shown(p.siteId, [row]))(row)
   }
 
   /**
@@ -164,7 +170,7 @@ export class UserService {
     reauthentication?: string,
   ): Promise<UserJson> {
     const row = await this.visible(p, id)
-    const show = await this.shown(p.siteId)
+    const show = await this.shown(p.siteId, [row])
     refuseChangedReadOnly(input, show(row), READ_ONLY_FIELDS)
     if (!isSiteAdmin(p)) refuseSelfServiceLimits(row, input)
     const passwordErrors: ModelErrors = {}
