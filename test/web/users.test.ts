@@ -266,6 +266,38 @@ describe.skipIf(!hasBrowser)('web interface: users and folder permissions', BROW
     await page.context().close()
   })
 
+  it('makes a read-only site administrator on the user form, who then sees the users and changes nothing', async () => {
+    const page = await newPage(web.browser, web.s)
+    await signIn(page, web.s)
+    await page.goto(`${web.s.url}/#/users`)
+    await page.getByRole('button', { name: 'New user' }).click()
+    const form = page.getByRole('form', { name: 'New user' })
+    await form.getByLabel('Username', { exact: true }).fill('audrey')
+    await form.getByLabel('Password', { exact: true }).fill('audrey-password-1')
+    await form.getByLabel('Read-only site administrator').check()
+    await form.getByRole('button', { name: 'Create user' }).click()
+    await shown(page.getByRole('status').filter({ hasText: 'created' }))
+    expect(await userRow('audrey')).toMatchObject({ readonly_site_admin: 1, site_admin: 0 })
+    expect(await textOf(rowOf(page, 'audrey'))).toContain('Read-only admin')
+    await page.context().close()
+
+    const auditor = await newPage(web.browser, web.s)
+    await signIn(auditor, web.s, 'audrey', 'audrey-password-1')
+    await auditor.goto(`${web.s.url}/#/users`)
+    expect(await textOf(auditor.getByRole('status').filter({ hasText: 'Read-only' }))).toContain(
+      'cannot change anything',
+    )
+    // Every user is listed, as for a site admin; creating one is refused in words.
+    await shown(rowOf(auditor, 'admin'))
+    await auditor.getByRole('button', { name: 'New user' }).click()
+    const refused = auditor.getByRole('form', { name: 'New user' })
+    await refused.getByLabel('Username', { exact: true }).fill('mallory')
+    await refused.getByRole('button', { name: 'Create user' }).click()
+    expect(await textOf(refused.getByRole('alert'))).toMatch(/read-only/i)
+    expect(await userRow('mallory')).toBeUndefined()
+    await auditor.context().close()
+  })
+
   it('sets a user’s rights, allowed addresses, end of access and two-factor rule on the user forms', async () => {
     const page = await newPage(web.browser, web.s)
     await signIn(page, web.s)

@@ -167,6 +167,8 @@ export interface Me {
   username: string
   name: string | null
   site_admin: boolean
+  /** Reads what a site admin reads; every session of theirs is read-only. */
+  readonly_site_admin?: boolean
   /** May create share links (site admins always may). */
   attachments_permission?: boolean
   /** The user must choose a new password before anything else (flagged, or expired). */

@@ -63,12 +63,17 @@ function Shell() {
   const [me, setMe] = useState<Me | null>(null)
   // The session may only enrol a two-factor method until one is confirmed (GET /site says so).
   const [setupNeeded, setSetupNeeded] = useState<boolean | null>(null)
+  // A read-only site admin's session: every page a site admin sees, and changes refused (403).
+  const [readOnly, setReadOnly] = useState(false)
   const [error, setError] = useState<unknown>(null)
   const [menuOpen, setMenuOpen] = useState(false)
   useEffect(() => {
     get<Me>('/user').then(setMe, setError)
-    get<{ session: { two_factor_setup_needed: boolean } | null }>('/site').then(
-      (site) => setSetupNeeded(site.session?.two_factor_setup_needed === true),
+    get<{ session: { two_factor_setup_needed: boolean; read_only?: boolean } | null }>('/site').then(
+      (site) => {
+        setSetupNeeded(site.session?.two_factor_setup_needed === true)
+        setReadOnly(site.session?.read_only === true)
+      },
       setError,
     )
   }, [])
@@ -95,7 +100,10 @@ function Shell() {
       </div>
     )
   }
-  const visible = PAGES.filter((p) => !p.adminOnly || me.site_admin)
+  // The pages see a read-only site admin as a site admin: they show what one sees, and the server
+  // refuses the changes, whose error the page shows as any other.
+  const viewer: Me = readOnly ? { ...me, site_admin: true } : me
+  const visible = PAGES.filter((p) => !p.adminOnly || viewer.site_admin)
   const wanted = PAGES.find((p) => p.page === route.page)
   // A site-admin page reached by its address says why it shows nothing; an unknown one shows Files.
   const refused = wanted !== undefined && !visible.includes(wanted)
@@ -137,6 +145,12 @@ function Shell() {
         </div>
       </header>
       <main id="main" tabIndex={-1}>
+        {readOnly ? (
+          <p class="notice" role="status">
+            Read-only: you see what a site administrator sees, and cannot change anything (except your own
+            password and two-factor sign-in).
+          </p>
+        ) : null}
         {refused ? (
           <section>
             <PageTitle>{current.label}</PageTitle>
@@ -145,7 +159,7 @@ function Shell() {
             </p>
           </section>
         ) : (
-          current.render({ route, me })
+          current.render({ route, me: viewer })
         )}
       </main>
     </div>

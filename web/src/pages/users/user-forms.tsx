@@ -54,12 +54,16 @@ function RequireTwoFactor({ value, onValue }: { value: string; onValue: (v: stri
   )
 }
 
+/** A site administrator who is also read-only stays a site administrator. */
+const READ_ONLY_ADMIN = 'Read-only site administrator (sees what a site administrator sees, changes nothing)'
+
 export function CreateUserForm({ onDone, onCancel }: { onDone: (u: User) => void; onCancel: () => void }) {
   const [username, setUsername] = useState('')
   const [name, setName] = useState('')
   const [email, setEmail] = useState('')
   const [password, setPassword] = useState('')
   const [siteAdmin, setSiteAdmin] = useState(false)
+  const [readOnlyAdmin, setReadOnlyAdmin] = useState(false)
   const [shared, setShared] = useState(false)
   const [mustChange, setMustChange] = useState(false)
   const [twoFactor, setTwoFactor] = useState('use_system_setting')
@@ -75,6 +79,7 @@ export function CreateUserForm({ onDone, onCancel }: { onDone: (u: User) => void
       email: orNull(email),
       ...(password ? { password } : {}),
       site_admin: siteAdmin,
+      readonly_site_admin: readOnlyAdmin,
       self_managed: !shared,
     })
     onDone(u)
@@ -97,6 +102,7 @@ export function CreateUserForm({ onDone, onCancel }: { onDone: (u: User) => void
         <PasswordField label="Password" minLength={8} value={password} onValue={setPassword} />
       </div>
       <Checkbox label="Site administrator" checked={siteAdmin} onChecked={setSiteAdmin} />
+      <Checkbox label={READ_ONLY_ADMIN} checked={readOnlyAdmin} onChecked={setReadOnlyAdmin} />
       <Checkbox
         label="Shared/Bot user (its password is managed by administrators)"
         checked={shared}
@@ -126,6 +132,7 @@ export function EditUserForm({
   const [name, setName] = useState(user.name ?? '')
   const [email, setEmail] = useState(user.email ?? '')
   const [siteAdmin, setSiteAdmin] = useState(user.site_admin)
+  const [readOnlyAdmin, setReadOnlyAdmin] = useState(user.readonly_site_admin === true)
   const [disabled, setDisabled] = useState(user.disabled)
   const [shared, setShared] = useState(!user.self_managed)
   const [mustChange, setMustChange] = useState(user.require_password_change === true)
@@ -140,6 +147,7 @@ export function EditUserForm({
       name: orNull(name),
       email: orNull(email),
       site_admin: siteAdmin,
+      readonly_site_admin: readOnlyAdmin,
       disabled,
       self_managed: !shared,
       require_password_change: mustChange,
@@ -184,6 +192,7 @@ export function EditUserForm({
         disabled={self}
         onChecked={setSiteAdmin}
       />
+      <Checkbox label={READ_ONLY_ADMIN} checked={readOnlyAdmin} onChecked={setReadOnlyAdmin} />
       <Checkbox
         label={`Disabled: cannot sign in or use API keys${self ? ' (you cannot disable yourself)' : ''}`}
         checked={disabled}

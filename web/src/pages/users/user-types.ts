@@ -5,6 +5,8 @@ export interface User {
   name: string | null
   email: string | null
   site_admin: boolean
+  /** Reads what a site admin reads, changes nothing (site_admin wins). */
+  readonly_site_admin?: boolean
   self_managed: boolean
   disabled: boolean
   created_at: string

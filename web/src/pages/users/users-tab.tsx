@@ -88,7 +88,13 @@ export function UsersTab({ me }: { me: Me }) {
                   <td>{u.name}</td>
                   <td>{u.email}</td>
                   <td>
-                    {u.site_admin ? <span class="badge">Site admin</span> : 'User'}{' '}
+                    {u.site_admin ? (
+                      <span class="badge">Site admin</span>
+                    ) : u.readonly_site_admin ? (
+                      <span class="badge">Read-only admin</span>
+                    ) : (
+                      'User'
+                    )}{' '}
                     {!u.self_managed ? <span class="badge">Shared/Bot</span> : null}{' '}
                     {u.disabled ? <span class="badge bad">Disabled</span> : null}
                   </td>
