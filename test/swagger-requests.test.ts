@@ -164,7 +164,11 @@ describe.each(dialects)('Requests built from the Swagger document (%s)', (dialec
     doc = (await call(s, 'GET', '/swagger_doc')).body
     adminId = await adminUserId(s)
     // PATCH /site sets the billing contact too, which needs billing_permission.
-    await s.container.db.updateTable('users').set({ billing_permission: 1 }).where('id', '=', adminId).execute()
+    await s.container.db
+      .updateTable('users')
+      .set({ billing_permission: 1 })
+      .where('id', '=', adminId)
+      .execute()
     // Exports are never deleted: one of each serves every request.
     const key = (await makeKey(s, adminId)).key
     const h = await call(s, 'POST', '/history_exports', { key, body: {} })
