@@ -235,6 +235,26 @@ describe.each(dialects)('read-only site administrators (%s)', (dialect) => {
     expectError(await call(s, 'GET', '/user', { session }), 401, 'not-authenticated/authentication-required')
   })
 
+  it('counts them among the site admins whom the site asks for two-factor sign-in', async () => {
+    const me = await readOnlyAdmin()
+    const rule = { require_2fa: true, require_2fa_user_type: 'site_admins' }
+    expect((await call(s, 'PATCH', '/site', { key: s.adminKey, body: rule })).status).toBe(200)
+    try {
+      const session = await login(s, me.username, me.password)
+      expect((await call(s, 'GET', '/site', { session })).body.session).toEqual({
+        two_factor_setup_needed: true,
+        read_only: true,
+      })
+      // A user who is not an administrator of any kind is not asked.
+      const other = await login(s, plain.username, plain.password)
+      expect((await call(s, 'GET', '/site', { session: other })).body.session.two_factor_setup_needed).toBe(
+        false,
+      )
+    } finally {
+      await call(s, 'PATCH', '/site', { key: s.adminKey, body: { require_2fa: false } })
+    }
+  })
+
   it('lets site_admin win over readonly_site_admin', async () => {
     const both = await readOnlyAdmin({ site_admin: true })
     const r = await call(s, 'POST', '/sessions', {

@@ -1,7 +1,7 @@
 import { formatDateTime } from '../../api/datetime.js'
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
-import { isSiteAdmin, type Principal, type UserRow } from '../../identity/principal.js'
+import { isReadOnlyAdmin, isSiteAdmin, type Principal, type UserRow } from '../../identity/principal.js'
 import { tokenHash } from '../../security/secrets.js'
 import type { SiteSecrets } from '../../security/site-secrets.js'
 import {
@@ -162,13 +162,16 @@ export class TwoFactorService {
     })
   }
 
-  /** Whether the user must sign in with a second factor: their own setting, else the site's. */
+  /**
+   * Whether the user must sign in with a second factor: their own setting, else the site's. The
+   * site's `site_admins` counts read-only site admins too: they read everything a site admin reads.
+   */
   async required(user: UserRow): Promise<boolean> {
     if (user.require_2fa === 'always_require') return true
     if (user.require_2fa === 'never_require') return false
     const rule = await this.repo.siteRule(user.site_id)
     if (rule.require_2fa !== 1) return false
-    return rule.require_2fa_user_type !== 'site_admins' || user.site_admin === 1
+    return rule.require_2fa_user_type !== 'site_admins' || user.site_admin === 1 || isReadOnlyAdmin(user)
   }
 
   /**
