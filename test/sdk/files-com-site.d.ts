@@ -14,6 +14,9 @@ declare module 'files.com/lib/models/Site.js' {
     readonly password_require_special: boolean
     readonly max_prior_passwords: number
     readonly password_validity_days: number | null
+    readonly contact_name: string | null
+    readonly phone: string | null
+    readonly email: string | null
     static get(params?: Params, options?: Params): Promise<Site>
     static update(params?: Params, options?: Params): Promise<Site>
   }

@@ -55,6 +55,22 @@ describe.each(dialects)('files.com SDK: Site password rules (%s)', (dialect) => 
     })
   })
 
+  it('changes the billing contact with Site.update only with billing_permission', async () => {
+    const admin = await makeUser(s, { site_admin: true })
+    Files.setApiKey((await makeKey(s, admin.id)).key)
+    expect(describeError(await sdkError(Site.update({ contact_name: 'Ada Billing' })))).toEqual({
+      className: 'NotAuthorized_BillingPermissionRequiredError',
+      type: 'not-authorized/billing-permission-required',
+      httpCode: 403,
+    })
+    const payer = await makeUser(s)
+    await User.find(payer.id, {}, { apiKey: s.adminKey }).then((u) => u.update({ billing_permission: true }))
+    Files.setApiKey((await makeKey(s, payer.id)).key)
+    const changed = await Site.update({ contact_name: 'Ada Billing', phone: '555-0100' })
+    expect([changed.contact_name, changed.phone, changed.email]).toEqual(['Ada Billing', '555-0100', null])
+    expect((await Site.get()).contact_name).toBe('Ada Billing')
+  })
+
   it('holds a session to the password change set by require_password_change, until user.update sets one', async () => {
     const u = await makeUser(s)
     Files.setApiKey(s.adminKey)
