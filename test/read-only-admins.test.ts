@@ -2,6 +2,7 @@ import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { basic, dav } from './helpers/dav.js'
 import { uploaded } from './helpers/files.js'
 import { call, dialects, expectError, login, makeKey, makeUser, type TestUser } from './helpers/server.js'
 import { sftpBatch, useSftpServer } from './helpers/sftp.js'
@@ -253,6 +254,17 @@ describe.each(dialects)('read-only site administrators (%s)', (dialect) => {
     } finally {
       await call(s, 'PATCH', '/site', { key: s.adminKey, body: { require_2fa: false } })
     }
+  })
+
+  it('refuses WebDAV writes with 403 and serves every file', async () => {
+    const auth = basic(auditor.username, auditor.password)
+    const got = await dav(s, 'GET', '/reports/q1.txt', { auth })
+    expect([got.status, got.text]).toEqual([200, 'quarter one'])
+    expect((await dav(s, 'PUT', '/reports/dav.txt', { auth, body: 'x' })).status).toBe(403)
+    expect((await dav(s, 'MKCOL', '/dav-folder', { auth })).status).toBe(403)
+    expect((await dav(s, 'DELETE', '/reports/q1.txt', { auth })).status).toBe(403)
+    expect((await call(s, 'GET', '/files/reports/q1.txt', { key: s.adminKey })).status).toBe(200)
+    expect((await call(s, 'GET', '/files/reports/dav.txt', { key: s.adminKey })).status).toBe(404)
   })
 
   it('lets site_admin win over readonly_site_admin', async () => {
