@@ -263,8 +263,20 @@ describe.each(dialects)('read-only site administrators (%s)', (dialect) => {
     expect((await dav(s, 'PUT', '/reports/dav.txt', { auth, body: 'x' })).status).toBe(403)
     expect((await dav(s, 'MKCOL', '/dav-folder', { auth })).status).toBe(403)
     expect((await dav(s, 'DELETE', '/reports/q1.txt', { auth })).status).toBe(403)
+    for (const method of ['MOVE', 'COPY']) {
+      const r = await dav(s, method, '/reports/q1.txt', {
+        auth,
+        headers: { Destination: `${s.url}/dav/reports/${method.toLowerCase()}.txt` },
+      })
+      expect(r.status, method).toBe(403)
+    }
+    const lockinfo =
+      '<D:lockinfo xmlns:D="DAV:"><D:lockscope><D:exclusive/></D:lockscope><D:locktype><D:write/></D:locktype></D:lockinfo>'
+    expect((await dav(s, 'LOCK', '/reports/q1.txt', { auth, body: lockinfo })).status).toBe(403)
     expect((await call(s, 'GET', '/files/reports/q1.txt', { key: s.adminKey })).status).toBe(200)
-    expect((await call(s, 'GET', '/files/reports/dav.txt', { key: s.adminKey })).status).toBe(404)
+    for (const made of ['dav.txt', 'move.txt', 'copy.txt']) {
+      expect((await call(s, 'GET', `/files/reports/${made}`, { key: s.adminKey })).status).toBe(404)
+    }
   })
 
   it('lets site_admin win over readonly_site_admin', async () => {
