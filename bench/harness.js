@@ -133,7 +133,7 @@ function startArgs() {
 let profiles
 /** The folder of CPU profiles, if any were written. */
 export const profilesUsed = () => profiles
-export const PROFILE = process.env['BENCH_PROFILE'] === '1'
+export const PROFILE = process.env['BENCH_PROFILE'] === '1' || process.env['BENCH_PROFILE'] === 'alloc'
 export async function profileDir() {
   profiles ??= await fs.mkdtemp(path.join(os.tmpdir(), 'wharf-bench-profiles-'))
   return profiles
@@ -163,7 +163,12 @@ export async function startWharf(label, databaseUrl, extraEnv = {}, keyBody = { 
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     ...extraEnv,
   })
-  const profileArgs = PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${await profileDir()}`] : []
+  const profileArgs = !PROFILE
+    ? []
+    : process.env['BENCH_PROFILE'] === 'alloc'
+      ? ['--require', path.join(root, 'bench/alloc-profile.cjs')]
+      : ['--cpu-prof', `--cpu-prof-dir=${await profileDir()}`]
+  if (process.env['BENCH_PROFILE'] === 'alloc') env['BENCH_PROFILE_DIR'] = await profileDir()
   const args = [...profileArgs, ...startArgs()]
   const proc = startChild(label, args, env)
   const base = `http://127.0.0.1:${port}`

@@ -263,12 +263,22 @@ describe.each(dialects)('webhook behaviors (%s)', (dialect) => {
   })
 
   it('drops a pending notification of a behavior deleted before it went out', async () => {
-    const hanging = await startListener(() => 500)
+    // The first attempt is answered (500) only once the behavior is deleted, so its retry, due
+    // 0.1 s later, always finds it gone however long the deletion took on a busy machine.
+    let deletedNow = () => {}
+    const deleted = new Promise<void>((resolve) => {
+      deletedNow = resolve
+    })
+    const hanging = await startListener(async () => {
+      await deleted
+      return 500
+    })
     try {
       const id = await hook('gone', { urls: [hanging.url] })
       await uploaded(s, 'gone/a.txt', 'x')
       await hanging.waitFor(1)
       expect((await call(s, 'DELETE', `/behaviors/${id}`, { key: s.adminKey })).status).toBe(204)
+      deletedNow()
       await vi.waitFor(async () => {
         const n = await s.container.db
           .selectFrom('webhook_notifications')

@@ -81,12 +81,32 @@ export class Metrics {
     labelNames: ['interface', 'direction'] as const,
     registers: [this.registry],
   })
+  /**
+   * Counted as plain numbers by `webhookDelivered` and added to the counter when it is read: a
+   * delivery is counted many thousand times a second, and prom-client hashes the labels of each
+   * `inc`.
+   */
+  private readonly deliveryTally = { site: [0, 0], behavior: [0, 0] }
   readonly webhookDeliveries = new Counter({
     name: 'wharf_webhook_deliveries_total',
     help: 'Webhook delivery attempts by endpoint and result (delivered, retry, failed)',
     labelNames: ['endpoint', 'result'] as const,
     registers: [this.registry],
+    collect: () => this.flushDeliveries(),
   })
+  /** One delivery attempt's result, for `wharf_webhook_deliveries_total`. */
+  webhookDelivered(endpoint: 'site' | 'behavior', success: boolean): void {
+    this.deliveryTally[endpoint][success ? 0 : 1]!++
+  }
+  private flushDeliveries(): void {
+    for (const endpoint of ['site', 'behavior'] as const) {
+      const t = this.deliveryTally[endpoint]
+      if (t[0]! > 0) this.webhookDeliveries.inc({ endpoint, result: 'success' }, t[0])
+      if (t[1]! > 0) this.webhookDeliveries.inc({ endpoint, result: 'failure' }, t[1])
+      t[0] = 0
+      t[1] = 0
+    }
+  }
   readonly exportBuilds = new Counter({
     name: 'wharf_export_builds_total',
     help: 'Export builds finished, by kind and result (ready, failed)',

@@ -18,7 +18,7 @@ import type { EndpointHealth } from './endpoints/endpoint-health.js'
 import { EndpointLimits } from './endpoints/endpoint-limits.js'
 import { holdClaimed } from './endpoints/endpoint-queue.js'
 import type { EndpointRow } from './endpoints/endpoint-rows.js'
-import { type FileLinks, fileFields } from './endpoints/file-fields.js'
+import { type FileLinks, fileFields as fieldsOfFile } from './endpoints/file-fields.js'
 import { findWebhookSettings, type WebhookSettings } from './listener-settings.js'
 import { type ClaimedRow, claimNotifications, KIND, type NotificationRow, PENDING } from './outbox-claims.js'
 import type { RetryPolicy } from './retry-policy.js'
@@ -402,6 +402,7 @@ export class WebhookDispatcher extends JobLoop {
     }
     const attempt = row.attempts + 1
     const sentAt = this.now()
+    const fileFields = this.fileFieldsFor(row, endpoint)
     const signed = signWebhook(
       {
         accountname: this.siteNames.known(row.site_id) ?? (await this.siteNames.read(row.site_id)),
@@ -411,7 +412,7 @@ export class WebhookDispatcher extends JobLoop {
         path: row.path,
         sourcepath: row.sourcepath,
         attempt,
-        extra: await this.fileFieldsFor(row, endpoint),
+        extra: fileFields === undefined ? undefined : await fileFields,
       },
       row.message_id,
       settings,
@@ -420,7 +421,7 @@ export class WebhookDispatcher extends JobLoop {
     )
     const outcome = await this.sender.send({ url: settings.url, headers: signed.headers, body: signed.body })
     this.noteOutcome(row.site_id, outcome)
-    metrics.webhookDeliveries.inc({ endpoint: 'site', result: outcome.success ? 'success' : 'failure' })
+    metrics.webhookDelivered('site', outcome.success)
     sent()
     const log = await this.log.record(row, {
       attempt,
@@ -431,7 +432,8 @@ export class WebhookDispatcher extends JobLoop {
       outcome,
       now: this.now(),
     })
-    await this.noteHealth(endpoint, outcome)
+    const health = this.noteHealth(endpoint, outcome)
+    if (health !== null) await health
     return log
   }
 
@@ -453,6 +455,7 @@ export class WebhookDispatcher extends JobLoop {
     }
     const attempt = row.attempts + 1
     const sentAt = this.now()
+    const fileFields = this.fileFieldsFor(row, endpoint)
     const req = behaviorRequest(
       behavior,
       url,
@@ -464,14 +467,14 @@ export class WebhookDispatcher extends JobLoop {
         path: row.path,
         sourcepath: row.sourcepath,
         attempt,
-        extra: await this.fileFieldsFor(row, endpoint),
+        extra: fileFields === undefined ? undefined : await fileFields,
       },
       row.message_id,
       sentAt,
       row.sequence ?? null,
     )
     const outcome = await this.sender.send(req)
-    metrics.webhookDeliveries.inc({ endpoint: 'behavior', result: outcome.success ? 'success' : 'failure' })
+    metrics.webhookDelivered('behavior', outcome.success)
     sent()
     const log = await this.log.record(row, {
       attempt,
@@ -483,24 +486,32 @@ export class WebhookDispatcher extends JobLoop {
       outcome,
       now: this.now(),
     })
-    await this.noteHealth(endpoint, outcome)
+    const health = this.noteHealth(endpoint, outcome)
+    if (health !== null) await health
     return log
   }
 
-  /** A file-aware endpoint's fields (endpoints/file-fields.ts); none otherwise. */
-  private async fileFieldsFor(row: ClaimedRow, endpoint: EndpointRow | undefined) {
+  /** A file-aware endpoint's fields (endpoints/file-fields.ts); none otherwise, without a promise. */
+  private fileFieldsFor(row: ClaimedRow, endpoint: EndpointRow | undefined) {
     if (endpoint?.file_aware !== 1 || this.opts.fileLinks === undefined) return undefined
-    return fileFields(this.db, this.opts.fileLinks, row, this.now())
+    return fieldsOfFile(this.db, this.opts.fileLinks, row, this.now())
   }
 
-  /** The endpoint's health after an attempt; a failure to write it costs no delivery. */
-  private async noteHealth(endpoint: EndpointRow | undefined, outcome: WebhookOutcome): Promise<void> {
-    if (endpoint === undefined || this.opts.health === undefined) return
-    try {
-      await this.opts.health.note(endpoint, outcome, this.now())
-    } catch (err) {
-      this.opts.logger?.error({ err, endpoint: endpoint.id }, 'webhook endpoint health could not be written')
-    }
+  /**
+   * The endpoint's health after an attempt; a failure to write it costs no delivery. Null when
+   * there is nothing to write (most successes), so the caller awaits nothing.
+   */
+  private noteHealth(endpoint: EndpointRow | undefined, outcome: WebhookOutcome): Promise<void> | null {
+    if (endpoint === undefined || this.opts.health === undefined) return null
+    const writing = this.opts.health.note(endpoint, outcome, this.now())
+    return (
+      writing?.catch((err: unknown) => {
+        this.opts.logger?.error(
+          { err, endpoint: endpoint.id },
+          'webhook endpoint health could not be written',
+        )
+      }) ?? null
+    )
   }
 
   /** The site turned webhooks (or this trigger) off before the notification went out. */

@@ -15,15 +15,18 @@ export async function endpointsForBatch(
 ): Promise<(EndpointRow | undefined)[]> {
   if (rows.length === 0) return []
   const sites = [...new Set(rows.map((r) => r.site_id))]
-  let found = await endpointsOf(db, sites)
-  const find = (r: ClaimedRow) => {
-    const key = keyOfNotification(r)
-    return key === null ? undefined : found.get(`${r.site_id}:${key}`)
+  const keys = rows.map(keyOfNotification)
+  // Only the batch's own endpoints: with many webhook behaviors a site has many more.
+  const wanted = [...new Set(keys.filter((k) => k !== null))]
+  let found = await endpointsOf(db, sites, wanted)
+  const find = (r: ClaimedRow, i: number) => {
+    const key = keys[i]
+    return key === null || key === undefined ? undefined : found.get(`${r.site_id}:${key}`)
   }
-  const missing = new Set(rows.filter((r) => keyOfNotification(r) !== null && !find(r)).map((r) => r.site_id))
+  const missing = new Set(rows.filter((r, i) => keys[i] !== null && !find(r, i)).map((r) => r.site_id))
   if (missing.size > 0) {
     for (const site of missing) await syncEndpoints(db, site, now)
-    found = await endpointsOf(db, sites)
+    found = await endpointsOf(db, sites, wanted)
   }
   return rows.map(find)
 }

@@ -39,7 +39,11 @@ export class EndpointHealth {
     private readonly alerts: EndpointAlerts,
   ) {}
 
-  async note(e: EndpointRow, outcome: WebhookOutcome, now: number): Promise<void> {
+  /**
+   * Notes an attempt's outcome; null when there is nothing to write (a success soon after the
+   * last one written), so the usual delivery makes no promise for it.
+   */
+  note(e: EndpointRow, outcome: WebhookOutcome, now: number): Promise<void> | null {
     if (outcome.success) {
       const written = this.successWritten.get(e.id)
       if (
@@ -48,7 +52,13 @@ export class EndpointHealth {
         written !== undefined &&
         now - written < SUCCESS_WRITE_MS
       )
-        return
+        return null
+    }
+    return this.write(e, outcome, now)
+  }
+
+  private async write(e: EndpointRow, outcome: WebhookOutcome, now: number): Promise<void> {
+    if (outcome.success) {
       this.successWritten.set(e.id, now)
       await this.db
         .updateTable('webhook_endpoints')

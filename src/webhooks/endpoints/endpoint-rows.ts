@@ -87,14 +87,20 @@ const freshHealth = {
   disabled_reason: null,
 }
 
-/** The endpoints of some sites by site and key, in one statement. */
+/**
+ * The endpoints of some sites by site and key, in one statement: those with one of `keys` when
+ * given (a batch of notifications needs its own endpoints, not every behavior's of the site).
+ */
 export async function endpointsOf(
   db: Kysely<Database>,
   siteIds: readonly number[],
+  keys?: readonly string[],
 ): Promise<Map<string, EndpointRow>> {
   const out = new Map<string, EndpointRow>()
-  if (siteIds.length === 0) return out
-  const rows = await db.selectFrom('webhook_endpoints').selectAll().where('site_id', 'in', siteIds).execute()
+  if (siteIds.length === 0 || keys?.length === 0) return out
+  let q = db.selectFrom('webhook_endpoints').selectAll().where('site_id', 'in', siteIds)
+  if (keys !== undefined) q = q.where('endpoint_key', 'in', keys)
+  const rows = await q.execute()
   for (const r of rows) out.set(`${r.site_id}:${r.endpoint_key}`, normalized(r))
   return out
 }
