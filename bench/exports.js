@@ -154,6 +154,7 @@ const PG_INT = new Set([
   'success',
   'response_size',
   'duration_ms',
+  'behavior_id',
   'attempts',
   'max_attempts',
   'next_attempt_at',

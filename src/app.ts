@@ -146,6 +146,7 @@ function addDecorations(
   app.setErrorHandler(handleError)
   guardBodyRate(app, config.http)
   app.addHook('onResponse', (request, reply, done) => {
+    if (!metrics.on) return done()
     // The route's pattern, not the path: one series per route, whatever the paths asked.
     const route = request.routeOptions.url ?? '(none)'
     metrics.httpRequests.inc({ method: request.method, route, status: reply.statusCode })

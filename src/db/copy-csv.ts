@@ -1,5 +1,10 @@
+import { createRequire } from 'node:module'
 import type pg from 'pg'
-import { to as copyTo } from 'pg-copy-streams'
+import type { to } from 'pg-copy-streams'
+
+/** pg-copy-streams, loaded by the first export on PostgreSQL: SQLite never needs it. */
+const copyTo: typeof to = (text) =>
+  (createRequire(import.meta.url)('pg-copy-streams') as typeof import('pg-copy-streams')).to(text)
 
 /** Records of CSV, each ending in CRLF, and how many. */
 export interface CsvBlock {

@@ -1,5 +1,6 @@
 import crypto from 'node:crypto'
 import http from 'node:http'
+import * as prom from 'prom-client'
 import { metrics } from '../metrics/metrics.js'
 
 const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest()
@@ -7,10 +8,10 @@ const sha256 = (s: string) => crypto.createHash('sha256').update(s).digest()
 /**
  * The Prometheus scrape endpoint, `GET /metrics`, on a listener of its own (METRICS_HOST,
  * METRICS_PORT): never on the public HTTP port. With METRICS_TOKEN the scrape must send it as a
- * bearer token (compared in constant time); anything else is 401.
+ * bearer token (compared in constant time); anything else is 401. Making one turns counting on.
  */
 export function metricsServer(token: string | undefined): http.Server {
-  metrics.exposeNodeMetrics()
+  metrics.turnOn(prom)
   const expected = token === undefined ? null : sha256(token)
   return http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0]

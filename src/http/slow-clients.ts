@@ -87,7 +87,8 @@ export function guardBodyRate(app: FastifyInstance, http: HttpTimeouts): void {
     reply.raw.once('close', stop)
     done()
   })
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     if (hasBody(request.raw.headers) && !request.raw.complete) reply.header('Connection', 'close')
+    done(null, payload)
   })
 }

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module'
 import { type Readable, Transform, type TransformCallback } from 'node:stream'
 import zlib from 'node:zlib'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import yazl from 'yazl'
+import type yazlModule from 'yazl'
 
 /**
  * yazl checksums every byte it zips with buffer-crc32, a table loop in JavaScript: 390 MB/s on
@@ -16,7 +16,15 @@ export function useNativeCrc32(): void {
   }
   crc32.unsigned = (buf, previous) => zlib.crc32(buf, previous ?? 0)
 }
-useNativeCrc32()
+
+let yazlLoaded: typeof yazlModule | undefined
+/** yazl, loaded by the first ZIP (with Node's CRC-32 given to it): most servers never make one. */
+function yazl(): typeof yazlModule {
+  if (yazlLoaded) return yazlLoaded
+  useNativeCrc32()
+  yazlLoaded = createRequire(import.meta.url)('yazl') as typeof yazlModule
+  return yazlLoaded
+}
 
 /** One file of a ZIP: its name inside it, its size and time, and how to open it. */
 export interface ZipFileEntry {
@@ -120,7 +128,7 @@ export function sendZip<E extends ZipFileEntry>(
     record: (reached: E[]) => Promise<void>
   },
 ): FastifyReply {
-  const out = new yazl.ZipFile()
+  const out = new (yazl().ZipFile)()
   const records = new BatchedRecords(zip.record)
   const body = new UntilRecorded(() => records.drain())
   for (const dir of zip.directories) out.addEmptyDirectory(dir, { mtime: new Date(zip.now) })

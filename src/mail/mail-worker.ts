@@ -1,6 +1,7 @@
+import { createRequire } from 'node:module'
 import type { Kysely } from 'kysely'
 import { sql } from 'kysely'
-import nodemailer, { type Transporter } from 'nodemailer'
+import type { Transporter } from 'nodemailer'
 import type { Logger } from 'pino'
 import { dialectOf } from '../db/dialects/dialect-of.js'
 import type { Database } from '../db/schema.js'
@@ -37,6 +38,10 @@ interface MailRow {
   attempts: number
 }
 
+/** nodemailer (~3 MiB of memory), loaded by the first worker: a server without SMTP never needs it. */
+const loadNodemailer = () =>
+  createRequire(import.meta.url)('nodemailer') as { createTransport: (url: string) => Transporter }
+
 /** The oldest due messages first; each claim counts as an attempt. */
 const CLAIM: ClaimShape = {
   key: 'mail',
@@ -70,7 +75,7 @@ export class MailWorker extends LeasedWorker<MailRow> {
     super(opts, { emitter: mailSignal, event: 'queued' }, 'mail worker')
     this.now = opts.now ?? Date.now
     this.jobs = new LeasedJobs(db, dialectOf(db), 'mail_outbox', { leaseMs: opts.leaseMs, now: this.now })
-    this.transport = nodemailer.createTransport(opts.smtpUrl)
+    this.transport = loadNodemailer().createTransport(opts.smtpUrl)
   }
 
   override async stop(): Promise<void> {

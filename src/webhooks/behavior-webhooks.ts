@@ -1,6 +1,7 @@
-import { XMLBuilder } from 'fast-xml-parser'
+import { createRequire } from 'node:module'
+import type { XMLBuilder } from 'fast-xml-parser'
 import type { Kysely } from 'kysely'
-import { Minimatch } from 'minimatch'
+import type { Minimatch } from 'minimatch'
 import { applyingAt, foldersAbove } from '../api/behavior-matching.js'
 import { nameOf } from '../api/paths.js'
 import type { Database } from '../db/schema.js'
@@ -56,7 +57,13 @@ export interface BehaviorTarget {
 const parsed = new Map<string, Omit<BehaviorWebhook, 'id'>>()
 const MAX_PARSED = 1024
 
-const globOf = (g: string) => new Minimatch(g, { nocase: true, dot: true, nocomment: true, nonegate: true })
+const load = createRequire(import.meta.url)
+let minimatch: typeof Minimatch | undefined
+/** minimatch is loaded by the first webhook behavior read: a site without any never holds it. */
+const globOf = (g: string) => {
+  minimatch ??= (load('minimatch') as typeof import('minimatch')).Minimatch
+  return new minimatch(g, { nocase: true, dot: true, nocomment: true, nonegate: true })
+}
 
 /** The webhook behavior of a stored value (checked when it was saved: behavior-types.ts). */
 export function behaviorWebhookOf(id: number, valueText: string): BehaviorWebhook {
@@ -170,7 +177,15 @@ export interface BehaviorRequest {
 /** A custom header's value as the log shows it: the values are secrets, like the API hides them. */
 export const HIDDEN_HEADER = '[hidden]'
 
-const xml = new XMLBuilder({ format: false, suppressEmptyNode: false })
+let xmlBuilder: XMLBuilder | undefined
+/** The XML body's builder, loaded with the first behavior that sends XML. */
+const xml = () => {
+  xmlBuilder ??= new (load('fast-xml-parser') as typeof import('fast-xml-parser')).XMLBuilder({
+    format: false,
+    suppressEmptyNode: false,
+  })
+  return xmlBuilder
+}
 
 /** The fields sent: the spec's payload, then the behavior's own (which cannot replace one of those). */
 function fieldsOf(payload: WebhookPayload, extra: Record<string, string>): Record<string, Field> {
@@ -190,7 +205,7 @@ function encode(fields: Record<string, Field>, encoding: WebhookEncoding): [stri
   switch (encoding) {
     case 'XML':
       return [
-        `<?xml version="1.0" encoding="UTF-8"?>${xml.build({ webhook: texts(fields) }) as string}`,
+        `<?xml version="1.0" encoding="UTF-8"?>${xml().build({ webhook: texts(fields) }) as string}`,
         'application/xml',
       ]
     case 'RAW':

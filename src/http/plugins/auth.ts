@@ -102,10 +102,13 @@ export function registerAuth(app: FastifyInstance, c: HttpContext): void {
       )
       reply.raw.once('close', release)
       checkAccess(principal, access)
-      const changing = await c.services.passwords.restrictSession(
-        principal,
-        passwordChangeAllowed(passwordChange, request, principal),
-      )
+      // Only a session can be held to a password change: a key's request has nothing to wait for.
+      const changing =
+        principal.sessionHash !== null &&
+        (await c.services.passwords.restrictSession(
+          principal,
+          passwordChangeAllowed(passwordChange, request, principal),
+        ))
       // A session that must change its password and enrol does the change first: while it
       // must, the change's routes stay open to it.
       refuseUntilEnrolled(principal, enrolment === true || changing)

@@ -54,8 +54,8 @@ export function accessFailure(
     const [column, failure] = right
     if (user[column] !== 1 || limits.groups.some((g) => g[column] !== 1)) return failure
   }
-  const lists = [limits.siteAllowedIps, user.allowed_ips, ...limits.groups.map((g) => g.allowed_ips)]
-  if (!lists.every((list) => ipAllowed(list, ip))) return 'ip_mismatch'
+  if (!ipAllowed(limits.siteAllowedIps, ip) || !ipAllowed(user.allowed_ips, ip)) return 'ip_mismatch'
+  for (const g of limits.groups) if (!ipAllowed(g.allowed_ips, ip)) return 'ip_mismatch'
   return null
 }
 
@@ -96,11 +96,33 @@ export class AccessService {
 
   /**
    * A login whose credentials were good: refused (the `failedlogin` Action, a failure of the
-   * address, then `refusal()` thrown) when the user's access does not allow it.
+   * address, then `refusal()` thrown) when the user's access does not allow it. Undefined, with
+   * nothing to wait for, when the user's limits are known and allow it: each request of an API
+   * key is such a login, and most need no promise.
    */
-  async enforce(ctx: ActionContext, user: UserRow, ip: string, iface: Interface, refusal: () => ApiError) {
+  enforce(
+    ctx: () => ActionContext,
+    user: UserRow,
+    ip: string,
+    iface: Interface,
+    refusal: () => ApiError,
+  ): Promise<void> | undefined {
+    if (RIGHTS[iface] === undefined) return undefined
+    const limits = this.cachedLimits(user)
+    if (limits !== undefined && accessFailure(user, limits, ip, iface, this.now()) === null) return undefined
+    return this.enforceFully(ctx, user, ip, iface, refusal)
+  }
+
+  private async enforceFully(
+    context: () => ActionContext,
+    user: UserRow,
+    ip: string,
+    iface: Interface,
+    refusal: () => ApiError,
+  ): Promise<void> {
     const failure = await this.failure(user, ip, iface)
     if (failure === null) return
+    const ctx = context()
     await this.recordRefusal(
       { ...ctx, userId: user.id, username: user.username, ip, interface: iface },
       failure,
@@ -171,10 +193,16 @@ export class AccessService {
     this.cache.clear()
   }
 
-  private async limits(user: UserRow): Promise<AccessLimits> {
+  private cachedLimits(user: UserRow): AccessLimits | undefined {
     const now = this.now()
     const hit = this.cache.get(user.id)
-    if (hit && now - hit.at < this.ttlMs && now >= hit.at) return hit.limits
+    return hit && now - hit.at < this.ttlMs && now >= hit.at ? hit.limits : undefined
+  }
+
+  private async limits(user: UserRow): Promise<AccessLimits> {
+    const hit = this.cachedLimits(user)
+    if (hit !== undefined) return hit
+    const now = this.now()
     const limits = await this.repo.limits(user.site_id, user.id)
     if (this.ttlMs > 0) {
       if (this.cache.size >= this.max) this.cache.delete(this.cache.keys().next().value!)

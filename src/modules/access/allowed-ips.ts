@@ -62,8 +62,18 @@ export function allowedRanges(stored: string | null): AddressRanges | null {
   return new AddressRanges(list.map((e) => (e.includes('/') ? e : `${e}/${net.isIPv4(e) ? 32 : 128}`)))
 }
 
+/** Lists parsed, by their stored text: a list is read on every request of a key whose user has one. */
+const parsedLists = new Map<string, AddressRanges | null>()
+const MAX_PARSED_LISTS = 1000
+
 /** Whether `ip` is inside a stored list (a list that is null or blank holds every address). */
 export function ipAllowed(stored: string | null, ip: string): boolean {
-  const ranges = allowedRanges(stored)
+  if (stored === null) return true
+  let ranges = parsedLists.get(stored)
+  if (ranges === undefined) {
+    ranges = allowedRanges(stored)
+    if (parsedLists.size >= MAX_PARSED_LISTS) parsedLists.clear()
+    parsedLists.set(stored, ranges)
+  }
   return ranges === null || ranges.has(ip)
 }

@@ -52,12 +52,14 @@ export class AuthService {
     private readonly access?: AccessService,
   ) {}
 
-  /** Resolves credentials to a principal, or throws 401 not-authenticated/authentication-required. */
-  async authenticate(c: Credentials, ip: string, iface: Interface): Promise<Principal> {
+  /** Resolves credentials to a principal, or rejects with 401 not-authenticated/authentication-required. */
+  authenticate(c: Credentials, ip: string, iface: Interface): Promise<Principal> {
     if (c.apiKey !== undefined) return this.byApiKey(c.apiKey, ip, iface)
     if (c.sessionId !== undefined) return this.bySession(c.sessionId, ip, iface)
-    throw unauthenticated(
-      'Authentication required: send an API key (X-ServiceAPI-Key) or a session (X-ServiceAPI-Auth)',
+    return Promise.reject(
+      unauthenticated(
+        'Authentication required: send an API key (X-ServiceAPI-Key) or a session (X-ServiceAPI-Auth)',
+      ),
     )
   }
 
@@ -79,10 +81,15 @@ export class AuthService {
     if (user?.disabled) throw unauthenticated('The API key belongs to a disabled user')
     if (user && this.access) {
       // Each request of a key is a login of its user: refused as an unknown key is, and recorded.
-      const ctx = { siteId: row.site_id, userId: user.id, username: user.username, ip, interface: iface }
-      await this.access.enforce(ctx, user, ip, iface, () =>
-        refusedFor(unauthenticated('The API key is not valid'), user.username_lower),
+      // Most requests find the user's limits known and allowing: nothing to wait for then.
+      const refusing = this.access.enforce(
+        () => ({ siteId: row.site_id, userId: user.id, username: user.username, ip, interface: iface }),
+        user,
+        ip,
+        iface,
+        () => refusedFor(unauthenticated('The API key is not valid'), user.username_lower),
       )
+      if (refusing !== undefined) await refusing
     }
     if (row.last_use_at === null || now - row.last_use_at >= LAST_USE_GRANULARITY_MS) {
       // Guarded update: of concurrent requests only one writes, and a crash here loses nothing that matters.

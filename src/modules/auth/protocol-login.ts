@@ -105,7 +105,7 @@ export class ProtocolLogin {
   async trusted(user: UserRow, ip: string, iface: ProtocolInterface, how: string): Promise<ProtocolSession> {
     if (user.disabled) throw ERRORS.authenticationRequired('The user is disabled')
     const ctx = { siteId: user.site_id, userId: user.id, username: user.username, ip, interface: iface }
-    await this.access?.enforce(ctx, user, ip, iface, badLogin)
+    await this.access?.enforce(() => ctx, user, ip, iface, badLogin)
     const principal: Principal = {
       siteId: user.site_id,
       user,

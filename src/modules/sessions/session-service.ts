@@ -104,7 +104,7 @@ export class SessionService {
       await this.failed(userCtx, 'disabled', now)
       throw badLogin()
     }
-    await this.access?.enforce(userCtx, user, input.ip, input.interface, badLogin)
+    await this.access?.enforce(() => userCtx, user, input.ip, input.interface, badLogin)
     // A transfer protocol cannot ask for a new password: such a login fails like a wrong password
     // (the web and REST sign in, to a session that can only change it).
     if (PROTOCOLS.has(input.interface)) {

@@ -2,9 +2,8 @@ import fs from 'node:fs/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import type { Logger } from 'pino'
-import ssh2 from 'ssh2'
 import type { ServerKeys } from '../server-keys/server-keys.js'
-import { describeBlob, type SshPublicKey } from './ssh-keys.js'
+import { describeBlob, type SshPublicKey, ssh2 } from './ssh-keys.js'
 
 /** One of the server's host keys: its private key for the SSH server, its fingerprints for people. */
 export interface HostKey extends SshPublicKey {
@@ -15,10 +14,13 @@ export interface HostKey extends SshPublicKey {
   privateKey: string
 }
 
-const generate = promisify(ssh2.utils.generateKeyPair) as (
-  type: 'ed25519' | 'rsa',
-  opts: { bits?: number; comment?: string },
-) => Promise<{ private: string; public: string }>
+const generate = (type: 'ed25519' | 'rsa', opts: { bits?: number; comment?: string }) =>
+  (
+    promisify(ssh2().utils.generateKeyPair) as (
+      type: 'ed25519' | 'rsa',
+      opts: { bits?: number; comment?: string },
+    ) => Promise<{ private: string; public: string }>
+  )(type, opts)
 
 const GENERATED = [
   { file: 'ssh_host_ed25519_key', type: 'ed25519' as const, opts: {} },
@@ -130,8 +132,8 @@ async function readIfThere(file: string): Promise<string | null> {
 async function generateValid(type: 'ed25519' | 'rsa', opts: { bits?: number }): Promise<string> {
   for (let attempt = 0; attempt < 20; attempt++) {
     const pair = await generate(type, opts)
-    const priv = ssh2.utils.parseKey(pair.private)
-    const pub = ssh2.utils.parseKey(pair.public)
+    const priv = ssh2().utils.parseKey(pair.private)
+    const pub = ssh2().utils.parseKey(pair.public)
     if (!(priv instanceof Error) && !(pub instanceof Error)) return pair.private
   }
   throw new Error(`Could not generate a valid ${type} host key`)
@@ -159,7 +161,7 @@ async function readOrCreate(file: string, make: () => Promise<string>): Promise<
 }
 
 function keyFrom(id: number, file: string, privateKey: string): HostKey {
-  const parsed = ssh2.utils.parseKey(privateKey)
+  const parsed = ssh2().utils.parseKey(privateKey)
   const key = Array.isArray(parsed) ? parsed[0] : parsed
   if (!key || key instanceof Error || !key.isPrivateKey()) {
     throw new Error(`${file} does not hold an unencrypted SSH private key`)

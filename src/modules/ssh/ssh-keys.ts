@@ -1,5 +1,15 @@
 import crypto from 'node:crypto'
-import ssh2 from 'ssh2'
+import { createRequire } from 'node:module'
+
+let ssh2Loaded: typeof import('ssh2') | undefined
+/**
+ * ssh2 (~2.5 MiB of memory and its native bindings), loaded with the first key parsed or made:
+ * a server without SFTP that is never given a key does not hold it.
+ */
+export function ssh2(): typeof import('ssh2') {
+  ssh2Loaded ??= createRequire(import.meta.url)('ssh2') as typeof import('ssh2')
+  return ssh2Loaded
+}
 
 /** A public key as OpenSSH writes it, without its comment, and the fingerprints of its blob. */
 export interface SshPublicKey {
@@ -31,7 +41,7 @@ export function describeBlob(blob: Buffer): SshPublicKey {
  * the text is none of these or holds a private key.
  */
 export function parsePublicKey(text: string): SshPublicKey | null {
-  const parsed = ssh2.utils.parseKey(text.trim())
+  const parsed = ssh2().utils.parseKey(text.trim())
   const key = Array.isArray(parsed) ? parsed[0] : parsed
   if (!key || key instanceof Error || key.isPrivateKey()) return null
   return describeBlob(key.getPublicSSH())

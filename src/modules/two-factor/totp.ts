@@ -1,5 +1,13 @@
 import crypto from 'node:crypto'
-import { Secret, TOTP } from 'otpauth'
+import { createRequire } from 'node:module'
+import type { TOTP } from 'otpauth'
+
+/** otpauth, loaded with the first two-factor code or secret: most requests never need it. */
+let otpauth: typeof import('otpauth') | undefined
+const lib = () => {
+  otpauth ??= createRequire(import.meta.url)('otpauth') as typeof import('otpauth')
+  return otpauth
+}
 
 /** RFC 6238 as every authenticator app reads it by default: SHA-1, 6 digits, 30-second steps. */
 const PERIOD = 30
@@ -8,6 +16,7 @@ const DIGITS = 6
 const WINDOW = 1
 
 function totp(secret: string, issuer: string, label: string): TOTP {
+  const { TOTP, Secret } = lib()
   return new TOTP({
     issuer,
     label,
@@ -20,7 +29,7 @@ function totp(secret: string, issuer: string, label: string): TOTP {
 
 /** A new random secret (160 bits, as RFC 4226 recommends), in base32. */
 export function newTotpSecret(): string {
-  return new Secret({ size: 20 }).base32
+  return new (lib().Secret)({ size: 20 }).base32
 }
 
 /** The `otpauth://totp/...` URI an authenticator app reads (from a QR code, usually). */
