@@ -156,6 +156,9 @@ async function outage(w, db, facts, listener, eps, n) {
   const t0 = clock()
   await Promise.all(eps.map((e) => api(w, 'PATCH', `/webhook_endpoints/${e.id}`, { state: 'enabled' })))
   const enabled = (clock() - t0) / 1000
+  // What the listener had when every enable had answered: the rate after that leaves out the
+  // enables' own work (each answer reads the endpoint's delivery log of the last hour and day).
+  const atEnabled = await listener.report()
   await done
   const listenerCpu = (await cpuSeconds(listener.proc.child.pid)) - listenerCpu0
   const deadline = Date.now() + 60_000
@@ -179,6 +182,11 @@ async function outage(w, db, facts, listener, eps, n) {
     n,
     rate: listenerRate(r),
     enabled,
+    afterEnabled:
+      n - atEnabled.count < 2
+        ? null
+        : ((n - atEnabled.count) * 1000) /
+          (r.last - (atEnabled.count > 0 ? atEnabled.last : t0 + enabled * 1000)),
     drain: (r.last - t0) / 1000,
     allDelivered: (log.lastDeliveredAt - t0) / 1000,
     cpu,
@@ -257,6 +265,7 @@ function report(results) {
       'Wharf CPU µs each',
       'database CPU µs each',
       'enables s',
+      'after them /s',
       'p50 ms',
       'p99 ms',
       'p99 of the last, ms',
@@ -277,6 +286,7 @@ function report(results) {
         us(c.drain.cpu, c.drain.n),
         us(c.drain.dbCpu, c.drain.n),
         fmt(c.drain.enabled, 2),
+        c.drain.afterEnabled === null ? '' : fmt(c.drain.afterEnabled),
         fmt(c.lat.p50, 1),
         fmt(c.lat.p99, 1),
         fmt(c.lat.lastP99, 1),
