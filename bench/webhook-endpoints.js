@@ -12,7 +12,8 @@
 //
 // Settings (environment): BENCH_ENDPOINT_EVENTS (20,000 per endpoint count), BENCH_RECOVERY_EVENTS
 // (100,000), BENCH_ENDPOINT_UPLOADS (100 per endpoint count), WEBHOOK_CONCURRENCY (64, Wharf's
-// default; the bare loop uses it too), BENCH_DATABASE_URL (also runs against PostgreSQL). See
+// default; the bare loop uses it too), BENCH_DATABASE_URL (also runs against PostgreSQL),
+// BENCH_ENDPOINT_ANALYZE=1 (PostgreSQL: ANALYZE the outbox right after the enables). See
 // docs/performance.md, "Running the benchmarks".
 import crypto from 'node:crypto'
 import fs from 'node:fs/promises'
@@ -50,6 +51,9 @@ const BACKLOG = intSetting('BENCH_RECOVERY_EVENTS', 100_000, 100, 10_000_000)
 const UPLOADS = intSetting('BENCH_ENDPOINT_UPLOADS', 100, 10, 100_000)
 const CONCURRENCY = intSetting('WEBHOOK_CONCURRENCY', 64, 1, 1024)
 const PG_URL = process.env['BENCH_DATABASE_URL'] || undefined
+// PostgreSQL: ANALYZE the outbox once the enables have answered, as autovacuum does a while after
+// so many rows changed; without it the statistics are those of the outage (every row held).
+const ANALYZE = process.env['BENCH_ENDPOINT_ANALYZE'] === '1'
 const COUNTS = [1, 10, 100]
 const WARMUP_UPLOADS = 10
 const TARGET_P99_MS = 100
@@ -159,6 +163,7 @@ async function outage(w, db, facts, listener, eps, n) {
   // What the listener had when every enable had answered: the rate after that leaves out the
   // enables' own work (each answer reads the endpoint's delivery log of the last hour and day).
   const atEnabled = await listener.report()
+  if (ANALYZE && db.pool) await db.all('analyze webhook_notifications')
   await done
   const listenerCpu = (await cpuSeconds(listener.proc.child.pid)) - listenerCpu0
   const deadline = Date.now() + 60_000
@@ -340,7 +345,7 @@ async function main() {
     throw new Error('dist/cli.js is missing: run `npm run build` first (npm run bench:endpoints does)')
   })
   console.log(
-    `Wharf webhook endpoints benchmark: 1, 10 and 100 endpoints (${fmt(EVENTS)} held notifications, ${UPLOADS} uploads each); recovery of ${fmt(BACKLOG)}; ${CONCURRENCY} in flight`,
+    `Wharf webhook endpoints benchmark: 1, 10 and 100 endpoints (${fmt(EVENTS)} held notifications, ${UPLOADS} uploads each); recovery of ${fmt(BACKLOG)}; ${CONCURRENCY} in flight${ANALYZE ? '; PostgreSQL: ANALYZE after the enables' : ''}`,
   )
   const [l1, l5, l15] = os.loadavg()
   console.log(
