@@ -42,9 +42,13 @@ export async function siteFacts(db) {
  * Notification i of the backlog with the column values enqueueNotification writes for an
  * upload by the admin through the REST API (state pending, max_attempts 0, due now, no lease).
  * There is no Action behind it (action_id null): the dispatcher never reads that column.
+ * `target` is the endpoint: null for the site's listener, or `{ behaviorId, url }` for one URL of
+ * a webhook behavior. `state` 'held' gives the row as Wharf leaves a notification it claimed for
+ * a paused or disabled endpoint: no due time, no lease.
  */
-export function notification(facts, i, now) {
+export function notification(facts, i, now, target = null, state = 'pending') {
   const folder = 'bench-backlog'
+  const path = `${folder}/file-${String(i).padStart(7, '0')}.txt`
   return {
     site_id: facts.siteId,
     action_id: null,
@@ -53,18 +57,20 @@ export function notification(facts, i, now) {
     user_id: facts.userId,
     username: facts.username,
     protocol: 'restapi',
-    path: `${folder}/file-${String(i).padStart(7, '0')}.txt`,
+    path,
     sourcepath: '',
     folder,
-    state: 'pending',
+    state,
     max_attempts: 0,
-    next_attempt_at: now,
+    next_attempt_at: state === 'held' ? null : now,
     lease_owner: null,
     lease_until: null,
     created_at: now,
     updated_at: now,
+    behavior_id: target?.behaviorId ?? null,
+    url: target?.url ?? null,
     // Each file its own path: ordered as Wharf orders them, and never held back by another.
-    order_key: orderKey(facts.siteId, null, `${folder}/file-${String(i).padStart(7, '0')}.txt`),
+    order_key: orderKey(facts.siteId, target, path),
     sequence: 1,
   }
 }
@@ -72,14 +78,19 @@ const COLUMNS = Object.keys(notification({}, 0, 0))
 const PG_TYPES = {
   site_id: 'bigint',
   action_id: 'bigint',
+  behavior_id: 'bigint',
   user_id: 'bigint',
   max_attempts: 'integer',
   sequence: 'bigint',
 }
 for (const c of ['next_attempt_at', 'lease_until', 'created_at', 'updated_at']) PG_TYPES[c] = 'bigint'
 
-/** Writes `n` pending notifications in one transaction; returns the id range they got. */
-export async function insertBacklog(db, facts, n) {
+/**
+ * Writes `n` notifications in one transaction; returns the id range they got. They are pending
+ * (or `state`), and go to `targets` in turn (see `notification`): the site's listener unless given.
+ */
+export async function insertBacklog(db, facts, n, { state = 'pending', targets = [null] } = {}) {
+  const row = (j, now) => notification(facts, j, now, targets[j % targets.length], state)
   const now = Date.now()
   // A second backlog in the same database (the two-process run) counts only its own rows.
   const [before] = await db.all('select coalesce(max(id), 0) as hi from webhook_notifications')
@@ -93,8 +104,8 @@ export async function insertBacklog(db, facts, n) {
       for (let i = 0; i < n; i += BATCH) {
         const cols = COLUMNS.map(() => [])
         for (let j = i; j < Math.min(n, i + BATCH); j++) {
-          const row = notification(facts, j, now)
-          for (const [c, name] of COLUMNS.entries()) cols[c].push(row[name])
+          const r = row(j, now)
+          for (const [c, name] of COLUMNS.entries()) cols[c].push(r[name])
         }
         await client.query(sql, cols)
       }
@@ -109,10 +120,10 @@ export async function insertBacklog(db, facts, n) {
     }
   } else {
     const sqlite = db.sqlite
-    const row = `(${COLUMNS.map(() => '?').join(', ')})`
+    const tuple = `(${COLUMNS.map(() => '?').join(', ')})`
     const insert = (rows) =>
       sqlite.prepare(
-        `insert into webhook_notifications (${COLUMNS.join(', ')}) values ${Array(rows).fill(row).join(', ')}`,
+        `insert into webhook_notifications (${COLUMNS.join(', ')}) values ${Array(rows).fill(tuple).join(', ')}`,
       )
     const full = insert(BATCH)
     sqlite.transaction(() => {
@@ -120,7 +131,7 @@ export async function insertBacklog(db, facts, n) {
         const end = Math.min(n, i + BATCH)
         const values = []
         for (let j = i; j < end; j++) {
-          const r = notification(facts, j, now)
+          const r = row(j, now)
           for (const c of COLUMNS) values.push(r[c])
         }
         ;(end - i === BATCH ? full : insert(end - i)).run(values)

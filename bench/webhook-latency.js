@@ -19,7 +19,7 @@ export async function api(w, method, rel, body) {
 const enc = (p) => p.split('/').map(encodeURIComponent).join('/')
 
 /** A small upload (put, PUT the bytes, end); when action=end was sent and when its response arrived. */
-async function upload(w, p, bytes) {
+export async function upload(w, p, bytes) {
   const first = await api(w, 'POST', `/files/${enc(p)}`, { action: 'put' })
   const put = await fetch(first.upload_uri, { method: 'PUT', body: bytes })
   await json(put, `PUT ${p}`)
@@ -33,6 +33,9 @@ async function upload(w, p, bytes) {
   await json(res, `end ${p}`)
   return { sent, ended }
 }
+
+/** The p-th percentile of sorted numbers (the nearest rank below). */
+export const pct = (xs, p) => xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]
 
 /** Sequential uploads into a fresh folder, each waited for at the listener: upload → receipt. */
 export async function latency(w, listener, uploads, warmup) {
@@ -54,7 +57,6 @@ export async function latency(w, listener, uploads, warmup) {
   if (r.count !== warmup + uploads) throw new Error(`latency: the listener got ${r.count} requests`)
   ms.sort((a, b) => a - b)
   fromSent.sort((a, b) => a - b)
-  const pct = (xs, p) => xs[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]
   return {
     p50: pct(ms, 50),
     p99: pct(ms, 99),

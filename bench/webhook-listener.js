@@ -3,8 +3,8 @@
 // the last arrived (performance.timeOrigin + performance.now(), comparable across processes).
 // Driven over IPC by bench/webhooks.js:
 //   { cmd: 'reset', expect, track } → counting starts afresh; { first } is sent when the first
-//     request arrives, { done } once `expect` have; with `track`, { path, at } for each request
-//     (its body parsed), for the latency measurement.
+//     request arrives, { done } once `expect` have; with `track`, { path, url, at } for each
+//     request (the path from its body, the URL it was sent to), for the latency measurement.
 //   { cmd: 'report' } → { count, first, last, bytes }.
 import http from 'node:http'
 
@@ -33,7 +33,7 @@ const server = http.createServer((req, res) => {
       try {
         path = JSON.parse(Buffer.concat(chunks).toString('utf8')).path ?? null
       } catch {}
-      process.send({ path, at })
+      process.send({ path, url: req.url, at })
     }
     if (s.count === s.expect) process.send({ done: at })
   })

@@ -13,7 +13,6 @@
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import { Agent } from 'undici'
 import {
   abort,
   cleanups,
@@ -41,6 +40,7 @@ import {
   transactions,
   undelivered,
 } from './webhook-backlog.js'
+import { bareLoop as bareLoopOf } from './webhook-bare-loop.js'
 import { api, latency } from './webhook-latency.js'
 import { listenerRate, startListener } from './webhook-listener-client.js'
 
@@ -53,61 +53,13 @@ const WARMUP_UPLOADS = 20
 const TARGET_RATIO = 0.5
 const TARGET_RATE = 1000 // SQLite only
 const TARGET_P99_MS = 100
-const { signWebhook } = await import(path.join(root, 'dist/webhooks/webhook-signature.js'))
-const { newMessageId } = await import(path.join(root, 'dist/webhooks/webhook-outbox.js'))
 const deliveryTimeoutMs = Math.max(120_000, (N / 50) * 1000)
 
 // ---------- the bare loop ----------
 
-/** N requests signed as Wharf signs them, CONCURRENCY at a time, through an undici Agent like Wharf's. */
-async function bareLoop(listener, keys, facts, n = N) {
-  const url = new URL(listener.url)
-  const agent = new Agent({ connections: CONCURRENCY, pipelining: 1 })
-  await listener.reset({ expect: n })
-  const done = listener.next((m) => m.done, deliveryTimeoutMs, 'end of the bare loop')
-  done.catch(() => {}) // awaited below
-  const cpu0 = await cpuSeconds(listener.proc.child.pid)
-  const client0 = process.cpuUsage()
-  let next = 0
-  let failed = 0
-  async function worker() {
-    while (next < n) {
-      const i = next++
-      const payload = {
-        accountname: facts.accountname,
-        username: facts.username,
-        operation: 'Upload',
-        protocol: 'restapi',
-        path: `bench-backlog/file-${String(i).padStart(7, '0')}.txt`,
-        sourcepath: '',
-        attempt: 1,
-      }
-      const signed = signWebhook(payload, newMessageId(), keys, Date.now())
-      const res = await agent.request({
-        origin: url.origin,
-        path: url.pathname,
-        method: 'POST',
-        headers: signed.headers,
-        body: signed.body,
-      })
-      for await (const _ of res.body);
-      if (res.statusCode !== 204) failed++
-    }
-  }
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker))
-  await done
-  const client = process.cpuUsage(client0)
-  const listenerCpu = (await cpuSeconds(listener.proc.child.pid)) - cpu0
-  await agent.close()
-  const r = await listener.report()
-  if (failed > 0 || r.count !== n) throw new Error(`bare loop: ${failed} failed, listener got ${r.count}`)
-  return {
-    rate: listenerRate(r),
-    listenerCpu,
-    clientCpu: (client.user + client.system) / 1e6,
-    bytes: r.bytes,
-  }
-}
+/** N requests (bench/webhook-bare-loop.js) with the run's concurrency. */
+const bareLoop = (listener, keys, facts, n = N) =>
+  bareLoopOf(listener, { keys, facts, n, concurrency: CONCURRENCY, timeoutMs: deliveryTimeoutMs })
 
 // ---------- Wharf ----------
 
