@@ -294,6 +294,8 @@ export interface WebhookNotificationsTable {
   order_key: string | null
   /** Its number among its key's notifications (`Webhook-Sequence`); null with no key. */
   sequence: number | null
+  /** Its attempts when an enable or a recovery queued it again: the order hold counts from there. */
+  order_attempts_from: Generated<number>
   created_at: number
   updated_at: number
 }

@@ -26,6 +26,7 @@ import * as m024 from './024-webhook-endpoints.js'
 import * as m025 from './025-webhook-ordering.js'
 import * as m026 from './026-read-only-admins.js'
 import * as m027 from './027-file-sha256.js'
+import * as m028 from './028-webhook-order-restart.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -56,4 +57,5 @@ export const migrations: Record<string, Migration> = {
   '025-webhook-ordering': m025,
   '026-read-only-admins': m026,
   '027-file-sha256': m027,
+  '028-webhook-order-restart': m028,
 }
