@@ -7,7 +7,8 @@ const WAIT = { timeout: 20_000, interval: 20 }
 
 /**
  * What an endpoint kept while paused or disabled goes out, once enabled, in each path's order
- * with any concurrency: different paths in parallel, one path's events one after another.
+ * with any concurrency: different paths in parallel, one path's events one after another; so
+ * does a recovery, even of events that had failed past the order hold.
  */
 describe.each(dialects)('held webhook notifications in order (%s)', (dialect) => {
   const s = useServer(dialect, {
@@ -143,6 +144,41 @@ describe.each(dialects)('held webhook notifications in order (%s)', (dialect) =>
     expectPathOrder(
       l.received.slice(before),
       paths.map((p) => `failed/${p}`),
+      rounds,
+    )
+    expect(flight.overlaps).toEqual([])
+    expect(flight.most).toBeGreaterThan(1)
+  })
+
+  it('sends a recovery of events that had failed past the order hold in each path’s order', async () => {
+    let failing = true
+    const { l, flight } = await slowListener(() => (failing ? 500 : 200))
+    const id = await endpointFor('recovered', l.url)
+    const paths = ['a.txt', 'b.txt', 'c.txt']
+    const rounds = 4
+    await interleaved('recovered', paths, rounds)
+    const attempts = async () =>
+      (
+        await s.container.db
+          .selectFrom('webhook_notifications')
+          .select('attempts')
+          .where('path', 'like', 'recovered/%')
+          .where('behavior_id', 'is not', null)
+          .execute()
+      ).map((r) => Number(r.attempts))
+    await vi.waitFor(async () => expect((await attempts()).filter((a) => a >= 2)).toHaveLength(12), WAIT)
+    failing = false
+    await vi.waitFor(async () => expect(await states('recovered')).toEqual(Array(12).fill('delivered')), WAIT)
+    await vi.waitFor(() => expect(flight.now).toBe(0), WAIT)
+    flight.overlaps.length = 0
+    const before = l.received.length
+    const r = await call(s, 'POST', `/webhook_endpoints/${id}/recover`, { key: s.adminKey, body: {} })
+    expect(r.status, r.text).toBe(200)
+    expect(r.body.count).toBe(12)
+    await l.waitFor(before + 12, 20_000)
+    expectPathOrder(
+      l.received.slice(before),
+      paths.map((p) => `recovered/${p}`),
       rounds,
     )
     expect(flight.overlaps).toEqual([])
