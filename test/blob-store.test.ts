@@ -118,6 +118,7 @@ describe.each(stores)('blob store on $name', (storeCase) => {
   })
 
   const md5 = (b: Buffer | string) => crypto.createHash('md5').update(b).digest('hex')
+  const sha256 = (b: Buffer | string) => crypto.createHash('sha256').update(b).digest('hex')
   const crc = (b: Buffer | string) => zlib.crc32(b).toString(16).padStart(8, '0')
   const from = (...chunks: (string | Buffer)[]) => Readable.from(chunks.map((c) => Buffer.from(c)))
   const read = async (key: string, range?: { start: number; end: number }) =>
@@ -147,7 +148,13 @@ describe.each(stores)('blob store on $name', (storeCase) => {
 
   it('stores a stream and reports its size and checksums', async () => {
     const info = await store.put(from('hello ', 'world'))
-    expect(info).toEqual({ key: info.key, size: 11, md5: md5('hello world'), crc32: crc('hello world') })
+    expect(info).toEqual({
+      key: info.key,
+      size: 11,
+      md5: md5('hello world'),
+      crc32: crc('hello world'),
+      sha256: sha256('hello world'),
+    })
     expect(info.key).toMatch(/^[0-9a-f]{32}$/)
     expect(await read(info.key)).toBe('hello world')
     expect(await store.size(info.key)).toBe(11)
@@ -160,6 +167,7 @@ describe.each(stores)('blob store on $name', (storeCase) => {
       size: 11,
       md5: md5('hello world'),
       crc32: crc('hello world'),
+      sha256: sha256('hello world'),
     })
     await store.putPart('sum', 1, from('hello '))
     await store.putPart('sum', 2, from(''))
@@ -170,12 +178,14 @@ describe.each(stores)('blob store on $name', (storeCase) => {
       size: 11,
       md5: md5('hello world'),
       crc32: crc('hello world'),
+      sha256: sha256('hello world'),
     })
     const empty = await store.put(Readable.from([]))
     expect(await store.checksums(empty.key)).toEqual({
       size: 0,
       md5: 'd41d8cd98f00b204e9800998ecf8427e',
       crc32: '00000000',
+      sha256: 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
     })
   })
 

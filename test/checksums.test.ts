@@ -1,3 +1,4 @@
+import crypto from 'node:crypto'
 import zlib from 'node:zlib'
 import { beforeEach, describe, expect, it } from 'vitest'
 import type { BlobStore } from '../src/blobs/blob-store.js'
@@ -63,6 +64,11 @@ describe.each(dialects)('checksums after the upload (%s)', (dialect) => {
     await s.container.checksums.start()
     const file = await withChecksums(target(s), 'sums/late.bin')
     expect(file).toMatchObject({ size: content.length, md5: md5(content), crc32: crc32(content) })
+    // SHA-256 in the same read, kept for file-aware webhooks (the File resource's stays null).
+    expect((await row('sums/late.bin')).sha256).toBe(
+      crypto.createHash('sha256').update(content).digest('hex'),
+    )
+    expect(file.sha256).toBeNull()
     await expect.poll(jobs, POLL).toEqual([])
     expect(read.filter((k) => k === key)).toHaveLength(1)
   })

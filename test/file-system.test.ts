@@ -109,6 +109,34 @@ describe.each(dialects)('file-system facade (%s)', (dialect) => {
     ])
   })
 
+  it('answers a SHA-256 from the checksum job once known, and from the bytes before', async () => {
+    const files = fsOf(alice)
+    const data = crypto.randomBytes(70_000)
+    const sha256 = crypto.createHash('sha256').update(data).digest('hex')
+    await s.container.checksums.stop()
+    try {
+      const w = await files.createWriter('shared/summed.bin', { overwrite: true })
+      await w.write(data)
+      await w.commit()
+      // Not computed yet: read from the bytes.
+      expect(await files.checksum('shared/summed.bin', 'sha256')).toBe(sha256)
+    } finally {
+      await s.container.checksums.start()
+    }
+    await md5Of('shared/summed.bin')
+    const row = await s.container.db
+      .selectFrom('files')
+      .select(['blob_key', 'sha256'])
+      .where('path', '=', 'shared/summed.bin')
+      .executeTakeFirstOrThrow()
+    expect(row.sha256).toBe(sha256)
+    // Known: answered without the bytes (gone here), which a SHA-1 still needs.
+    await s.container.blobs.delete(row.blob_key!)
+    expect(await files.checksum('shared/summed.bin', 'sha256')).toBe(sha256)
+    await expect(files.checksum('shared/summed.bin', 'sha1')).rejects.toThrow()
+    await files.delete('shared/summed.bin')
+  })
+
   it('cuts a long stream into upload parts without losing a byte', async () => {
     const c = s.container
     const small = new FileSystem({

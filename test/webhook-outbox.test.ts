@@ -110,11 +110,17 @@ describe('retry policy', () => {
     expect(new RetryPolicy(schedule, () => 0).delayMs(9, null)).toBe(36_000_000)
   })
 
-  it('honours a longer Retry-After up to twice the scheduled delay, and ignores a shorter one', () => {
+  it('honours a longer Retry-After within the schedule’s bounds, jittered, and ignores a shorter one', () => {
     const p = new RetryPolicy(schedule, () => 0)
     expect(p.delayMs(1, 8)).toBe(8000)
-    expect(p.delayMs(1, 3600)).toBe(10_000)
+    expect(p.delayMs(1, 3600)).toBe(3_600_000)
+    // No longer than the schedule's longest delay (10 hours), jitter included.
+    expect(p.delayMs(1, 86_400)).toBe(36_000_000)
+    expect(new RetryPolicy(schedule, () => 0.999999).delayMs(1, 35_000)).toBe(36_000_000)
+    expect(new RetryPolicy(schedule, () => 0.5).delayMs(1, 100)).toBe(110_000)
+    // No shorter than the attempt's scheduled delay (with its jitter).
     expect(p.delayMs(1, 1)).toBe(5000)
+    expect(new RetryPolicy(schedule, () => 0.5).delayMs(2, 60)).toBe(330_000)
   })
 })
 

@@ -6,6 +6,8 @@ export interface BlobChecksums {
   md5: string
   /** 8 lower-case hex characters (CRC-32, as zlib computes it). */
   crc32: string
+  /** 64 lower-case hex characters; not part of the File resource (file-aware webhooks show it). */
+  sha256: string
 }
 
 /** A stored blob: its key in the store and its size. */
@@ -171,7 +173,7 @@ export interface BlobStore {
    */
   planAssembly?(ref: string): Promise<AssemblyPlan>
   /**
-   * The md5 and CRC-32 of a blob (and its size), by reading it once from start to end. Throws
+   * The md5, CRC-32 and SHA-256 of a blob (and its size), by reading it once from start to end. Throws
    * BlobNotFoundError; stops with the signal's reason once it is aborted.
    */
   checksums(key: string, opts?: { signal?: AbortSignal }): Promise<BlobChecksums & { size: number }>

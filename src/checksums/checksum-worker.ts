@@ -38,7 +38,7 @@ const CLAIM: ClaimShape = {
 }
 
 /**
- * Computes the md5 and CRC-32 of uploaded files after their upload committed, outside any
+ * Computes the md5, CRC-32 and SHA-256 of uploaded files after their upload committed, outside any
  * request. A job row names a blob; a worker claims it with a lease (`FOR UPDATE SKIP LOCKED` on
  * PostgreSQL, so several processes never read the same blob at once), reads the blob once from
  * the store, and writes the checksums to the files that still use that blob and have none. A
@@ -109,7 +109,7 @@ export class ChecksumWorker extends LeasedWorker<JobRow> {
       // Only files still on this very blob: a file that now points elsewhere keeps its own.
       await trx
         .updateTable('files')
-        .set({ md5: sums.md5, crc32: sums.crc32 })
+        .set({ md5: sums.md5, crc32: sums.crc32, sha256: sums.sha256 })
         .where('blob_key', '=', row.blob_key)
         .where('md5', 'is', null)
         .execute()

@@ -201,6 +201,8 @@ export interface FilesTable {
   blob_key: string | null
   md5: string | null
   crc32: string | null
+  /** 64 hex characters, computed with md5 and crc32; null before, and for files summed before it was. */
+  sha256: Generated<string | null>
   /** JSON object text. */
   custom_metadata: string
   created_at: number
@@ -286,10 +288,14 @@ export interface WebhookNotificationsTable {
   file_id: Generated<number | null>
   file_blob_key: Generated<string | null>
   file_size: Generated<number | null>
+  /** The SHA-256 of that version once known (the checksum job computes it after the upload). */
+  file_sha256: Generated<string | null>
   /** Endpoint and path (lower case) it is ordered by; null for tests (sent unordered). */
   order_key: string | null
   /** Its number among its key's notifications (`Webhook-Sequence`); null with no key. */
   sequence: number | null
+  /** Its attempts when an enable or a recovery queued it again: the order hold counts from there. */
+  order_attempts_from: Generated<number>
   created_at: number
   updated_at: number
 }

@@ -50,14 +50,16 @@ export async function nextSequences(
 /**
  * The condition of a claim (or of the next due time) that leaves out notifications an older
  * pending one of their key holds back. `hold` is a parameter or literal: the attempts after which
- * an older notification no longer holds newer ones. Written against the bare table name, as the
+ * an older notification no longer holds newer ones, counted since an enable or a recovery last
+ * queued it (`order_attempts_from`), so that what was kept goes out in order again. Written against the bare table name, as the
  * claim's own `select ... from webhook_notifications` reads it; `state = 'pending'` is a literal
  * so that SQLite uses the partial index.
  */
 export const notHeldBack = (hold: unknown) => sql<boolean>`(order_key is null or not exists (
   select 1 from webhook_notifications older
   where older.order_key = webhook_notifications.order_key and older.state = 'pending'
-    and older.sequence < webhook_notifications.sequence and older.attempts < ${hold}))`
+    and older.sequence < webhook_notifications.sequence
+    and older.attempts - older.order_attempts_from < ${hold}))`
 
 /** Deletes the sequence numbers of keys unused since `cutoff`, in batches; returns how many went. */
 export async function pruneSequences(db: Kysely<Database>, cutoff: number, batch = 5000): Promise<number> {

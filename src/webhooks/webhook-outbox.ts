@@ -93,6 +93,10 @@ export async function enqueueNotification(
 ): Promise<number> {
   const operation = webhookOperationOf(a)
   if (operation === null) return 0
+  // A listener fetching the file its event linked to (a file-aware link) is delivery, not a
+  // user's download: it stays in the history but notifies no one, or a listener that fetches
+  // the file of each Download event would cause one more event per fetch, for ever.
+  if (actor.interface === 'webhook') return 0
   const moved = a.action === 'move' || a.action === 'copy'
   const path = moved ? (a.destination ?? a.path) : a.path
   const folder = parentOf(path)

@@ -247,8 +247,8 @@ export class LocalBlobStore implements BlobStore {
       }
       throw err
     }
-    const { md5, crc32, size } = digest.result(key)
-    return { md5, crc32, size }
+    const { md5, crc32, sha256, size } = digest.result(key)
+    return { md5, crc32, sha256, size }
   }
 
   async discardUpload(ref: string): Promise<void> {

@@ -471,8 +471,8 @@ export class S3BlobStore implements BlobStore {
     // An abort destroys the response body, which ends the loop with the abort's error.
     if (opts.signal) addAbortSignal(opts.signal, body)
     for await (const chunk of body) digest.add(chunk as Buffer)
-    const { md5, crc32, size } = digest.result(key)
-    return { md5, crc32, size }
+    const { md5, crc32, sha256, size } = digest.result(key)
+    return { md5, crc32, sha256, size }
   }
 
   async discardUpload(ref: string): Promise<void> {

@@ -25,6 +25,8 @@ import * as m023 from './023-two-factor.js'
 import * as m024 from './024-webhook-endpoints.js'
 import * as m025 from './025-webhook-ordering.js'
 import * as m026 from './026-read-only-admins.js'
+import * as m027 from './027-file-sha256.js'
+import * as m028 from './028-webhook-order-restart.js'
 
 /** Every migration in order; the names are stored in the database, so never rename one. */
 export const migrations: Record<string, Migration> = {
@@ -54,4 +56,6 @@ export const migrations: Record<string, Migration> = {
   '024-webhook-endpoints': m024,
   '025-webhook-ordering': m025,
   '026-read-only-admins': m026,
+  '027-file-sha256': m027,
+  '028-webhook-order-restart': m028,
 }

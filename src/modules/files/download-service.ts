@@ -123,7 +123,9 @@ export class DownloadService {
       if (version?.blobKey === claims.b) {
         const same = row.blob_key === claims.b
         return {
-          row: same ? row : { ...row, blob_key: claims.b, size: version.size, md5: null, crc32: null },
+          row: same
+            ? row
+            : { ...row, blob_key: claims.b, size: version.size, md5: null, crc32: null, sha256: null },
           reader: { siteId: claims.s, userId: claims.u, interface: claims.i },
         }
       }

@@ -223,6 +223,7 @@ export class UploadService {
       size: blob.size,
       md5: blob.md5 ?? null,
       crc32: blob.crc32 ?? null,
+      sha256: blob.sha256 ?? null,
       mtime: now,
       provided_mtime: providedMtime,
       last_modified_by_id: author.userId,

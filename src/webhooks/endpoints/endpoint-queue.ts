@@ -31,11 +31,21 @@ export async function holdClaimed(
   return res.numUpdatedRows !== 0n
 }
 
-/** The held notifications of an endpoint go back to the outbox, due now (sent in their order). */
+/**
+ * The held notifications of an endpoint go back to the outbox, due now, and are sent in each
+ * path's order whatever the endpoint's concurrency: the order hold counts their attempts afresh
+ * (webhook-ordering.ts), so those that had failed past it before they were kept wait for one
+ * another again.
+ */
 export async function releaseHeld(db: Kysely<Database>, e: EndpointRow, now: number): Promise<number> {
   const res = await db
     .updateTable('webhook_notifications')
-    .set({ state: 'pending', next_attempt_at: now, updated_at: now })
+    .set({
+      state: 'pending',
+      next_attempt_at: now,
+      order_attempts_from: sql<number>`attempts`,
+      updated_at: now,
+    })
     .where(ofEndpoint(e))
     .where('state', '=', 'held')
     .executeTakeFirst()
@@ -105,7 +115,7 @@ export async function countRecoverable(
 
 /**
  * Puts the recoverable notifications back in the outbox, due now, each with its own id and event
- * id (`webhook-id`), so they go out in the order they were made; each gets a full retry schedule
+ * id (`webhook-id`), so they go out in each path's order; each gets a full retry schedule
  * (`attempts` of the schedule beyond those it had). Returns how many.
  */
 export async function recover(
@@ -122,6 +132,8 @@ export async function recover(
       state: 'pending',
       forced: 1,
       max_attempts: sql<number>`attempts + ${scheduleAttempts}`,
+      // In each path's order, as when first sent: the order hold counts attempts from here.
+      order_attempts_from: sql<number>`attempts`,
       next_attempt_at: now,
       lease_owner: null,
       lease_until: null,

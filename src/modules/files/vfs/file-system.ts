@@ -156,7 +156,7 @@ export class UserFileSystem {
 
   /**
    * A file's checksum in hex, as `md5sum`/`sha1sum`/`sha256sum` print it: read permission, as
-   * for a download. The stored MD5 when there is one; otherwise (SHA-1, SHA-256, or an MD5 not
+   * for a download. The stored MD5 or SHA-256 when there is one; otherwise (SHA-1, or a sum not
    * computed yet) the bytes are hashed as they stream from the store. No `read` Action: no byte
    * goes to the client.
    */
@@ -164,6 +164,7 @@ export class UserFileSystem {
     this.allowed()
     const { row } = await this.d.downloads.forCaller(this.principal, { path: rawPath })
     if (algorithm === 'md5' && row.md5) return row.md5
+    if (algorithm === 'sha256' && row.sha256) return row.sha256
     const hash = crypto.createHash(algorithm)
     if (row.size === 0) return hash.digest('hex')
     for await (const chunk of await this.d.downloads.open(row)) hash.update(chunk as Buffer)
