@@ -1,3 +1,4 @@
+import { sql } from 'kysely'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { uploaded } from './helpers/files.js'
 import { type Received, startListener, type TestListener } from './helpers/listener.js'
@@ -319,6 +320,58 @@ describe.each(dialects)('webhook endpoints (%s)', (dialect) => {
     await l.waitFor(6)
     expect(l.received.slice(3).map((r) => r.headers['webhook-id'])).toEqual(ids)
     expect(l.received.slice(3).map(pathOf)).toEqual(['recovered/1.txt', 'recovered/2.txt', 'recovered/3.txt'])
+  })
+
+  it('gathers the outbox statistics again when an enable releases a thousand kept notifications', async () => {
+    const l = await listener()
+    const behavior = await hook('many', [l.url])
+    const e = await endpointOf(l.url)
+    await patch(e.id, { state: 'paused' })
+    // A thousand notifications kept while it was paused, written as Wharf keeps them.
+    const now = Date.now()
+    const rows = Array.from({ length: 1000 }, (_, i) => ({
+      site_id: s.container.site.id,
+      action_id: null,
+      message_id: `msg_many_${i}`,
+      operation: 'Upload',
+      user_id: null,
+      username: ADMIN_USERNAME,
+      protocol: 'restapi',
+      path: `many/${i}.txt`,
+      folder: 'many',
+      sourcepath: '',
+      state: 'held' as const,
+      max_attempts: 0,
+      next_attempt_at: null,
+      lease_owner: null,
+      lease_until: null,
+      behavior_id: behavior,
+      url: l.url,
+      order_key: null,
+      sequence: null,
+      created_at: now,
+      updated_at: now,
+    }))
+    for (let i = 0; i < rows.length; i += 250)
+      await s.container.db
+        .insertInto('webhook_notifications')
+        .values(rows.slice(i, i + 250))
+        .execute()
+    // PostgreSQL counts the table's analyses; SQLite keeps no statistics to gather.
+    const analyses = async () => {
+      if (dialect !== 'postgres') return 0
+      const r = await sql<{
+        n: string
+      }>`select analyze_count as n from pg_stat_user_tables where relid = 'webhook_notifications'::regclass`.execute(
+        s.container.db,
+      )
+      return Number(r.rows[0]!.n)
+    }
+    const before = await analyses()
+    expect((await patch(e.id, { state: 'enabled' })).state).toBe('enabled')
+    if (dialect === 'postgres') await vi.waitFor(async () => expect(await analyses()).toBe(before + 1), WAIT)
+    await l.waitFor(1000, WAIT.timeout)
+    expect(new Set(l.received.map(pathOf)).size).toBe(1000)
   })
 
   it('lists attempts per endpoint with cursor paging, and resends one with its event id', async () => {

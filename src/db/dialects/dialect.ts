@@ -87,4 +87,10 @@ export interface SqlDialect {
    * blob (the driver hands over a Buffer, no string), PostgreSQL's as text.
    */
   crlfLines(line: string, orderBy: string): RawBuilder<unknown>
+  /**
+   * Gathers a table's planner statistics again now (PostgreSQL's `ANALYZE`), for a change so large
+   * that plans made from the old ones go astray before autovacuum comes by; null where the
+   * planner keeps no statistics (SQLite is never analyzed: see indexHints).
+   */
+  analyze: ((table: string) => RawBuilder<unknown>) | null
 }

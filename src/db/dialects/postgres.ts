@@ -26,4 +26,5 @@ export const POSTGRES: SqlDialect = {
   csvCopy: (select) => `copy (${select}) to stdout (format csv)`,
   crlfLines: (line, orderBy) =>
     sql`string_agg(${sql.ref(line)}, E'\r\n' order by ${sql.ref(orderBy)}) || E'\r\n'`,
+  analyze: (table) => sql`analyze ${sql.table(table)}`,
 }

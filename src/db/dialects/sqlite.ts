@@ -23,4 +23,5 @@ export const SQLITE: SqlDialect = {
   csvCopy: null,
   crlfLines: (line, orderBy) =>
     sql`cast(group_concat(${sql.ref(line)}, char(13, 10) order by ${sql.ref(orderBy)}) || char(13, 10) as blob)`,
+  analyze: null,
 }

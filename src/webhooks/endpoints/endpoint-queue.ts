@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely'
+import { dialectOf } from '../../db/dialects/dialect-of.js'
 import type { Database } from '../../db/schema.js'
 import { type EndpointRow, ofEndpoint } from './endpoint-rows.js'
 
@@ -142,4 +143,20 @@ export async function recover(
     .where('id', 'in', ids)
     .executeTakeFirst()
   return Number(res.numUpdatedRows)
+}
+
+/** Notifications put back in the outbox at once from which its statistics are gathered again. */
+export const REQUEUED_FOR_ANALYZE = 1000
+
+/**
+ * After an enable or a recovery put many notifications back in the outbox at once: the planner's
+ * statistics (PostgreSQL) still say almost none is pending, and until autovacuum analyzes the
+ * table, a minute later or never where it is off, each claim reads through every pending row.
+ * 100,000 released took 6–10 minutes to send that way, and 46 s with the statistics gathered
+ * again right away (docs/performance.md, "Webhook endpoints"). Nothing to do on SQLite.
+ */
+export async function refreshOutboxStatistics(db: Kysely<Database>, requeued: number): Promise<void> {
+  const analyze = dialectOf(db).analyze
+  if (analyze === null || requeued < REQUEUED_FOR_ANALYZE) return
+  await analyze('webhook_notifications').execute(db)
 }
