@@ -131,19 +131,22 @@ describe.each(dialects)('per-path webhook ordering (%s)', (dialect) => {
         expectOrdered(site.seen, `ord/${p}.txt`, 3)
         expectOrdered(folder.seen, `ord/${p}.txt`, 3)
       }
-      // The log records the header with the request.
-      const logged = await s.container.db
-        .selectFrom('webhook_attempts')
-        .select(['request_headers', 'behavior_id'])
-        .where('path', '=', 'ord/a.txt')
-        .where('success', '=', 1)
-        .orderBy('id')
-        .execute()
-      expect(
-        logged
-          .filter((l) => l.behavior_id === null)
-          .map((l) => JSON.parse(l.request_headers)['Webhook-Sequence']),
-      ).toEqual(['1', '2', '3'])
+      // The log records the header with the request (written once the listener has answered:
+      // the last record may land a moment after the listener saw its request).
+      await vi.waitFor(async () => {
+        const logged = await s.container.db
+          .selectFrom('webhook_attempts')
+          .select(['request_headers', 'behavior_id'])
+          .where('path', '=', 'ord/a.txt')
+          .where('success', '=', 1)
+          .orderBy('id')
+          .execute()
+        expect(
+          logged
+            .filter((l) => l.behavior_id === null)
+            .map((l) => JSON.parse(l.request_headers)['Webhook-Sequence']),
+        ).toEqual(['1', '2', '3'])
+      }, WAIT)
     } finally {
       await close()
     }
