@@ -13,7 +13,6 @@
 import fs from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
-import { Agent } from 'undici'
 import {
   abort,
   cleanups,
@@ -29,6 +28,7 @@ import {
   table,
 } from './harness.js'
 import { openDatabase, siteFacts } from './webhook-backlog.js'
+import { bareLoop as sharedBareLoop } from './webhook-bare-loop.js'
 import { api } from './webhook-latency.js'
 import { listenerRate, startListener } from './webhook-listener-client.js'
 
@@ -38,53 +38,16 @@ const PG_URL = process.env['BENCH_DATABASE_URL'] || undefined
 const FAN_OUTS = [1, 10, 100]
 const TARGET_RATIO = 0.5
 const ACTION_CONCURRENCY = 8
-const { signWebhook } = await import(path.join(root, 'dist/webhooks/webhook-signature.js'))
-const { newMessageId } = await import(path.join(root, 'dist/webhooks/webhook-outbox.js'))
 const timeoutMs = Math.max(120_000, (DELIVERIES / 50) * 1000)
 
-/** `n` requests signed as Wharf signs them, CONCURRENCY at a time, through an undici Agent like Wharf's. */
+/** The bare loop of the webhook benchmarks (webhook-bare-loop.js): its rate at the listener for `n` requests. */
 async function bareLoop(listener, facts, n) {
-  const url = new URL(listener.url)
-  const agent = new Agent({ connections: CONCURRENCY, pipelining: 1 })
   const keys = {
     verificationToken: 'bench-token',
     signingSecret: `whsec_${Buffer.from('bench-token').toString('base64')}`,
   }
-  await listener.reset({ expect: n })
-  const done = listener.next((m) => m.done, timeoutMs, 'end of the bare loop')
-  done.catch(() => {})
-  let next = 0
-  let failed = 0
-  async function worker() {
-    while (next < n) {
-      const i = next++
-      const payload = {
-        accountname: facts.accountname,
-        username: facts.username,
-        operation: 'Create Folder',
-        protocol: 'restapi',
-        path: `bare/f-${i}`,
-        sourcepath: '',
-        attempt: 1,
-      }
-      const signed = signWebhook(payload, newMessageId(), keys, Date.now())
-      const res = await agent.request({
-        origin: url.origin,
-        path: url.pathname,
-        method: 'POST',
-        headers: signed.headers,
-        body: signed.body,
-      })
-      for await (const _ of res.body);
-      if (res.statusCode !== 204) failed++
-    }
-  }
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker))
-  await done
-  await agent.close()
-  const r = await listener.report()
-  if (failed > 0 || r.count !== n) throw new Error(`bare loop: ${failed} failed, listener got ${r.count}`)
-  return listenerRate(r)
+  const r = await sharedBareLoop(listener, { keys, facts, n, concurrency: CONCURRENCY, timeoutMs })
+  return r.rate
 }
 
 /** Runs `work(i)` for i < n, `limit` at a time. */
