@@ -345,6 +345,7 @@ export async function createContainer(config: Config, opts: ContainerOptions = {
         unmeasure()
         // Background work first: what is in progress finishes before the database closes under it.
         await stopWorkers(workers)
+        await services.webhookEndpoints.statistics.settled()
         heldReads.stop()
         closeBlobStore()
         await database.close()

@@ -322,41 +322,40 @@ describe.each(dialects)('webhook endpoints (%s)', (dialect) => {
     expect(l.received.slice(3).map(pathOf)).toEqual(['recovered/1.txt', 'recovered/2.txt', 'recovered/3.txt'])
   })
 
-  it('gathers the outbox statistics again when an enable releases a thousand kept notifications', async () => {
+  it('gathers the outbox statistics again once enables have released a thousand kept notifications', async () => {
     const l = await listener()
-    const behavior = await hook('many', [l.url])
-    const e = await endpointOf(l.url)
-    await patch(e.id, { state: 'paused' })
-    // A thousand notifications kept while it was paused, written as Wharf keeps them.
+    // One behavior, two URLs: two endpoints, 500 kept for each.
+    const urls = [`${l.url}/a`, `${l.url}/b`]
+    const behavior = await hook('many', urls)
+    const eps = await Promise.all(urls.map(endpointOf))
+    for (const e of eps) await patch(e.id, { state: 'paused' })
     const now = Date.now()
-    const rows = Array.from({ length: 1000 }, (_, i) => ({
-      site_id: s.container.site.id,
-      action_id: null,
-      message_id: `msg_many_${i}`,
-      operation: 'Upload',
-      user_id: null,
-      username: ADMIN_USERNAME,
-      protocol: 'restapi',
-      path: `many/${i}.txt`,
-      folder: 'many',
-      sourcepath: '',
-      state: 'held' as const,
-      max_attempts: 0,
-      next_attempt_at: null,
-      lease_owner: null,
-      lease_until: null,
-      behavior_id: behavior,
-      url: l.url,
-      order_key: null,
-      sequence: null,
-      created_at: now,
-      updated_at: now,
-    }))
-    for (let i = 0; i < rows.length; i += 250)
-      await s.container.db
-        .insertInto('webhook_notifications')
-        .values(rows.slice(i, i + 250))
-        .execute()
+    for (const [n, url] of urls.entries()) {
+      const rows = Array.from({ length: 500 }, (_, i) => ({
+        site_id: s.container.site.id,
+        action_id: null,
+        message_id: `msg_many_${n}_${i}`,
+        operation: 'Upload',
+        user_id: null,
+        username: ADMIN_USERNAME,
+        protocol: 'restapi',
+        path: `many/${n}-${i}.txt`,
+        folder: 'many',
+        sourcepath: '',
+        state: 'held' as const,
+        max_attempts: 0,
+        next_attempt_at: null,
+        lease_owner: null,
+        lease_until: null,
+        behavior_id: behavior,
+        url,
+        order_key: null,
+        sequence: null,
+        created_at: now,
+        updated_at: now,
+      }))
+      await s.container.db.insertInto('webhook_notifications').values(rows).execute()
+    }
     // PostgreSQL counts the table's analyses; SQLite keeps no statistics to gather.
     const analyses = async () => {
       if (dialect !== 'postgres') return 0
@@ -368,7 +367,12 @@ describe.each(dialects)('webhook endpoints (%s)', (dialect) => {
       return Number(r.rows[0]!.n)
     }
     const before = await analyses()
-    expect((await patch(e.id, { state: 'enabled' })).state).toBe('enabled')
+    // The first enable alone releases too few; with the second, the thousand are reached.
+    await patch(eps[0].id, { state: 'enabled' })
+    await s.container.services.webhookEndpoints.statistics.settled()
+    expect(await analyses()).toBe(before)
+    await patch(eps[1].id, { state: 'enabled' })
+    await s.container.services.webhookEndpoints.statistics.settled()
     if (dialect === 'postgres') await vi.waitFor(async () => expect(await analyses()).toBe(before + 1), WAIT)
     await l.waitFor(1000, WAIT.timeout)
     expect(new Set(l.received.map(pathOf)).size).toBe(1000)

@@ -12,10 +12,10 @@ import { announce, type EndpointAlerts } from '../../webhooks/endpoints/endpoint
 import {
   countRecoverable,
   discardQueued,
+  OutboxStatistics,
   queuedOf,
   type RecoverRange,
   recover,
-  refreshOutboxStatistics,
   releaseHeld,
 } from '../../webhooks/endpoints/endpoint-queue.js'
 import {
@@ -148,7 +148,14 @@ export class WebhookEndpointService {
     private readonly policy: RetryPolicy,
     private readonly alerts: EndpointAlerts,
     private readonly now: () => number,
-  ) {}
+  ) {
+    this.statistics = new OutboxStatistics(db, (err) =>
+      alerts.logger?.warn({ err }, 'the webhook outbox could not be analyzed after a release'),
+    )
+  }
+
+  /** The outbox's statistics, gathered again after many notifications went back to it. */
+  readonly statistics: OutboxStatistics
 
   async list(p: Principal, query: Record<string, unknown>): Promise<Page<EndpointJson>> {
     const folders = await this.scopeOf(p)
@@ -193,7 +200,7 @@ export class WebhookEndpointService {
       if (released > 0) await signalOutbox(trx, p.siteId)
       return (await this.find(p.siteId, row.id, trx))!
     })
-    await this.refreshStatistics(released)
+    this.statistics.noteRequeued(released)
     if (enabling && row.state === 'disabled')
       await announce(this.db, 'webhook_endpoint.enabled', after, now, this.alerts)
     return this.render(after)
@@ -219,17 +226,8 @@ export class WebhookEndpointService {
       if (n > 0) await signalOutbox(trx, p.siteId)
       return n
     })
-    await this.refreshStatistics(count)
+    this.statistics.noteRequeued(count)
     return { endpoint_id: row.id, dry_run: false, count }
-  }
-
-  /** The outbox's statistics after many notifications went back to it; a failure costs nothing but speed. */
-  private async refreshStatistics(requeued: number): Promise<void> {
-    try {
-      await refreshOutboxStatistics(this.db, requeued)
-    } catch (err) {
-      this.alerts.logger?.warn({ err }, 'the webhook outbox could not be analyzed after a release')
-    }
   }
 
   /** GET /webhook_endpoints/{id}/attempts: every attempt to the endpoint, oldest first. */

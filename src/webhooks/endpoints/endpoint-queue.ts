@@ -145,18 +145,54 @@ export async function recover(
   return Number(res.numUpdatedRows)
 }
 
-/** Notifications put back in the outbox at once from which its statistics are gathered again. */
+/** Notifications put back in the outbox from which its statistics are gathered again. */
 export const REQUEUED_FOR_ANALYZE = 1000
+/** How long the statistics wait after a release, so that a burst of enables shares one analyze. */
+export const ANALYZE_AFTER_MS = 100
 
 /**
- * After an enable or a recovery put many notifications back in the outbox at once: the planner's
- * statistics (PostgreSQL) still say almost none is pending, and until autovacuum analyzes the
- * table, a minute later or never where it is off, each claim reads through every pending row.
- * 100,000 released took 6–10 minutes to send that way, and 46 s with the statistics gathered
- * again right away (docs/performance.md, "Webhook endpoints"). Nothing to do on SQLite.
+ * Gathers the outbox's statistics again once many notifications went back to it (enables and
+ * recoveries, counted together in this process): the planner's statistics (PostgreSQL) still say
+ * almost none is pending, and until autovacuum analyzes the table, a minute later or never where
+ * it is off, each claim reads through every pending row. 100,000 released took 6–10 minutes to
+ * send that way, and 46 s with the statistics gathered again right away (docs/performance.md,
+ * "Webhook endpoints"). A hundred endpoints enabled at once, each with a few hundred kept, add
+ * up to the same. Nothing to do on SQLite, which keeps no statistics.
  */
-export async function refreshOutboxStatistics(db: Kysely<Database>, requeued: number): Promise<void> {
-  const analyze = dialectOf(db).analyze
-  if (analyze === null || requeued < REQUEUED_FOR_ANALYZE) return
-  await analyze('webhook_notifications').execute(db)
+export class OutboxStatistics {
+  private count = 0
+  private timer: NodeJS.Timeout | null = null
+  private running: Promise<void> = Promise.resolve()
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  /** `n` notifications went back to the outbox (committed). */
+  noteRequeued(n: number): void {
+    if (dialectOf(this.db).analyze === null || n <= 0) return
+    this.count += n
+    if (this.count < REQUEUED_FOR_ANALYZE || this.timer !== null) return
+    this.timer = setTimeout(() => {
+      this.timer = null
+      this.count = 0
+      this.running = this.running.then(() => this.analyze())
+    }, ANALYZE_AFTER_MS)
+    this.timer.unref()
+  }
+
+  /** Resolves once an analyze asked for so far has run (tests, and a server stopping). */
+  async settled(): Promise<void> {
+    while (this.timer !== null) await new Promise((r) => setTimeout(r, ANALYZE_AFTER_MS))
+    await this.running
+  }
+
+  private async analyze(): Promise<void> {
+    try {
+      await dialectOf(this.db).analyze?.('webhook_notifications').execute(this.db)
+    } catch (err) {
+      this.onError(err)
+    }
+  }
 }
