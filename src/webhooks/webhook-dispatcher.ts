@@ -402,17 +402,19 @@ export class WebhookDispatcher extends JobLoop {
     }
     const attempt = row.attempts + 1
     const sentAt = this.now()
-    const fileFields = this.fileFieldsFor(row, endpoint)
+    const accountname = this.siteNames.known(row.site_id) ?? (await this.siteNames.read(row.site_id))
+    const fields = this.fileFieldsFor(row, endpoint)
+    const extra = fields === undefined ? undefined : await fields
     const signed = signWebhook(
       {
-        accountname: this.siteNames.known(row.site_id) ?? (await this.siteNames.read(row.site_id)),
+        accountname,
         username: row.username,
         operation: row.operation,
         protocol: row.protocol,
         path: row.path,
         sourcepath: row.sourcepath,
         attempt,
-        extra: fileFields === undefined ? undefined : await fileFields,
+        extra,
       },
       row.message_id,
       settings,
@@ -455,19 +457,21 @@ export class WebhookDispatcher extends JobLoop {
     }
     const attempt = row.attempts + 1
     const sentAt = this.now()
-    const fileFields = this.fileFieldsFor(row, endpoint)
+    const accountname = this.siteNames.known(row.site_id) ?? (await this.siteNames.read(row.site_id))
+    const fields = this.fileFieldsFor(row, endpoint)
+    const extra = fields === undefined ? undefined : await fields
     const req = behaviorRequest(
       behavior,
       url,
       {
-        accountname: this.siteNames.known(row.site_id) ?? (await this.siteNames.read(row.site_id)),
+        accountname,
         username: row.username,
         operation: row.operation,
         protocol: row.protocol,
         path: row.path,
         sourcepath: row.sourcepath,
         attempt,
-        extra: fileFields === undefined ? undefined : await fileFields,
+        extra,
       },
       row.message_id,
       sentAt,
@@ -491,7 +495,11 @@ export class WebhookDispatcher extends JobLoop {
     return log
   }
 
-  /** A file-aware endpoint's fields (endpoints/file-fields.ts); none otherwise, without a promise. */
+  /**
+   * A file-aware endpoint's fields (endpoints/file-fields.ts); none otherwise, without a promise.
+   * Awaited at once where it is made: left pending across another await, it could reject with no
+   * handler yet.
+   */
   private fileFieldsFor(row: ClaimedRow, endpoint: EndpointRow | undefined) {
     if (endpoint?.file_aware !== 1 || this.opts.fileLinks === undefined) return undefined
     return fieldsOfFile(this.db, this.opts.fileLinks, row, this.now())
