@@ -161,8 +161,8 @@ export const ANALYZE_AFTER_MS = 100
  */
 export class OutboxStatistics {
   private count = 0
-  private timer: NodeJS.Timeout | null = null
-  private running: Promise<void> = Promise.resolve()
+  /** The analyze asked for and not finished yet (its short wait included). */
+  private pending: Promise<void> | null = null
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -173,19 +173,26 @@ export class OutboxStatistics {
   noteRequeued(n: number): void {
     if (dialectOf(this.db).analyze === null || n <= 0) return
     this.count += n
-    if (this.count < REQUEUED_FOR_ANALYZE || this.timer !== null) return
-    this.timer = setTimeout(() => {
-      this.timer = null
-      this.count = 0
-      this.running = this.running.then(() => this.analyze())
-    }, ANALYZE_AFTER_MS)
-    this.timer.unref()
+    this.schedule()
   }
 
-  /** Resolves once an analyze asked for so far has run (tests, and a server stopping). */
+  /** Resolves once every analyze asked for so far has run (tests, and a server stopping). */
   async settled(): Promise<void> {
-    while (this.timer !== null) await new Promise((r) => setTimeout(r, ANALYZE_AFTER_MS))
-    await this.running
+    while (this.pending !== null) await this.pending
+  }
+
+  private schedule(): void {
+    if (this.count < REQUEUED_FOR_ANALYZE || this.pending !== null) return
+    this.pending = new Promise<void>((resolve) => setTimeout(resolve, ANALYZE_AFTER_MS).unref())
+      .then(() => {
+        this.count = 0
+        return this.analyze()
+      })
+      .finally(() => {
+        this.pending = null
+        // What went back while it ran counts towards the next one.
+        this.schedule()
+      })
   }
 
   private async analyze(): Promise<void> {
