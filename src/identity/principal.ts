@@ -38,6 +38,9 @@ export interface Principal {
   ownRightsOnly?: boolean
 }
 
+/** What a read-only site admin is told when a change is refused, over any interface. */
+export const READ_ONLY_REFUSAL = 'This session is read-only: a read-only site administrator changes nothing'
+
 /**
  * A read-only site admin (`readonly_site_admin`, and not `site_admin`, which wins): reads what a
  * site admin reads, and every session and API key of theirs is read-only. Where that is enforced:

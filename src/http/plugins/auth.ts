@@ -1,7 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
-import { isReadOnlyAdmin, type PermissionSet, type Principal } from '../../identity/principal.js'
+import {
+  isReadOnlyAdmin,
+  type PermissionSet,
+  type Principal,
+  READ_ONLY_REFUSAL,
+} from '../../identity/principal.js'
 import { refuseUntilEnrolled } from '../../modules/two-factor/two-factor-service.js'
 import { credentialsFrom } from '../credentials.js'
 import type { HttpContext } from '../http-context.js'
@@ -51,8 +56,7 @@ const READS = new Set(['GET', 'HEAD', 'OPTIONS'])
 /** The fields of a password change (and the id the SDKs send back): all a read-only site admin may send to `PATCH /users/{own id}`. */
 const PASSWORD_FIELDS = new Set(['id', 'password', 'password_confirmation'])
 
-const readOnly = () =>
-  ERRORS.readOnlySession('This session is read-only: a read-only site administrator changes nothing')
+const readOnly = () => ERRORS.readOnlySession(READ_ONLY_REFUSAL)
 
 /**
  * The one place the REST API and the web interface keep read-only site admins from changing

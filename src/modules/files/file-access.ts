@@ -1,7 +1,7 @@
 import { ERRORS } from '../../api/error-factories.js'
 import { ApiError } from '../../api/errors.js'
 import { isWithin } from '../../api/paths.js'
-import { isReadOnlyAdmin, type Principal, type UserRow } from '../../identity/principal.js'
+import { isReadOnlyAdmin, type Principal, READ_ONLY_REFUSAL, type UserRow } from '../../identity/principal.js'
 import type { PermissionRepository } from '../permissions/permission-repository.js'
 
 /**
@@ -81,9 +81,7 @@ export class AccessView {
       throw ERRORS.apiKeyIsPathRestricted(`This API key is restricted to the folder ${this.keyPath}`)
     }
     if (this.readOnly && !READS.includes(cap)) {
-      throw ERRORS.readOnlySession(
-        'This session is read-only: a read-only site administrator changes nothing',
-      )
+      throw ERRORS.readOnlySession(READ_ONLY_REFUSAL)
     }
     if (!this.can(path, cap)) {
       throw new ApiError(
