@@ -1,19 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { req, type Target } from './helpers/files.js'
 import { type DialectName, dialects } from './helpers/server.js'
-import {
-  type ProcessSite,
-  processSite,
-  type ServerProcess,
-  type ServerProcesses,
-  serverProcesses,
-} from './helpers/server-process.js'
-import {
-  type AsyncResponder,
-  type Delivery,
-  startWebhookRecorder,
-  type WebhookRecorder,
-} from './helpers/webhook-recorder.js'
+import type { ProcessSite, ServerProcess } from './helpers/server-process.js'
+import { webhookCrashServers } from './helpers/webhook-crash.js'
+import type { AsyncResponder, Delivery, WebhookRecorder } from './helpers/webhook-recorder.js'
 
 /**
  * Webhook delivery across crashes, with Wharf as `npm start` runs it: notifications in flight or
@@ -24,42 +14,17 @@ import {
 const PG_URL = process.env['TEST_DATABASE_URL']
 const IN_FLIGHT = 8
 
-let servers: ServerProcesses
-const sites: ProcessSite[] = []
-const recorders: WebhookRecorder[] = []
+const crash = webhookCrashServers()
 
-beforeAll(async () => {
-  servers = serverProcesses()
-}, 120_000)
+/**
+ * A site of its own for one test, its servers set up for quick webhook deliveries and retries
+ * (the crash harness's), with this file's deliveries in flight. A lease of 2 × (0.5 + 1) + 5 = 8 s:
+ * what PostgreSQL waits for a killed process's claims.
+ */
+const newSite = (dialect: DialectName): Promise<ProcessSite> =>
+  crash.site(dialect, { WEBHOOK_CONCURRENCY: String(IN_FLIGHT) })
 
-afterAll(async () => {
-  await servers?.killAll()
-  for (const r of recorders) await r.close()
-  for (const s of sites) await s.remove()
-})
-
-/** A site of its own for one test, its servers set up for quick webhook deliveries and retries. */
-async function newSite(dialect: DialectName): Promise<ProcessSite> {
-  const site = await processSite(servers, dialect, {
-    RATE_LIMIT_PER_SECOND: '100000',
-    RATE_LIMIT_BURST: '100000',
-    WEBHOOK_ALLOWED_CIDRS: '127.0.0.1/32',
-    // Enough quick retries that no notification fails for good while the listener hangs.
-    WEBHOOK_RETRY_SCHEDULE: Array(20).fill('0.2').join(','),
-    // A lease of 2 × (0.5 + 1) + 5 = 8 s: what PostgreSQL waits for a killed process's claims.
-    WEBHOOK_CONNECT_TIMEOUT_MS: '500',
-    WEBHOOK_TIMEOUT_MS: '1000',
-    WEBHOOK_CONCURRENCY: String(IN_FLIGHT),
-  })
-  sites.push(site)
-  return site
-}
-
-async function recorder(answer: AsyncResponder): Promise<WebhookRecorder> {
-  const r = await startWebhookRecorder(answer)
-  recorders.push(r)
-  return r
-}
+const recorder = (answer: AsyncResponder): Promise<WebhookRecorder> => crash.recorder(answer)
 
 async function configure(t: Target, url: string): Promise<void> {
   const body = { url, triggers: ['Create Folder'], enabled: true }
@@ -103,7 +68,7 @@ const allDelivered = (rows: OutboxRow[], n: number) =>
 
 async function stop(p: ServerProcess, signal: NodeJS.Signals): Promise<void> {
   p.child.kill(signal)
-  await servers.step(`the server exiting on ${signal}`, p.exited)
+  await crash.servers.step(`the server exiting on ${signal}`, p.exited)
 }
 
 /**
@@ -134,10 +99,10 @@ async function expectRedelivered(
 // Side by side: on PostgreSQL most of each test is waiting out the killed process's leases.
 describe.each(dialects)('webhooks across a killed server process (%s)', (dialect) => {
   it.concurrent('sends again, under the same webhook-id, what was in flight or queued when the server was killed', async () => {
-    const { step } = servers
+    const { step } = crash.servers
     const site = await newSite(dialect)
     const hook = await recorder(() => 'hang')
-    const first = await servers.serve(site.env())
+    const first = await crash.servers.serve(site.env())
     const t = { api: first.api, key: site.key }
     await configure(t, hook.url)
     const paths = Array.from({ length: 40 }, (_, i) => `crash-${i}`)
@@ -160,7 +125,7 @@ describe.each(dialects)('webhooks across a killed server process (%s)', (dialect
     await stop(first, 'SIGKILL')
 
     hook.answer(() => 204)
-    const second = await servers.serve(site.env())
+    const second = await crash.servers.serve(site.env())
     // PostgreSQL: the killed process's claims hold until their lease (8 s) ends.
     const rows = await step(
       'every notification delivered after the restart',
@@ -180,12 +145,14 @@ describe.each(dialects)('webhooks across a killed server process (%s)', (dialect
   }, 60_000)
 
   it.concurrent('delivers notifications that were only enqueued, never claimed, when the server was killed', async () => {
-    const { step } = servers
+    const { step } = crash.servers
     const site = await newSite(dialect)
     const hook = await recorder(() => 'hang')
     // One delivery at a time: while the first hangs, the next ones can only wait in the outbox.
     // It hangs up to 2 s, time enough to queue and check them (its lease on PostgreSQL: 10 s).
-    const first = await servers.serve(site.env({ WEBHOOK_CONCURRENCY: '1', WEBHOOK_TIMEOUT_MS: '2000' }))
+    const first = await crash.servers.serve(
+      site.env({ WEBHOOK_CONCURRENCY: '1', WEBHOOK_TIMEOUT_MS: '2000' }),
+    )
     const t = { api: first.api, key: site.key }
     await configure(t, hook.url)
     await mkdir(t, 'queued-first')
@@ -204,7 +171,7 @@ describe.each(dialects)('webhooks across a killed server process (%s)', (dialect
     expect(hook.deliveries.map((d) => d.path)).toEqual(['queued-first'])
 
     hook.answer(() => 204)
-    const second = await servers.serve(site.env())
+    const second = await crash.servers.serve(site.env())
     const rows = await step(
       'every notification delivered after the restart',
       vi.waitFor(async () => {
@@ -222,7 +189,7 @@ describe.each(dialects)('webhooks across a killed server process (%s)', (dialect
 
 describe.skipIf(!PG_URL)('two server processes on one PostgreSQL schema (needs TEST_DATABASE_URL)', () => {
   it('sends each of 1,000 notifications exactly once, some from each process', async () => {
-    const { step } = servers
+    const { step } = crash.servers
     const site = await newSite('postgres')
     // Answered once the outbox row has been read: the row is still claimed by the sender then.
     const owners = new Map<string, string | null>()
@@ -236,7 +203,7 @@ describe.skipIf(!PG_URL)('two server processes on one PostgreSQL schema (needs T
       return 204
     })
     const env = site.env({ WEBHOOK_CONCURRENCY: '16' })
-    const [a, b] = await Promise.all([servers.serve(env), servers.serve(env)])
+    const [a, b] = await Promise.all([crash.servers.serve(env), crash.servers.serve(env)])
     const via = [a, b].map((p) => ({ api: p.api, key: site.key }))
     await configure(via[0]!, hook.url)
 
